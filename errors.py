@@ -1,0 +1,30 @@
+"""User-facing errors.
+
+Every error a user can cause (bad input files, unknown models, invalid queries) is a
+`KgprobeError`: the CLI catches it once, prints `str(err)` as one line and exits 2.
+Anything else is a bug and keeps its traceback.
+"""
+
+
+class KgprobeError(Exception):
+    """Base class: its message is one line naming the input and the fix."""
+
+
+class OntologyError(KgprobeError):
+    """An ontology source cannot be read (missing file, malformed RDF or JSON)."""
+
+
+class StoreError(KgprobeError):
+    """The triple store cannot be opened, queried or written."""
+
+
+class QueryError(StoreError):
+    """A SPARQL query is invalid."""
+
+
+class TemplateError(KgprobeError):
+    """A prompt template is malformed (for example it has no mask slot)."""
+
+
+class ModelError(KgprobeError):
+    """A model cannot be loaded or does not support the requested method."""

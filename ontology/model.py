@@ -1,0 +1,152 @@
+"""The typed ontology model shared by every layer.
+
+Terms follow one convention across kgprobe (the store adapter, the RDFS engine and the
+probe generator all speak it), because plain strings hash and compare fastest:
+an IRI is the bare IRI, a blank node is ``_:`` + its id, a literal is in N-Triples
+syntax (it starts with ``"``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterator
+
+from .labels import local_name_label
+
+Triple = tuple[str, str, str]
+
+RDF = "http://www.w3.org/1999/02/22-rdf-syntax-ns#"
+RDFS = "http://www.w3.org/2000/01/rdf-schema#"
+OWL = "http://www.w3.org/2002/07/owl#"
+SKOS = "http://www.w3.org/2004/02/skos/core#"
+XSD = "http://www.w3.org/2001/XMLSchema#"
+#: kgprobe's own vocabulary (verbalization patterns) and minted IRIs live here.
+KGP = "https://w3id.org/kgprobe/vocab#"
+
+RDF_TYPE = RDF + "type"
+RDF_PROPERTY = RDF + "Property"
+RDFS_CLASS = RDFS + "Class"
+RDFS_SUBCLASSOF = RDFS + "subClassOf"
+RDFS_SUBPROPERTYOF = RDFS + "subPropertyOf"
+RDFS_DOMAIN = RDFS + "domain"
+RDFS_RANGE = RDFS + "range"
+RDFS_LABEL = RDFS + "label"
+SKOS_PREFLABEL = SKOS + "prefLabel"
+OWL_CLASS = OWL + "Class"
+OWL_THING = OWL + "Thing"
+OWL_OBJECT_PROPERTY = OWL + "ObjectProperty"
+OWL_DATATYPE_PROPERTY = OWL + "DatatypeProperty"
+OWL_EQUIVALENT_PROPERTY = OWL + "equivalentProperty"
+KGP_PATTERN = KGP + "pattern"
+
+CLASS_TYPES = frozenset({RDFS_CLASS, OWL_CLASS})
+PROPERTY_TYPES = frozenset(
+    {RDF_PROPERTY, OWL_OBJECT_PROPERTY, OWL_DATATYPE_PROPERTY, OWL + "AnnotationProperty",
+     OWL + "FunctionalProperty", OWL + "TransitiveProperty", OWL + "SymmetricProperty",
+     OWL + "InverseFunctionalProperty"}
+)
+#: rdf:type objects that say what a term *is* in the schema, not which class an instance belongs to.
+META_TYPES = CLASS_TYPES | PROPERTY_TYPES | frozenset(
+    {OWL + "Ontology", OWL + "Restriction", RDFS + "Datatype", OWL + "NamedIndividual",
+     OWL + "AllDisjointClasses", OWL + "AllDifferent", OWL + "Axiom"}
+)
+
+
+def is_iri(term: str) -> bool:
+    return not term.startswith(("_:", '"'))
+
+
+def is_literal(term: str) -> bool:
+    return term.startswith('"')
+
+
+def literal(text: str, lang: str | None = "en") -> str:
+    """Encode a plain or language-tagged literal in N-Triples syntax."""
+    escaped = (
+        text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\r", "\\r")
+    )
+    return f'"{escaped}"@{lang}' if lang else f'"{escaped}"'
+
+
+def parse_literal(term: str) -> tuple[str, str | None]:
+    """Decode an N-Triples literal into (lexical form, language tag or None)."""
+    end = term.rfind('"')
+    body, tail = term[1:end], term[end + 1:]
+    text = (
+        body.replace('\\"', '"').replace("\\n", "\n").replace("\\r", "\r").replace("\\\\", "\\")
+    )
+    return text, (tail[1:].lower() if tail.startswith("@") else None)
+
+
+@dataclass
+class OntClass:
+    iri: str
+    label: str
+    parents: list[str] = field(default_factory=list)  # direct named superclasses
+
+
+@dataclass
+class OntProperty:
+    iri: str
+    label: str
+    domain: list[str] = field(default_factory=list)
+    range: list[str] = field(default_factory=list)
+    parents: list[str] = field(default_factory=list)  # direct superproperties
+    #: Verbalization between a subject and an object, e.g. ``[X] is a player at [Y] .``
+    pattern: str | None = None
+    same_as: list[str] = field(default_factory=list)  # other IRIs of the same property
+
+
+@dataclass
+class Instance:
+    iri: str
+    label: str
+    types: list[str] = field(default_factory=list)  # asserted (direct) classes
+
+
+@dataclass
+class Ontology:
+    """Classes, properties, instances and facts of one source, keyed by IRI.
+
+    `warnings` collects what a loader noticed but kept (cycles, inconsistent chains,
+    ignored restrictions) so the caller can report it instead of it vanishing.
+    """
+
+    name: str
+    classes: dict[str, OntClass] = field(default_factory=dict)
+    properties: dict[str, OntProperty] = field(default_factory=dict)
+    instances: dict[str, Instance] = field(default_factory=dict)
+    facts: list[Triple] = field(default_factory=list)  # instance-level (s, p, o), objects may be literals
+    warnings: list[str] = field(default_factory=list)
+
+    def label(self, iri: str) -> str:
+        for table in (self.classes, self.properties, self.instances):
+            if iri in table:
+                return table[iri].label
+        return local_name_label(iri)
+
+    def triples(self) -> Iterator[Triple]:
+        """The RDF triples that represent this model (what the store holds for it)."""
+        for c in self.classes.values():
+            yield c.iri, RDF_TYPE, OWL_CLASS
+            yield c.iri, RDFS_LABEL, literal(c.label)
+            for parent in c.parents:
+                yield c.iri, RDFS_SUBCLASSOF, parent
+        for p in self.properties.values():
+            yield p.iri, RDF_TYPE, RDF_PROPERTY
+            yield p.iri, RDFS_LABEL, literal(p.label)
+            for d in p.domain:
+                yield p.iri, RDFS_DOMAIN, d
+            for r in p.range:
+                yield p.iri, RDFS_RANGE, r
+            for parent in p.parents:
+                yield p.iri, RDFS_SUBPROPERTYOF, parent
+            if p.pattern:
+                yield p.iri, KGP_PATTERN, literal(p.pattern)
+            for other in p.same_as:
+                yield p.iri, OWL_EQUIVALENT_PROPERTY, other
+        for i in self.instances.values():
+            yield i.iri, RDFS_LABEL, literal(i.label)
+            for t in i.types:
+                yield i.iri, RDF_TYPE, t
+        yield from self.facts

@@ -1,0 +1,224 @@
+"""The `kgprobe` command line.
+
+User errors (`KgprobeError`) are caught here, once: one line on stderr, exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Callable, Sequence
+
+from ..errors import KgprobeError, OntologyError
+from ..kg.store import PREFIXES, KnowledgeGraph, QueryResult, default_store_path
+from ..ontology.loaders import Source, bundled_source, load_source
+from ..ontology.model import parse_literal
+
+COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {}
+
+
+def command(name: str):
+    def register(fn):
+        COMMANDS[name] = fn
+        return fn
+    return register
+
+
+def _store_arg(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--store", type=Path, default=None,
+                        help="store directory (default: $KGPROBE_STORE, else .kgprobe/store)")
+
+
+def open_store(args: argparse.Namespace, *, create: bool = False) -> KnowledgeGraph:
+    return KnowledgeGraph(args.store or default_store_path(), create=create)
+
+
+def warn(message: str) -> None:
+    print(f"kgprobe: warning: {message}", file=sys.stderr)
+
+
+# ------------------------------------------------------------------------------ kg
+
+
+def load_sources(kg: KnowledgeGraph, paths: Sequence[str], default: bool) -> list[Source]:
+    """Parse every source first, then write them all in one transaction."""
+    sources = [bundled_source()] if default else []
+    sources += [load_source(p) for p in paths]
+    if not sources:
+        raise OntologyError("nothing to load; give SOURCE paths or --default")
+    for src in sources:
+        for w in src.ontology.warnings:
+            warn(f"{src.path}: {w}")
+    kg.add_sources(sources)
+    return sources
+
+
+@command("kg load")
+def cmd_kg_load(args: argparse.Namespace) -> int:
+    with open_store(args, create=True) as kg:
+        for src in load_sources(kg, args.sources, args.default):
+            o = src.ontology
+            print(f"loaded {src.path} into graph '{src.name}': {len(src.triples)} triples, "
+                  f"{len(o.classes)} classes, {len(o.properties)} properties, "
+                  f"{len(o.instances)} instances")
+        print(f"store {kg.path}: {kg.count()} triples")
+    return 0
+
+
+def _short(term: str | None) -> str:
+    """Compact rendering for tables: prefixed names, literals as their text."""
+    if term is None:
+        return ""
+    if term.startswith('"'):
+        return parse_literal(term)[0]
+    for prefix, ns in PREFIXES.items():
+        if term.startswith(ns) and "/" not in term[len(ns):]:
+            return f"{prefix}:{term[len(ns):]}"
+    return term
+
+
+def print_result(result: QueryResult, fmt: str, out=sys.stdout) -> None:
+    if result.kind == "ask":
+        value = "true" if result.boolean else "false"
+        print(json.dumps({"boolean": result.boolean}) if fmt == "json" else value, file=out)
+        return
+    if fmt == "json":
+        rows = [dict(zip(result.variables, row)) for row in result.rows]
+        print(json.dumps(rows, ensure_ascii=False, indent=1), file=out)
+    elif fmt == "csv":
+        writer = csv.writer(out)
+        writer.writerow(result.variables)
+        writer.writerows([[v or "" for v in row] for row in result.rows])
+    else:
+        cells = [[_short(v) for v in row] for row in result.rows]
+        widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(result.variables)]
+        print("  ".join(h.ljust(w) for h, w in zip(result.variables, widths)), file=out)
+        print("  ".join("-" * w for w in widths), file=out)
+        for row in cells:
+            print("  ".join(v.ljust(w) for v, w in zip(row, widths)).rstrip(), file=out)
+        print(f"({len(cells)} row{'s' if len(cells) != 1 else ''})", file=out)
+
+
+def read_query(text: str) -> str:
+    if text.startswith("@"):
+        path = Path(text[1:])
+        if not path.is_file():
+            raise KgprobeError(f"{path}: query file not found")
+        return path.read_text(encoding="utf-8")
+    return text
+
+
+@command("kg query")
+def cmd_kg_query(args: argparse.Namespace) -> int:
+    with open_store(args) as kg:
+        print_result(kg.query(read_query(args.query)), args.format)
+    return 0
+
+
+def print_stats(kg: KnowledgeGraph) -> None:
+    stats = kg.stats()
+    width = max([len("graph")] + [len(s.graph) for s in stats])
+    print(f"{'graph'.ljust(width)}  {'triples':>8}  {'classes':>7}  {'properties':>10}  "
+          f"{'instances':>9}")
+    for s in stats:
+        print(f"{s.graph.ljust(width)}  {s.triples:>8}  {s.classes:>7}  {s.properties:>10}  "
+              f"{s.instances:>9}")
+    print(f"{'(union)'.ljust(width)}  {kg.count():>8}")
+
+
+@command("kg stats")
+def cmd_kg_stats(args: argparse.Namespace) -> int:
+    with open_store(args) as kg:
+        print_stats(kg)
+    return 0
+
+
+@command("kg export")
+def cmd_kg_export(args: argparse.Namespace) -> int:
+    with open_store(args) as kg:
+        data = kg.export(args.format, args.out)
+        if data is not None:
+            sys.stdout.buffer.write(data)
+        else:
+            print(f"wrote {args.out}", file=sys.stderr)
+    return 0
+
+
+# ------------------------------------------------------------------------------ demo
+
+#: The superclass chain of a class, specific → general: an ancestor's depth is the number
+#: of distinct classes on the way up to it.
+DEMO_QUERY = """SELECT DISTINCT ?ancestor ?label ?depth WHERE {
+  { SELECT ?ancestor (COUNT(DISTINCT ?mid) AS ?depth) WHERE {
+      ?class rdfs:label "soccer player"@en ;
+             rdfs:subClassOf+ ?mid .
+      ?mid rdfs:subClassOf* ?ancestor .
+    } GROUP BY ?ancestor }
+  ?ancestor rdfs:label ?label .
+  FILTER(lang(?label) = "en")
+} ORDER BY ?depth"""
+
+
+@command("demo")
+def cmd_demo(args: argparse.Namespace) -> int:
+    """The main job: build the knowledge graph from the bundled ontology and look at it."""
+    start = time.perf_counter()
+    with open_store(args, create=True) as kg:
+        load_sources(kg, [], default=True)
+        print(f"built the knowledge graph in {kg.path} "
+              f"({time.perf_counter() - start:.1f} s)\n")
+        print_stats(kg)
+        print(f"\nSPARQL: the superclasses of 'soccer player'\n{DEMO_QUERY}\n")
+        print_result(kg.query(DEMO_QUERY), "table")
+    return 0
+
+
+# ------------------------------------------------------------------------------ parser
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="kgprobe", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    kg = sub.add_parser("kg", help="the knowledge graph: load, query, stats, export")
+    kg_sub = kg.add_subparsers(dest="kg_command", required=True)
+    p = kg_sub.add_parser("load", help="load ontology sources into the store")
+    p.add_argument("sources", nargs="*", help="an RDF file, or a directory with class.json and "
+                   "property.json")
+    p.add_argument("--default", action="store_true", help="load the bundled OntoProbe ontology")
+    _store_arg(p)
+    p = kg_sub.add_parser("query", help="run a SPARQL SELECT/ASK/CONSTRUCT over all graphs")
+    p.add_argument("query", help="the query text, or @FILE")
+    p.add_argument("--format", choices=["table", "csv", "json"], default="table")
+    _store_arg(p)
+    p = kg_sub.add_parser("stats", help="triples, classes, properties, instances per graph")
+    _store_arg(p)
+    p = kg_sub.add_parser("export", help="serialize the union graph")
+    p.add_argument("--format", choices=["turtle", "ntriples"], default="turtle")
+    p.add_argument("--out", type=Path, default=None, help="output file (default: stdout)")
+    _store_arg(p)
+
+    p = sub.add_parser("demo", help="the main job (README): build the graph and query it")
+    _store_arg(p)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    name = args.command if args.command != "kg" else f"kg {args.kg_command}"
+    try:
+        return COMMANDS[name](args)
+    except KgprobeError as err:
+        print(f"kgprobe: error: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("kgprobe: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
