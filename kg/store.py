@@ -11,7 +11,7 @@ import pyoxigraph as ox
 
 from ..errors import QueryError, StoreError
 from ..ontology.loaders import Source, build_ontology
-from ..ontology.model import KGP, OWL, RDF, RDFS, SKOS, XSD, Ontology, Triple
+from ..ontology.model import KGP, OWL, RDF, RDFS, SKOS, XSD, Ontology, Triple, parse_literal
 
 GRAPH_NS = "urn:kgprobe:source:"
 INFERRED_GRAPH = "urn:kgprobe:inferred"
@@ -38,7 +38,11 @@ def to_ox(term: str) -> ox.NamedNode | ox.BlankNode | ox.Literal:
     if term.startswith("_:"):
         return ox.BlankNode(term[2:])
     if term.startswith('"'):
-        return ox.parse(f"<urn:s> <urn:p> {term} .", ox.RdfFormat.N_TRIPLES).__next__().object
+        text, lang = parse_literal(term)
+        tail = term[term.rfind('"') + 1:]
+        if tail.startswith("^^<"):
+            return ox.Literal(text, datatype=ox.NamedNode(tail[3:-1]))
+        return ox.Literal(text, language=lang) if lang else ox.Literal(text)
     return ox.NamedNode(term)
 
 
@@ -143,6 +147,10 @@ class KnowledgeGraph:
         self._store.update(f"DROP SILENT GRAPH <{graph}>")
 
     # ------------------------------------------------------------------ reading
+
+    def asserted_graphs(self) -> list[str]:
+        """Every graph but the inferred one: what reasoning starts from."""
+        return [g for g in self.graphs() if g != INFERRED_GRAPH]
 
     def graphs(self) -> list[str]:
         return sorted(g.value for g in self._store.named_graphs())

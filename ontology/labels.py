@@ -57,6 +57,7 @@ def _engine():
     return inflect.engine()
 
 
+@lru_cache(maxsize=65536)
 def article(phrase: str) -> str:
     """'a' or 'an' for a phrase, by how its first word sounds (an hour, a university)."""
     if not phrase.strip():

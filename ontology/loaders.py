@@ -157,11 +157,7 @@ def _ontoprobe_classes(onto: Ontology, records: list[dict]) -> dict[str, str]:
                              f"minted: {', '.join(sorted(minted))}")
     # The chain the direct edges imply, compared with the one the data lists.
     for label, chain in chains.items():
-        implied, seen, cur = [], set(), by_label[label]
-        while onto.classes[cur].parents and cur not in seen:
-            seen.add(cur)
-            cur = onto.classes[cur].parents[0]
-            implied.append(onto.classes[cur].label)
+        implied = _first_parent_chain(onto.classes, by_label[label])
         if implied != chain:
             onto.warnings.append(f"class '{label}': listed chain {chain} does not follow from "
                                  f"its direct superclass, which implies {implied}")
@@ -188,6 +184,8 @@ def _ontoprobe_properties(onto: Ontology, records: list[dict], by_label: dict[st
                     onto.classes[by_label[label]] = OntClass(by_label[label], label)
                     minted_classes.append(label)
                 target.append(by_label[label])
+        # property.json gives each property the flat set of its superproperties (not a
+        # chain: 'part of' follows 'affiliation' in one and precedes it in another).
         for sup_label, pattern in (rec.get("rdfs:subPropertyOf") or {}).items():
             if sup_label not in prop_by_label:
                 sup = OntProperty(_mint("property", sup_label), sup_label, pattern=pattern)
@@ -202,6 +200,16 @@ def _ontoprobe_properties(onto: Ontology, records: list[dict], by_label: dict[st
     if minted_classes:
         onto.warnings.append(f"domain/range label(s) name no class in class.json, minted: "
                              f"{', '.join(sorted(set(minted_classes)))}")
+
+
+def _first_parent_chain(table: dict, iri: str) -> list[str]:
+    """Labels along first parents: the chain a direct edge implies."""
+    implied, seen = [], set()
+    while table[iri].parents and iri not in seen:
+        seen.add(iri)
+        iri = table[iri].parents[0]
+        implied.append(table[iri].label)
+    return implied
 
 
 # --------------------------------------------------------------------------- RDF files

@@ -37,6 +37,10 @@ def open_store(args: argparse.Namespace, *, create: bool = False) -> KnowledgeGr
     return KnowledgeGraph(args.store or default_store_path(), create=create)
 
 
+def rule_list(text: str) -> list[str]:
+    return [r.strip() for r in text.split(",") if r.strip()]
+
+
 def warn(message: str) -> None:
     print(f"kgprobe: warning: {message}", file=sys.stderr)
 
@@ -148,6 +152,83 @@ def cmd_kg_export(args: argparse.Namespace) -> int:
     return 0
 
 
+# ------------------------------------------------------------------------------ reason
+
+
+@command("reason")
+def cmd_reason(args: argparse.Namespace) -> int:
+    from ..reasoning.materialize import clear, materialize
+
+    with open_store(args) as kg:
+        if args.clear:
+            print(f"removed the inferred graph ({clear(kg)} triples)")
+            return 0
+        report = materialize(kg, rule_list(args.rules))
+        print(f"reasoned over {report.asserted} asserted triples with {', '.join(report.rules)} "
+              f"in {report.seconds:.2f} s")
+        for rule in report.rules:
+            print(f"  {rule:7s} {report.derived_by.get(rule, 0):>9} triples")
+        print(f"inferred graph: {report.inferred} triples ({report.added} new)")
+        if args.provenance:
+            n = report.closure.write_jsonl(args.provenance)
+            print(f"wrote {n} derivations to {args.provenance}")
+    return 0
+
+
+# ------------------------------------------------------------------------------ generate
+
+
+@command("generate memorizing")
+def cmd_generate_memorizing(args: argparse.Namespace) -> int:
+    from ..atomic import write_json, write_jsonl
+    from ..reasoning.memorizing import candidate_sets, generate_memorizing
+
+    with open_store(args) as kg:
+        onto = kg.ontology()
+    records = generate_memorizing(onto, seed=args.seed)
+    out = Path(args.out)
+    summary = {}
+    for relation, recs in records.items():
+        write_jsonl(out / f"{relation}.jsonl", (r.to_json() for r in recs))
+        summary[relation] = {split: sum(r.split == split for r in recs)
+                             for split in ("train", "dev", "test")}
+        print(f"{relation:14s} {len(recs):>6} records  {summary[relation]}")
+    write_json(out / "candidates.json", candidate_sets(onto))
+    write_json(out / "summary.json", {"tasks": summary, "seed": args.seed})
+    print(f"wrote {out}")
+    return 0
+
+
+@command("generate reasoning")
+def cmd_generate_reasoning(args: argparse.Namespace) -> int:
+    from ..atomic import write_json, write_jsonl
+    from ..ontology.loaders import build_ontology
+    from ..ontology.verbalize import load_templates
+    from ..reasoning.items import reasoning_items, rule_summary
+    from ..reasoning.materialize import asserted_triples
+    from ..reasoning.memorizing import candidate_sets
+    from ..reasoning.rdfs import RULES, closure
+
+    templates = load_templates(args.templates)
+    with open_store(args) as kg:
+        triples = asserted_triples(kg)
+    onto = build_ontology("store", triples)
+    items = reasoning_items(onto, closure(triples, RULES), templates,
+                            rules=rule_list(args.rules), pseudowords=not args.no_pseudowords)
+    out = Path(args.out)
+    for rule, rule_items in items.items():
+        write_jsonl(out / f"{rule}.jsonl", (i.to_json() for i in rule_items))
+    summary = rule_summary(items)
+    for rule, entry in summary.items():
+        print(f"{rule:7s} {entry['items']:>6} items from {entry['derivations']:>7} derivations"
+              f"{'  (' + entry['note'] + ')' if 'note' in entry else ''}")
+    write_json(out / "candidates.json", candidate_sets(onto))
+    write_json(out / "summary.json", {"rules": summary, "pseudowords": not args.no_pseudowords,
+                                      "templates": templates.path})
+    print(f"wrote {out}")
+    return 0
+
+
 # ------------------------------------------------------------------------------ demo
 
 #: The superclass chain of a class, specific → general: an ancestor's depth is the number
@@ -202,6 +283,29 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", type=Path, default=None, help="output file (default: stdout)")
     _store_arg(p)
 
+    p = sub.add_parser("reason", help="materialize the RDFS closure into urn:kgprobe:inferred")
+    p.add_argument("--rules", default="rdfs2,rdfs3,rdfs5,rdfs7,rdfs9,rdfs11",
+                   help="comma-separated subset of rdfs2,rdfs3,rdfs5,rdfs7,rdfs9,rdfs11")
+    p.add_argument("--clear", action="store_true", help="remove the inferred graph instead")
+    p.add_argument("--provenance", type=Path, default=None,
+                   help="write every one-step derivation (rule, conclusion, premises) as JSONL")
+    _store_arg(p)
+
+    gen = sub.add_parser("generate", help="write probe sets from the knowledge graph")
+    gen_sub = gen.add_subparsers(dest="generate_command", required=True)
+    p = gen_sub.add_parser("memorizing", help="TP/SCO/SPO/DM/RG records, one JSONL per relation")
+    p.add_argument("--out", required=True, type=Path)
+    p.add_argument("--seed", type=int, default=0, help="seed of the train/dev/test split")
+    _store_arg(p)
+    p = gen_sub.add_parser("reasoning", help="premise/hypothesis items, one JSONL per rule")
+    p.add_argument("--out", required=True, type=Path)
+    p.add_argument("--rules", default="rdfs2,rdfs3,rdfs5,rdfs7,rdfs9,rdfs11")
+    p.add_argument("--no-pseudowords", action="store_true",
+                   help="write real labels instead of the [X]/[Y] slots (confound analysis)")
+    p.add_argument("--templates", type=Path, default=None,
+                   help="a template TOML file (default: the paper's templates)")
+    _store_arg(p)
+
     p = sub.add_parser("demo", help="the main job (README): build the graph and query it")
     _store_arg(p)
     return parser
@@ -209,7 +313,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    name = args.command if args.command != "kg" else f"kg {args.kg_command}"
+    sub_name = getattr(args, "kg_command", None) or getattr(args, "generate_command", None)
+    name = f"{args.command} {sub_name}" if sub_name else args.command
     try:
         return COMMANDS[name](args)
     except KgprobeError as err:

@@ -1,0 +1,204 @@
+"""Turning ontology statements into sentences: OpenPrompt-syntax templates and patterns.
+
+The template *syntax* lives here, at the bottom layer, because the probe generator renders
+premises and hypotheses with it; the model-facing side of templates (soft vectors, scoring)
+is in `prompts/`.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import sys
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+
+from ..errors import TemplateError
+from .labels import with_article
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+MASK = "[MASK]"
+SOFT = "[SOFT]"
+_PART = re.compile(r"\{[^{}]*\}")
+
+
+@dataclass(frozen=True)
+class Part:
+    """One piece of a template: literal text, a placeholder, the mask, a soft token or a meta field."""
+
+    kind: str  # "text" | "placeholder" | "mask" | "soft" | "meta"
+    value: str | None = None  # placeholder/meta name, soft init word, or the text
+
+
+@dataclass(frozen=True)
+class Template:
+    source: str
+    parts: tuple[Part, ...]
+
+    @property
+    def n_soft(self) -> int:
+        return sum(p.kind == "soft" for p in self.parts)
+
+    def render(self, text_a: str = "", text_b: str = "", meta: dict[str, str] | None = None,
+               mask: str = MASK, soft: str = SOFT) -> str:
+        """The template as text: the mask as `mask`, soft tokens as `soft`."""
+        out = []
+        for part in self.parts:
+            if part.kind == "text":
+                out.append(part.value)
+            elif part.kind == "mask":
+                out.append(mask)
+            elif part.kind == "soft":
+                out.append(soft)
+            elif part.kind == "placeholder":
+                out.append({"text_a": text_a, "text_b": text_b}[part.value])
+            else:
+                if meta is None or part.value not in meta:
+                    raise TemplateError(f"template '{self.source}': no value for meta field "
+                                        f"'{part.value}'")
+                out.append(meta[part.value])
+        return re.sub(r"\s+", " ", "".join(out)).strip()
+
+    def fill(self, answer: str, text_a: str = "", text_b: str = "",
+             meta: dict[str, str] | None = None) -> str:
+        """The statement with the mask filled by `answer`, articles fixed ("is an animal")."""
+        text = self.render(text_a, text_b, meta, mask="\0")
+        text = re.sub(r"\b(a|an) \0", lambda m: with_article(answer), text)
+        return capitalize(text.replace("\0", answer))
+
+
+def parse_template(text: str) -> Template:
+    """Parse OpenPrompt's template syntax; exactly one `{"mask"}` is required."""
+    parts: list[Part] = []
+    pos = 0
+    for m in _PART.finditer(text):
+        if m.start() > pos:
+            parts.append(Part("text", text[pos:m.start()]))
+        try:
+            spec = ast.literal_eval(m.group(0))
+        except (ValueError, SyntaxError):
+            raise TemplateError(f"template '{text}': cannot read {m.group(0)}; write parts as "
+                                '{"mask"}, {"placeholder":"text_a"}, {"soft"} or {"meta":"name"}') from None
+        if isinstance(spec, set) and spec == {"mask"}:
+            parts.append(Part("mask"))
+        elif isinstance(spec, set) and spec == {"soft"}:
+            parts.append(Part("soft"))
+        elif isinstance(spec, dict) and len(spec) >= 1:
+            key = next(iter(spec))
+            if key == "placeholder" and spec[key] in ("text_a", "text_b"):
+                parts.append(Part("placeholder", spec[key]))
+            elif key == "mask":
+                parts.append(Part("mask"))
+            elif key == "soft":
+                for _ in range(int(spec.get("duplicate", 1))):
+                    parts.append(Part("soft", spec[key] or None))
+            elif key == "meta":
+                parts.append(Part("meta", str(spec[key])))
+            elif key == "text":
+                parts.append(Part("text", str(spec[key])))
+            else:
+                raise TemplateError(f"template '{text}': unsupported part {m.group(0)}")
+        else:
+            raise TemplateError(f"template '{text}': unsupported part {m.group(0)}")
+        pos = m.end()
+    if pos < len(text):
+        parts.append(Part("text", text[pos:]))
+    n_masks = sum(p.kind == "mask" for p in parts)
+    if n_masks != 1:
+        raise TemplateError(f"template '{text}': has {n_masks} mask slots, needs exactly one; "
+                            'add {"mask"} where the answer goes')
+    return Template(text, tuple(parts))
+
+
+@dataclass
+class RelationTemplates:
+    name: str
+    candidates: str  # "class" | "property" | "property_pattern"
+    manual: list[Template]
+    soft: list[Template] = field(default_factory=list)
+    hypothesis: int = 0  # which manual template states a reasoning hypothesis
+
+    @property
+    def premise(self) -> Template:
+        return self.manual[0]
+
+
+@dataclass
+class TemplateSet:
+    relations: dict[str, RelationTemplates]
+    conjunction: str = "Therefore ,"
+    path: str = ""
+
+    def __getitem__(self, relation: str) -> RelationTemplates:
+        if relation not in self.relations:
+            raise TemplateError(f"{self.path}: no templates for relation '{relation}'; add a "
+                                f"[relations.{relation}] table")
+        return self.relations[relation]
+
+
+def default_templates_path() -> Path:
+    return Path(str(resources.files("kgprobe.ontology") / "templates.toml"))
+
+
+def load_templates(path: str | Path | None = None) -> TemplateSet:
+    """Read a template TOML file (the bundled one by default)."""
+    path = Path(path) if path is not None else default_templates_path()
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise TemplateError(f"{path}: template file not found") from None
+    except tomllib.TOMLDecodeError as err:
+        raise TemplateError(f"{path}: not valid TOML ({err})") from None
+    relations = {}
+    for name, spec in data.get("relations", {}).items():
+        manual = [parse_template(t) for t in spec.get("manual", [])]
+        if not manual:
+            raise TemplateError(f"{path}: relation '{name}' needs at least one manual template")
+        hyp = int(spec.get("hypothesis", 0))
+        if not 0 <= hyp < len(manual):
+            raise TemplateError(f"{path}: relation '{name}': hypothesis={hyp} names no manual "
+                                "template")
+        relations[name] = RelationTemplates(
+            name, spec.get("candidates", "class"), manual,
+            [parse_template(t) for t in spec.get("soft", [])], hyp)
+    return TemplateSet(relations, data.get("conjunction", "Therefore ,"), str(path))
+
+
+# ------------------------------------------------------------------------ property patterns
+
+
+def capitalize(text: str) -> str:
+    return text[:1].upper() + text[1:] if text else text
+
+
+def default_pattern(label: str) -> str:
+    """A pattern for a property that has none: its label between subject and object."""
+    return f"[X] {label} [Y] ."
+
+
+def pattern_clause(pattern: str, x: str, y: str) -> str:
+    """The pattern as a clause with its slots filled and the final period dropped."""
+    return pattern.replace("[X]", x).replace("[Y]", y).rstrip(" .")
+
+
+def pattern_sentence(pattern: str, x: str, y: str) -> str:
+    return capitalize(pattern_clause(pattern, x, y) + " .")
+
+
+def pattern_middle(pattern: str) -> str:
+    """What a pattern says between its subject and object: the rdfs7 candidate."""
+    body = pattern.rstrip(" .")
+    if "[X]" in body and "[Y]" in body and body.index("[X]") < body.index("[Y]"):
+        return body[body.index("[X]") + 3:body.index("[Y]")].strip()
+    return body.replace("[X]", "").replace("[Y]", "").strip()
+
+
+def normalize_label(label: str) -> str:
+    """Candidate form of a label, as the paper normalizes them: hyphens, parentheses and
+    slashes become spaces, whitespace is collapsed."""
+    return re.sub(r"\s+", " ", re.sub(r"[-()/]", " ", label)).strip()

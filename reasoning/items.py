@@ -1,0 +1,223 @@
+"""Premise/hypothesis reasoning items from the RDFS engine's one-step derivations.
+
+Each derivation (rule, P1, P2 ⇒ conclusion) becomes a cloze item: the premises verbalized
+(P1 the schema premise, P2 the instance or lower-level one), the conjunction, and the
+hypothesis with its object masked. The entity reasoned about is a pseudoword slot ([X], and
+[Y] for the object of a fact) so the model cannot answer from memory; with pseudowords,
+derivations that read the same (same premises, same answer) are one item.
+
+Every premise records the memorizing question it answers (relation, subject, answer), so the
+premise-ablation study can test whether a model knows it without regenerating items.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Iterable, Iterator
+
+from ..ontology.labels import with_article
+from ..ontology.model import Ontology, Triple
+from ..ontology.verbalize import (
+    TemplateSet, capitalize, default_pattern, normalize_label, pattern_clause, pattern_middle,
+    pattern_sentence,
+)
+from .rdfs import RULES, Closure, Derivation, UnknownRuleError
+
+SLOT_X, SLOT_Y = "[X]", "[Y]"
+
+#: rule → (relation of P1, relation of P2, relation of the hypothesis)
+RULE_RELATIONS = {
+    "rdfs2": ("domain", "property", "type"),
+    "rdfs3": ("range", "property", "type"),
+    "rdfs5": ("subPropertyOf", "subPropertyOf", "subPropertyOf"),
+    "rdfs7": ("subPropertyOf", "property", "property"),
+    "rdfs9": ("subClassOf", "type", "type"),
+    "rdfs11": ("subClassOf", "subClassOf", "subClassOf"),
+}
+#: What each rule needs in the data, for the summary of rules that produced nothing.
+RULE_NEEDS = {
+    "rdfs2": "rdfs:domain with a fact using that property",
+    "rdfs3": "rdfs:range with a fact using that property",
+    "rdfs5": "chain of two rdfs:subPropertyOf edges",
+    "rdfs7": "rdfs:subPropertyOf edge with a fact using the subproperty",
+    "rdfs9": "rdfs:subClassOf edge with an instance of the subclass",
+    "rdfs11": "chain of two rdfs:subClassOf edges",
+}
+
+
+@dataclass
+class PremiseText:
+    role: str  # "P1" | "P2"
+    triple: Triple
+    text: str
+    relation: str  # the memorizing relation that asks for this premise
+    subject: str  # as written in the prompt (a label or a slot)
+    answer: str  # the candidate that completes it
+    asserted: bool  # in the source data, or itself derived
+
+
+@dataclass
+class ReasoningItem:
+    id: str
+    rule: str
+    premises: list[PremiseText]
+    conclusion: dict  # {"triple": [s,p,o], "text": hypothesis with [MASK]}
+    answers: list[str]
+    candidates_key: str
+    split: str = "test"
+    slots: dict[str, str] = field(default_factory=dict)  # slot → the IRI it stands for
+    hypotheses: list[str] = field(default_factory=list)  # the hypothesis under every manual template
+    relation: str = ""  # the hypothesis relation (names its templates)
+    count: int = 1  # how many derivations read as this item
+
+    def to_json(self) -> dict:
+        out = asdict(self)
+        out["premises"] = [
+            {**p, "triple": list(p["triple"])} for p in out["premises"]]
+        return out
+
+
+class Verbalizer:
+    """Renders premises and hypotheses of one ontology with one template set."""
+
+    def __init__(self, onto: Ontology, templates: TemplateSet, pseudowords: bool = True):
+        self.onto, self.templates, self.pseudowords = onto, templates, pseudowords
+
+    def label(self, iri: str) -> str:
+        return normalize_label(self.onto.label(iri))
+
+    def pattern(self, prop: str) -> str:
+        p = self.onto.properties.get(prop)
+        return (p.pattern if p and p.pattern else None) or default_pattern(self.label(prop))
+
+    def name(self, iri: str, slot: str) -> str:
+        """An entity as written: its slot with pseudowords, else its label."""
+        return slot if self.pseudowords else self.onto.label(iri)
+
+    def property_meta(self, prop: str) -> dict[str, str]:
+        """How the domain/range templates say 'one who has this property'."""
+        p = self.onto.properties.get(prop)
+        dom = with_article(self.label(p.domain[0])) if p and p.domain else "something"
+        rng = with_article(self.label(p.range[0])) if p and p.range else "something"
+        pattern = self.pattern(prop)
+        return {"as_subject": pattern_clause(pattern, "one", rng),
+                "as_object": pattern_clause(pattern, dom, "that")}
+
+    def statement(self, relation: str, subject: str, answer: str, subject_iri: str = "") -> str:
+        """A premise: the relation's first manual template with the answer filled in."""
+        tmpl = self.templates[relation].premise
+        meta = self.property_meta(subject_iri) if relation in ("domain", "range") else None
+        return tmpl.fill(answer, text_a=subject, meta=meta)
+
+    def hypotheses(self, relation: str, subject: str, obj: str = "") -> list[str]:
+        return [capitalize(t.render(text_a=subject, text_b=obj))
+                for t in self.templates[relation].manual]
+
+
+def reasoning_items(onto: Ontology, closure: Closure, templates: TemplateSet, *,
+                    rules: Iterable[str] = RULES, pseudowords: bool = True) -> dict[str, list[ReasoningItem]]:
+    """Items per rule, in a deterministic order (sorted by their text)."""
+    verb = Verbalizer(onto, templates, pseudowords)
+    asserted = closure.asserted
+    out: dict[str, list[ReasoningItem]] = {}
+    for rule in rules:
+        if rule not in RULE_RELATIONS:
+            raise UnknownRuleError(rule)
+        by_text: dict[tuple, ReasoningItem] = {}
+        by_shape: dict[tuple, ReasoningItem | None] = {}
+        for d in closure.derivations(rule):
+            if pseudowords:
+                # Derivations that differ only in the entity behind a slot read the same:
+                # count them without rendering each one again.
+                shape = _shape(d)
+                if shape in by_shape:
+                    if by_shape[shape] is not None:
+                        by_shape[shape].count += 1
+                    continue
+            item = _item(verb, d, asserted)
+            if pseudowords:
+                by_shape[shape] = item
+            if item is None:
+                continue
+            key = (tuple(p.text for p in item.premises), item.conclusion["text"], tuple(item.answers))
+            if key in by_text:
+                by_text[key].count += 1
+            else:
+                by_text[key] = item
+        items = sorted(by_text.values(), key=lambda i: (i.conclusion["text"], i.answers,
+                                                        [p.text for p in i.premises]))
+        for n, item in enumerate(items):
+            item.id = f"{rule}-{n:05d}"
+        out[rule] = items
+    return out
+
+
+def _shape(d: Derivation) -> tuple:
+    """A derivation with the slotted entities replaced by their slot names."""
+    (p1, p2), c = d.premises, d.conclusion
+    if d.rule in ("rdfs2", "rdfs3", "rdfs7"):
+        swap = {p2[0]: SLOT_X, p2[2]: SLOT_Y} if p2[0] != p2[2] else {p2[0]: SLOT_X}
+    else:
+        swap = {p2[0]: SLOT_X}
+    return (d.rule, *(tuple(swap.get(t, t) for t in triple) for triple in (p1, p2, c)))
+
+
+def _item(verb: Verbalizer, d: Derivation, asserted) -> ReasoningItem | None:
+    (p1, p2), (cs, cp, co) = d.premises, d.conclusion
+    if any(t.startswith(('"', "_:")) for t in (cs, co)) or cs == co:
+        return None  # literals, blank nodes and reflexive edges say nothing in words
+    label = verb.label
+    rel1, rel2, hyp_rel = RULE_RELATIONS[d.rule]
+    slots: dict[str, str] = {}
+    if d.rule in ("rdfs2", "rdfs3", "rdfs7"):
+        (u, prop, v) = p2
+        x, y = verb.name(u, SLOT_X), verb.name(v, SLOT_Y)
+        slots = {SLOT_X: u, SLOT_Y: v}
+        fact = PremiseText("P2", p2, pattern_sentence(verb.pattern(prop), x, y), "property",
+                           x, pattern_middle(verb.pattern(prop)), p2 in asserted)
+        if d.rule == "rdfs7":
+            sup = p1[2]
+            # The paper writes this premise with the superproperty's pattern (Fig. 2d).
+            said = pattern_clause(verb.pattern(sup), x, y)
+            first = PremiseText("P1", p1, verb.statement("subPropertyOf", label(prop), said),
+                                "subPropertyOf", label(prop), label(sup), p1 in asserted)
+            answer = pattern_middle(verb.pattern(sup))
+            hyps = verb.hypotheses("property", x, y)
+        else:
+            rel = "domain" if d.rule == "rdfs2" else "range"
+            first = PremiseText("P1", p1, verb.statement(rel, label(prop), label(p1[2]), prop),
+                                rel, label(prop), label(p1[2]), p1 in asserted)
+            answer = label(co)
+            hyps = verb.hypotheses("type", x if d.rule == "rdfs2" else y)
+        premises = [first, fact]
+    else:
+        # rdfs5/9/11: P2's subject is the entity (or class/property) reasoned about.
+        subj = p2[0]
+        x = verb.name(subj, SLOT_X)
+        slots = {SLOT_X: subj}
+        mid, top = p1[0], p1[2]
+        premises = [
+            PremiseText("P1", p1, verb.statement(rel1, label(mid), label(top)), rel1,
+                        label(mid), label(top), p1 in asserted),
+            PremiseText("P2", p2, verb.statement(rel2, x, label(mid)), rel2, x, label(mid),
+                        p2 in asserted),
+        ]
+        answer = label(top)
+        hyps = verb.hypotheses(hyp_rel, x)
+    hyp_index = verb.templates[hyp_rel].hypothesis
+    return ReasoningItem(
+        id="", rule=d.rule, premises=premises,
+        conclusion={"triple": list(d.conclusion), "text": hyps[hyp_index]},
+        answers=[answer], candidates_key=verb.templates[hyp_rel].candidates,
+        slots=slots, hypotheses=hyps, relation=hyp_rel)
+
+
+def rule_summary(items: dict[str, list[ReasoningItem]]) -> dict[str, dict]:
+    """Counts per rule; a rule that produced nothing says what it would need."""
+    out = {}
+    for rule, rule_items in items.items():
+        entry = {"items": len(rule_items), "derivations": sum(i.count for i in rule_items)}
+        if not rule_items:
+            entry["note"] = f"no items: the data has no {RULE_NEEDS[rule]}"
+        out[rule] = entry
+    return out

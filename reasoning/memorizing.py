@@ -1,0 +1,166 @@
+"""Memorizing tasks (TP, SCO, SPO, DM, RG) from an ontology, and the paper's reference sets.
+
+Every task is a cloze: a subject, a masked relation, gold answers ordered specific → general,
+ranked among a candidate set (every class label, or every property label).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections import deque
+from dataclasses import asdict, dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Iterable
+
+from ..errors import KgprobeError
+from ..ontology.model import Ontology
+from ..ontology.verbalize import default_pattern, normalize_label, pattern_middle
+
+#: Task name → the relation it probes (file names follow the paper's relation names).
+TASKS = {"TP": "type", "SCO": "subClassOf", "SPO": "subPropertyOf", "DM": "domain", "RG": "range"}
+RELATIONS = tuple(TASKS.values())
+CANDIDATES = {"type": "class", "subClassOf": "class", "subPropertyOf": "property",
+              "domain": "class", "range": "class"}
+#: The paper keeps 10 training and 10 development records per task.
+TRAIN, DEV = 10, 10
+
+
+@dataclass
+class MemorizingRecord:
+    id: str
+    task: str  # relation name: type, subClassOf, subPropertyOf, domain, range
+    subject: str
+    subject_iri: str | None
+    answers: list[str]  # candidate-normalized labels, specific → general
+    split: str
+    answer_iris: list[str] = field(default_factory=list)
+    pattern: str | None = None  # for property subjects: how the property is verbalized
+
+    def to_json(self) -> dict:
+        return {k: v for k, v in asdict(self).items() if v is not None}
+
+
+def relation_name(task: str) -> str:
+    """Accept both the paper's task names (TP, SCO, …) and relation names (type, …)."""
+    if task in TASKS:
+        return TASKS[task]
+    if task in RELATIONS:
+        return task
+    raise KgprobeError(f"unknown memorizing task '{task}'; use one of "
+                       f"{', '.join(list(TASKS) + list(RELATIONS))}")
+
+
+def ancestors(start: str, parents: dict[str, list[str]]) -> list[str]:
+    """Every ancestor of `start`, specific → general (cycles terminate).
+
+    Nearer ancestors come first. A store keeps no order among the several direct parents
+    of one term (RDF has none), so ancestors at the same distance are ordered by IRI.
+    """
+    depth: dict[str, int] = {}
+    queue = deque((p, 1) for p in parents.get(start, []))
+    while queue:
+        node, d = queue.popleft()
+        if node in depth or node == start:
+            continue
+        depth[node] = d
+        queue.extend((p, d + 1) for p in parents.get(node, []))
+    return sorted(depth, key=lambda n: (depth[n], n))
+
+
+def candidate_sets(onto: Ontology) -> dict[str, list[str]]:
+    """The candidate labels per kind, normalized and deduplicated, in a stable order."""
+    def unique(labels: Iterable[str]) -> list[str]:
+        return list(dict.fromkeys(normalize_label(x) for x in labels if normalize_label(x)))
+
+    return {
+        "class": unique(sorted(c.label for c in onto.classes.values())),
+        "property": unique(sorted(p.label for p in onto.properties.values())),
+        "property_pattern": unique(sorted(
+            pattern_middle(p.pattern or default_pattern(p.label)) for p in onto.properties.values())),
+    }
+
+
+def generate_memorizing(onto: Ontology, tasks: Iterable[str] = RELATIONS, *, seed: int = 0,
+                        train: int = TRAIN, dev: int = DEV) -> dict[str, list[MemorizingRecord]]:
+    """Records per relation, with a seeded train/dev/test split (train/dev sizes configurable).
+
+    Types and superclasses come from the model's edges, so a store holding the inferred
+    graph and one without give the same answers. An instance with several most specific
+    types yields one TP record per type chain, as the paper's files do.
+    """
+    class_parents = {iri: c.parents for iri, c in onto.classes.items()}
+    prop_parents = {iri: p.parents for iri, p in onto.properties.items()}
+    label = onto.label
+    out: dict[str, list[MemorizingRecord]] = {}
+    for relation in (relation_name(t) for t in tasks):
+        rows: list[tuple[str, str, list[str], str | None]] = []
+        if relation == "type":
+            for inst in sorted(onto.instances.values(), key=lambda i: (i.label, i.iri)):
+                types = set(inst.types)
+                implied = {a for t in types for a in ancestors(t, class_parents)}
+                for t in sorted(types - implied, key=label):
+                    rows.append((inst.label, inst.iri, [t] + ancestors(t, class_parents), None))
+        elif relation in ("subClassOf", "subPropertyOf"):
+            table, parents = ((onto.classes, class_parents) if relation == "subClassOf"
+                              else (onto.properties, prop_parents))
+            for iri in sorted(table, key=lambda i: (table[i].label, i)):
+                chain = ancestors(iri, parents)
+                if chain:
+                    rows.append((table[iri].label, iri, chain, getattr(table[iri], "pattern", None)))
+        else:
+            for prop in sorted(onto.properties.values(), key=lambda p: (p.label, p.iri)):
+                targets = prop.domain if relation == "domain" else prop.range
+                if targets:
+                    rows.append((prop.label, prop.iri, list(targets), prop.pattern))
+        records = [
+            MemorizingRecord(
+                id=f"{relation}-{n:05d}", task=relation, subject=subject, subject_iri=iri,
+                answers=list(dict.fromkeys(normalize_label(label(a)) for a in chain)),
+                split="test", answer_iris=chain,
+                pattern=(pattern or default_pattern(subject)) if relation in
+                ("subPropertyOf", "domain", "range") else None)
+            for n, (subject, iri, chain, pattern) in enumerate(rows)
+        ]
+        assign_splits(records, seed=seed, train=train, dev=dev)
+        out[relation] = records
+    return out
+
+
+def assign_splits(records: list[MemorizingRecord], *, seed: int, train: int, dev: int) -> None:
+    """Seeded split: `train` records for training, `dev` for development, the rest test."""
+    order = list(range(len(records)))
+    random.Random(seed).shuffle(order)
+    for rank, idx in enumerate(order):
+        records[idx].split = "train" if rank < train else "dev" if rank < train + dev else "test"
+
+
+# ------------------------------------------------------------------ the paper's reference sets
+
+
+def reference_dir() -> Path:
+    return Path(str(resources.files("kgprobe.ontology") / "data" / "memorizing"))
+
+
+def load_reference(relation: str) -> list[MemorizingRecord]:
+    """The OntoProbe paper's memorizing set for a relation, in file order.
+
+    Records 0–9 are train, 10–19 dev and the rest test: the paper's split, which cannot be
+    derived from the ontology because the files are a shuffle of it.
+    """
+    relation = relation_name(relation)
+    records = []
+    path = reference_dir() / f"{relation}.jsonl"
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines()):
+        rec = json.loads(line)
+        subject, answers, pattern = rec["uuu"], rec["xxx"], None
+        if isinstance(subject, dict):  # property subjects: {label: pattern}
+            (subject, pattern), = subject.items()
+        if isinstance(answers, dict):  # SPO answers: {label: pattern}
+            answers = list(answers)
+        split = "train" if n < TRAIN else "dev" if n < TRAIN + DEV else "test"
+        records.append(MemorizingRecord(
+            id=f"{relation}-ref-{n:05d}", task=relation, subject=subject, subject_iri=None,
+            answers=[normalize_label(a) for a in answers], split=split, pattern=pattern))
+    return records
