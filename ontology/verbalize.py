@@ -190,6 +190,16 @@ def pattern_sentence(pattern: str, x: str, y: str) -> str:
     return capitalize(pattern_clause(pattern, x, y) + " .")
 
 
+def property_meta(pattern: str, domain: str | None, range_: str | None) -> dict[str, str]:
+    """The meta fields domain/range templates use to say 'one who has this property':
+    ``as_subject`` ("one played for a sports team") and ``as_object`` ("a person played
+    for that"). Unknown domain or range read as "something"."""
+    dom = with_article(domain) if domain else "something"
+    rng = with_article(range_) if range_ else "something"
+    return {"as_subject": pattern_clause(pattern, "one", rng),
+            "as_object": pattern_clause(pattern, dom, "that")}
+
+
 def pattern_middle(pattern: str) -> str:
     """What a pattern says between its subject and object: the rdfs7 candidate."""
     body = pattern.rstrip(" .")

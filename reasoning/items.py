@@ -15,11 +15,10 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Iterable, Iterator
 
-from ..ontology.labels import with_article
 from ..ontology.model import Ontology, Triple
 from ..ontology.verbalize import (
     TemplateSet, capitalize, default_pattern, normalize_label, pattern_clause, pattern_middle,
-    pattern_sentence,
+    pattern_sentence, property_meta,
 )
 from .rdfs import RULES, Closure, Derivation, UnknownRuleError
 
@@ -95,13 +94,10 @@ class Verbalizer:
         return slot if self.pseudowords else self.onto.label(iri)
 
     def property_meta(self, prop: str) -> dict[str, str]:
-        """How the domain/range templates say 'one who has this property'."""
         p = self.onto.properties.get(prop)
-        dom = with_article(self.label(p.domain[0])) if p and p.domain else "something"
-        rng = with_article(self.label(p.range[0])) if p and p.range else "something"
-        pattern = self.pattern(prop)
-        return {"as_subject": pattern_clause(pattern, "one", rng),
-                "as_object": pattern_clause(pattern, dom, "that")}
+        return property_meta(self.pattern(prop),
+                             self.label(p.domain[0]) if p and p.domain else None,
+                             self.label(p.range[0]) if p and p.range else None)
 
     def statement(self, relation: str, subject: str, answer: str, subject_iri: str = "") -> str:
         """A premise: the relation's first manual template with the answer filled in."""

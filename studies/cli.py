@@ -229,6 +229,23 @@ def cmd_generate_reasoning(args: argparse.Namespace) -> int:
     return 0
 
 
+# ------------------------------------------------------------------------------ probe
+
+
+@command("probe memorizing")
+def cmd_probe_memorizing(args: argparse.Namespace) -> int:
+    from .memorization import RELATIONS, format_table, run_memorization
+
+    tasks = list(RELATIONS) if args.task == "all" else [args.task]
+    rows = run_memorization(args.model, args.out, tasks=tasks, templates=args.template,
+                            masks=args.masks, pooling=args.pooling, split=args.split,
+                            limit=args.limit, seed=args.seed, probes=args.probes,
+                            device=args.device, batch_size=args.batch_size)
+    print(format_table(rows))
+    print(f"wrote {args.out}/results.csv and predictions.jsonl")
+    return 0
+
+
 # ------------------------------------------------------------------------------ demo
 
 #: The superclass chain of a class, specific → general: an ancestor's depth is the number
@@ -306,6 +323,29 @@ def build_parser() -> argparse.ArgumentParser:
                    help="a template TOML file (default: the paper's templates)")
     _store_arg(p)
 
+    probe = sub.add_parser("probe", help="probe a model")
+    probe_sub = probe.add_subparsers(dest="probe_command", required=True)
+    p = probe_sub.add_parser("memorizing", help="the memorization study (TP, SCO, SPO, DM, RG)")
+    p.add_argument("--model", required=True,
+                   help="a preset (smollm2-135m, gemma3-270m), HF id, local dir, .gguf file, "
+                        "or a baseline: frequency, random")
+    p.add_argument("--task", default="all",
+                   help="type|subClassOf|subPropertyOf|domain|range (or TP|SCO|SPO|DM|RG) or all")
+    p.add_argument("--template", default="all", help="manual template index, or all")
+    p.add_argument("--masks", choices=["multi", "single"], default="multi",
+                   help="masked LMs: one [MASK] per candidate token, or a single one")
+    p.add_argument("--pooling", choices=["mean", "max", "first", "sum"], default=None,
+                   help="pool token log-probabilities (default: mean for masked, sum for causal)")
+    p.add_argument("--split", choices=["train", "dev", "test"], default="test")
+    p.add_argument("--limit", type=int, default=None,
+                   help="records per task (default: the paper's, 500 for TP and SCO, all others)")
+    p.add_argument("--probes", type=Path, default=None,
+                   help="a directory from `kgprobe generate memorizing` (default: the paper's sets)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--device", default="cpu", help="cpu, cuda or auto")
+    p.add_argument("--batch-size", type=int, default=64)
+    p.add_argument("--out", required=True, type=Path)
+
     p = sub.add_parser("demo", help="the main job (README): build the graph and query it")
     _store_arg(p)
     return parser
@@ -313,7 +353,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    sub_name = getattr(args, "kg_command", None) or getattr(args, "generate_command", None)
+    sub_name = (getattr(args, "kg_command", None) or getattr(args, "generate_command", None)
+                or getattr(args, "probe_command", None))
     name = f"{args.command} {sub_name}" if sub_name else args.command
     try:
         return COMMANDS[name](args)

@@ -1,0 +1,91 @@
+"""Resumable study runs: a run is a list of units, each written to disk when it finishes.
+
+A unit's predictions and metrics land in ``OUT/units/<key>.jsonl`` atomically; a rerun
+skips every unit whose file exists, so a run killed at any point (even ``kill -9``)
+continues where it stopped and ends with the same numbers. The summary files
+(``results.csv``, ``predictions.jsonl``) are rebuilt from the unit files after each unit.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Sequence
+
+from tqdm import tqdm
+
+from ..atomic import write_jsonl, write_text
+
+
+@dataclass
+class Unit:
+    key: dict  # the result row's identifying columns, e.g. {"task": "type", "template": 0}
+    run: Callable[[], tuple[dict, list[dict]]]  # -> (metrics, per-item predictions)
+    size: int = 0  # items, for the progress display
+
+    @property
+    def name(self) -> str:
+        return "__".join(re.sub(r"[^A-Za-z0-9@.-]+", "-", f"{k}={v}") for k, v in self.key.items())
+
+
+def unit_path(out: Path, unit: Unit) -> Path:
+    return out / "units" / f"{unit.name}.jsonl"
+
+
+def read_unit(path: Path) -> tuple[dict, list[dict]]:
+    lines = path.read_text(encoding="utf-8").splitlines()
+    head = json.loads(lines[0])
+    return head["row"], [json.loads(line) for line in lines[1:]]
+
+
+def run_units(out: Path, units: Sequence[Unit], columns: Sequence[str], *,
+              progress: bool = True) -> list[dict]:
+    """Run every unfinished unit; return all result rows (finished earlier or now)."""
+    out.mkdir(parents=True, exist_ok=True)
+    todo = [u for u in units if not unit_path(out, u).exists()]
+    done = len(units) - len(todo)
+    bar = tqdm(total=sum(u.size for u in units), initial=sum(u.size for u in units
+               if unit_path(out, u).exists()), unit="item", disable=not progress,
+               desc=f"{done}/{len(units)} units done")
+    for unit in todo:
+        bar.set_postfix_str(unit.name[:60])
+        metrics, predictions = unit.run()
+        row = {**unit.key, **metrics}
+        write_jsonl(unit_path(out, unit), [{"row": row}, *predictions])
+        done += 1
+        bar.set_description(f"{done}/{len(units)} units done")
+        bar.update(unit.size)
+        write_summaries(out, units, columns)
+    bar.close()
+    return write_summaries(out, units, columns)
+
+
+def write_summaries(out: Path, units: Sequence[Unit], columns: Sequence[str]) -> list[dict]:
+    rows, predictions = [], []
+    for unit in units:
+        path = unit_path(out, unit)
+        if path.exists():
+            row, preds = read_unit(path)
+            rows.append(row)
+            predictions.extend({**unit.key, **p} for p in preds)
+    write_text(out / "results.csv", rows_to_csv(rows, columns))
+    write_jsonl(out / "predictions.jsonl", predictions)
+    return rows
+
+
+def rows_to_csv(rows: Sequence[dict], columns: Sequence[str]) -> str:
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=list(columns), extrasaction="ignore", lineterminator="\n")
+    writer.writeheader()
+    for row in rows:
+        writer.writerow({k: (f"{v:.4f}" if isinstance(v, float) else v) for k, v in row.items()})
+    return buf.getvalue()
+
+
+def read_results(path: Path) -> list[dict]:
+    with open(path, newline="", encoding="utf-8") as fh:
+        return list(csv.DictReader(fh))
