@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import importlib
 import json
 import sys
 import time
@@ -19,6 +20,8 @@ from ..ontology.loaders import Source, bundled_source, load_source
 from ..ontology.model import parse_literal
 
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {}
+#: Modules of `kgprobe.studies` that each provide `register_cli(study_subparsers)`.
+STUDY_MODULES = ("premise_ablation", "copen", "sta")
 
 
 def command(name: str):
@@ -346,6 +349,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--batch-size", type=int, default=64)
     p.add_argument("--out", required=True, type=Path)
 
+    study = sub.add_parser("study", help="run a study: premise-ablation, copen, sta")
+    study_sub = study.add_subparsers(dest="study_command", required=True)
+    for module in STUDY_MODULES:
+        try:
+            mod = importlib.import_module(f"kgprobe.studies.{module}")
+        except ModuleNotFoundError as err:
+            if err.name != f"kgprobe.studies.{module}":
+                raise
+            continue
+        # Each study module adds its own `study NAME` parser with set_defaults(func=...).
+        mod.register_cli(study_sub)
+
     p = sub.add_parser("demo", help="the main job (README): build the graph and query it")
     _store_arg(p)
     return parser
@@ -356,8 +371,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     sub_name = (getattr(args, "kg_command", None) or getattr(args, "generate_command", None)
                 or getattr(args, "probe_command", None))
     name = f"{args.command} {sub_name}" if sub_name else args.command
+    handler = getattr(args, "func", None) or COMMANDS[name]
     try:
-        return COMMANDS[name](args)
+        return handler(args)
     except KgprobeError as err:
         print(f"kgprobe: error: {err}", file=sys.stderr)
         return 2
