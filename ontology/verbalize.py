@@ -11,6 +11,7 @@ import ast
 import re
 import sys
 from dataclasses import dataclass, field
+from typing import Sequence
 from importlib import resources
 from pathlib import Path
 
@@ -45,16 +46,19 @@ class Template:
         return sum(p.kind == "soft" for p in self.parts)
 
     def render(self, text_a: str = "", text_b: str = "", meta: dict[str, str] | None = None,
-               mask: str = MASK, soft: str = SOFT) -> str:
-        """The template as text: the mask as `mask`, soft tokens as `soft`."""
+               mask: str = MASK, soft: str | Sequence[str] = SOFT) -> str:
+        """The template as text: the mask as `mask`, soft tokens as `soft` (one string for
+        all, or the i-th name for the i-th soft token, so each can carry its own vector)."""
         out = []
+        n_soft = 0
         for part in self.parts:
             if part.kind == "text":
                 out.append(part.value)
             elif part.kind == "mask":
                 out.append(mask)
             elif part.kind == "soft":
-                out.append(soft)
+                out.append(soft if isinstance(soft, str) else f" {soft[n_soft]} ")
+                n_soft += 1
             elif part.kind == "placeholder":
                 out.append({"text_a": text_a, "text_b": text_b}[part.value])
             else:
@@ -65,9 +69,9 @@ class Template:
         return re.sub(r"\s+", " ", "".join(out)).strip()
 
     def fill(self, answer: str, text_a: str = "", text_b: str = "",
-             meta: dict[str, str] | None = None) -> str:
+             meta: dict[str, str] | None = None, soft: str | Sequence[str] = SOFT) -> str:
         """The statement with the mask filled by `answer`, articles fixed ("is an animal")."""
-        text = self.render(text_a, text_b, meta, mask="\0")
+        text = self.render(text_a, text_b, meta, mask="\0", soft=soft)
         text = re.sub(r"\b(a|an) \0", lambda m: with_article(answer), text)
         return capitalize(text.replace("\0", answer))
 

@@ -1,0 +1,132 @@
+"""Multiple-choice probing of instruct/chat causal models (OntoProbe §5).
+
+The paper asks ChatGPT 20-option questions such as ``"What is the type of Lionel Messi?
+(a) soccer player, (b) work, ..."`` and reports accuracy. Records (JSON lines, see
+``data/ontoprobe/multiple_choice/``) are ``{"prompt", "gold"}`` (reasoning) or
+``{"prompt", "gold", "cands"}`` (memorizing) with ``gold`` like ``"(e) work"``.
+
+Protocol here (no free generation): the question plus an instruction to answer with the
+option letter is wrapped in the tokenizer's chat template when it has one (user turn,
+then the assistant generation prompt), followed by ``"("``; each option letter is scored
+as the next token and the highest-scoring letter is the prediction.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+import torch
+
+from kgprobe.errors import KgprobeError, ModelError
+
+from .encoding import PromptEncoder
+from .models import LoadedModel
+
+__all__ = ["MultipleChoiceResult", "load_multiple_choice", "score_multiple_choice", "DEFAULT_INSTRUCTION"]
+
+DEFAULT_INSTRUCTION = "Answer with the letter of the correct option."
+_OPTION = re.compile(r"\(([a-z])\)\s")
+_GOLD = re.compile(r"^\s*\(([a-z])\)")
+
+
+@dataclass
+class MultipleChoiceResult:
+    accuracy: float  # fraction in [0, 1]
+    predictions: list[str]  # predicted letters
+    golds: list[str]  # gold letters
+    scores: list[dict[str, float]]  # per question: letter -> log-probability
+
+
+def load_multiple_choice(path: str | Path) -> tuple[list[str], list[str]]:
+    """Prompts and golds of a multiple-choice JSONL file."""
+    prompts, golds = [], []
+    try:
+        with open(path, encoding="utf-8") as fh:
+            for n, line in enumerate(fh, 1):
+                if not line.strip():
+                    continue
+                rec = json.loads(line)
+                prompts.append(rec["prompt"])
+                golds.append(rec["gold"])
+    except (OSError, ValueError, KeyError) as err:
+        raise KgprobeError(f"cannot read multiple-choice file {path}: {err}; give JSONL records with prompt and gold") from None
+    return prompts, golds
+
+
+def _letter(gold: str) -> str:
+    m = _GOLD.match(gold)
+    if not m:
+        raise KgprobeError(f"gold answer {gold!r} does not start with an option letter like '(e)'; fix the data")
+    return m.group(1)
+
+
+def _context(tok, question: str, instruction: str, use_chat: bool) -> list[int]:
+    message = f"{question}\n{instruction}" if instruction else question
+    if use_chat:
+        text = tok.apply_chat_template([{"role": "user", "content": message}], tokenize=False, add_generation_prompt=True)
+        ids = list(tok(text + "(", add_special_tokens=False)["input_ids"])
+    else:
+        ids = list(tok(f"{message}\nAnswer: (", add_special_tokens=True)["input_ids"])
+    return ids
+
+
+@torch.no_grad()
+def score_multiple_choice(
+    loaded: LoadedModel,
+    prompts: Sequence[str],
+    golds: Sequence[str],
+    *,
+    instruction: str = DEFAULT_INSTRUCTION,
+    use_chat_template: bool | None = None,
+    batch_size: int = 4,
+) -> MultipleChoiceResult:
+    """Accuracy of picking the gold option letter as the most likely next token."""
+    if loaded.kind != "causal":
+        raise ModelError(f"multiple-choice scoring needs a causal (instruct) model; '{loaded.name}' is {loaded.kind}")
+    if len(prompts) != len(golds):
+        raise ValueError(f"{len(prompts)} prompts but {len(golds)} golds")
+    tok, model = loaded.tokenizer, loaded.model
+    device = next(model.parameters()).device
+    use_chat = bool(getattr(tok, "chat_template", None)) if use_chat_template is None else use_chat_template
+    encoder = PromptEncoder(tok)
+    letter_id = {chr(c): encoder.encode_text(chr(c), "glued")[0] for c in range(ord("a"), ord("z") + 1)}
+
+    contexts = [_context(tok, q, instruction, use_chat) for q in prompts]
+    options = [list(dict.fromkeys(_OPTION.findall(q))) or [chr(c) for c in range(ord("a"), ord("t") + 1)] for q in prompts]
+    gold_letters = [_letter(g) for g in golds]
+    accepts_keep = "logits_to_keep" in inspect.signature(model.forward).parameters
+
+    predictions: list[str] = []
+    per_question: list[dict[str, float]] = []
+    for start in range(0, len(contexts), batch_size):
+        batch = contexts[start : start + batch_size]
+        width = max(len(c) for c in batch)
+        pad = tok.pad_token_id if tok.pad_token_id is not None else 0
+        ids = torch.full((len(batch), width), int(pad), dtype=torch.long)
+        for b, c in enumerate(batch):
+            ids[b, : len(c)] = torch.tensor(c)  # right padding: causal attention never sees it
+        ids = ids.to(device)
+        last = torch.tensor([len(c) - 1 for c in batch], device=device)
+        if accepts_keep:
+            # integer (batch, 1) positions: project only each row's last real position
+            logits = model(input_ids=ids, logits_to_keep=last.unsqueeze(1)).logits[:, 0]
+        else:
+            logits = model(input_ids=ids).logits[torch.arange(len(batch), device=device), last]
+        lp = torch.log_softmax(logits.float(), dim=-1).cpu()
+        for b in range(len(batch)):
+            letters = options[start + b]
+            row = {l: float(lp[b, letter_id[l]]) for l in letters}
+            per_question.append(row)
+            predictions.append(max(letters, key=lambda l: row[l]))
+    correct = sum(p == g for p, g in zip(predictions, gold_letters))
+    return MultipleChoiceResult(
+        accuracy=correct / len(prompts) if prompts else 0.0,
+        predictions=predictions,
+        golds=gold_letters,
+        scores=per_question,
+    )

@@ -1,0 +1,184 @@
+"""Ranking metrics of OntoProbe (§3.1.3) and the baseline pseudo-models (§4.1).
+
+For one item with candidate scores ``s`` (higher = better) and gold candidate set ``G``:
+
+* rank(g) is 1-based. **Ties are pessimistic**: ``rank(g) = #{c : s_c >= s_g}``, i.e. a gold
+  tied with other candidates is placed after all of them (a model that gives every
+  candidate the same score gets rank = #candidates, never a lucky rank 1). NaN scores
+  count as -inf.
+* ``R@k``  = 1 if some gold has rank <= k, else 0 (as in the authors' code: a hit in the top k).
+* ``MRR``  = 1 / min_{g in G} rank(g)   (reciprocal rank of the best-ranked gold).
+* ``MRRa`` = 1 / mean_{g in G} rank(g)  (reciprocal of the *average* rank of all golds;
+  raw ranks, so with |G| golds the best possible value is 2 / (|G| + 1)).
+* ``accuracy`` = 1 if the single top-ranked candidate (rank 1) is a gold (= R@1).
+
+`evaluate` averages these over items and returns fractions in [0, 1].
+
+Baselines implement the `Scorer` protocol (``score(prompts, candidates, ...)``) and ignore
+the prompt text, so a study runner can treat them like models:
+`FrequencyBaseline` ranks the gold labels of the training split by frequency, then the
+other candidates in a seeded random order; `RandomBaseline` ranks candidates in a seeded
+random order per prompt.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from typing import Iterable, Mapping, Sequence
+
+import numpy as np
+
+__all__ = [
+    "gold_ranks",
+    "recall_at_k",
+    "reciprocal_rank",
+    "reciprocal_mean_rank",
+    "accuracy",
+    "item_metrics",
+    "evaluate",
+    "gold_indices",
+    "FrequencyBaseline",
+    "RandomBaseline",
+    "DEFAULT_KS",
+]
+
+DEFAULT_KS = (1, 5, 10)
+
+
+def _row(scores: Sequence[float] | np.ndarray) -> np.ndarray:
+    row = np.asarray(scores, dtype=np.float64).reshape(-1)
+    return np.where(np.isnan(row), -np.inf, row)
+
+
+def _golds(gold: int | Iterable[int], n: int) -> np.ndarray:
+    idx = np.atleast_1d(np.asarray(list(gold) if not isinstance(gold, (int, np.integer)) else [gold], dtype=np.int64))
+    if idx.size == 0:
+        raise ValueError("an item needs at least one gold candidate index")
+    if (idx < 0).any() or (idx >= n).any():
+        raise ValueError(f"gold index out of range for {n} candidates: {idx.tolist()}")
+    return np.unique(idx)
+
+
+def gold_ranks(scores: Sequence[float] | np.ndarray, gold: int | Iterable[int]) -> np.ndarray:
+    """1-based pessimistic ranks of the gold candidates (see module docstring)."""
+    row = _row(scores)
+    idx = _golds(gold, row.size)
+    return np.array([int(np.count_nonzero(row >= row[g])) for g in idx], dtype=np.int64)
+
+
+def recall_at_k(scores, gold, k: int) -> float:
+    return float(gold_ranks(scores, gold).min() <= k)
+
+
+def reciprocal_rank(scores, gold) -> float:
+    return 1.0 / float(gold_ranks(scores, gold).min())
+
+
+def reciprocal_mean_rank(scores, gold) -> float:
+    return 1.0 / float(gold_ranks(scores, gold).mean())
+
+
+def accuracy(scores, gold) -> float:
+    return recall_at_k(scores, gold, 1)
+
+
+def item_metrics(scores, gold, ks: Sequence[int] = DEFAULT_KS) -> dict[str, float]:
+    """All metrics of one item (``R@k`` for each k, ``MRR``, ``MRRa``, ``accuracy``)."""
+    ranks = gold_ranks(scores, gold)
+    out = {f"R@{k}": float(ranks.min() <= k) for k in ks}
+    out["MRR"] = 1.0 / float(ranks.min())
+    out["MRRa"] = 1.0 / float(ranks.mean())
+    out["accuracy"] = float(ranks.min() <= 1)
+    return out
+
+
+def evaluate(
+    scores: np.ndarray | Sequence[Sequence[float]],
+    golds: Sequence[int | Iterable[int]],
+    ks: Sequence[int] = DEFAULT_KS,
+) -> dict[str, float]:
+    """Mean of `item_metrics` over items (rows of `scores`); fractions in [0, 1] plus ``n``."""
+    matrix = [np.asarray(r) for r in scores]
+    if len(matrix) != len(golds):
+        raise ValueError(f"{len(matrix)} score rows but {len(golds)} gold sets")
+    keys = [f"R@{k}" for k in ks] + ["MRR", "MRRa", "accuracy"]
+    if not matrix:
+        return {**{k: 0.0 for k in keys}, "n": 0}
+    totals = dict.fromkeys(keys, 0.0)
+    for row, gold in zip(matrix, golds):
+        for key, value in item_metrics(row, gold, ks).items():
+            totals[key] += value
+    result: dict[str, float] = {k: v / len(matrix) for k, v in totals.items()}
+    result["n"] = len(matrix)
+    return result
+
+
+def gold_indices(candidates: Sequence[str], gold_labels: Iterable[str]) -> list[int]:
+    """Indices of `gold_labels` in `candidates` (labels not among the candidates are skipped)."""
+    position = {c: i for i, c in reversed(list(enumerate(candidates)))}
+    return sorted({position[g] for g in gold_labels if g in position})
+
+
+# --------------------------------------------------------------------------------------
+# Baselines as pseudo-models
+# --------------------------------------------------------------------------------------
+
+
+def _stable_seed(*parts: object) -> list[int]:
+    digest = hashlib.sha256("\x1f".join(str(p) for p in parts).encode()).digest()
+    return [int.from_bytes(digest[i : i + 4], "little") for i in range(0, 16, 4)]
+
+
+class RandomBaseline:
+    """Seeded random ranking; each prompt's order depends only on (seed, prompt text, candidates)."""
+
+    kind = "baseline"
+
+    def __init__(self, seed: int = 0, name: str = "random"):
+        self.seed = int(seed)
+        self.name = name
+
+    def score(self, prompts, candidates, *, pseudowords=None, batch_size: int = 32) -> np.ndarray:
+        out = np.zeros((len(prompts), len(candidates)), dtype=np.float64)
+        for i, prompt in enumerate(prompts):
+            rng = np.random.default_rng(_stable_seed(self.seed, prompt, len(candidates), *candidates))
+            out[i] = -rng.permutation(len(candidates)).astype(np.float64)  # distinct scores, no ties
+        return out
+
+
+class FrequencyBaseline:
+    """Gold labels of the training split by frequency, then the rest in a seeded random order.
+
+    `train_golds`: the gold label strings of each training item (or a flat iterable of
+    labels, or a ``{label: count}`` mapping). Every prompt gets the same ranking.
+    """
+
+    kind = "baseline"
+
+    def __init__(self, train_golds: Iterable[Iterable[str] | str] | Mapping[str, int], seed: int = 0, name: str = "frequency"):
+        counts: Counter[str] = Counter()
+        if isinstance(train_golds, Mapping):
+            counts.update({str(k): int(v) for k, v in train_golds.items()})
+        else:
+            for item in train_golds:
+                if isinstance(item, str):
+                    counts[item] += 1
+                else:
+                    counts.update(str(x) for x in item)
+        self.counts = counts
+        self.seed = int(seed)
+        self.name = name
+
+    def ranking(self, candidates: Sequence[str]) -> np.ndarray:
+        """Candidate indices best first."""
+        rng = np.random.default_rng(_stable_seed(self.seed, len(candidates), *candidates))
+        tiebreak = rng.permutation(len(candidates))
+        return np.array(
+            sorted(range(len(candidates)), key=lambda i: (-self.counts.get(candidates[i], 0), tiebreak[i])), dtype=np.int64
+        )
+
+    def score(self, prompts, candidates, *, pseudowords=None, batch_size: int = 32) -> np.ndarray:
+        row = np.zeros(len(candidates), dtype=np.float64)
+        row[self.ranking(candidates)] = -np.arange(len(candidates), dtype=np.float64)
+        return np.tile(row, (len(prompts), 1))
