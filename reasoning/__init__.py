@@ -1,1 +1,3 @@
+from .rdfs import RULES, Closure, Derivation, Triple, UnknownRuleError, closure
 
+__all__ = ["RULES", "Closure", "Derivation", "Triple", "UnknownRuleError", "closure"]
