@@ -249,6 +249,17 @@ def cmd_probe_memorizing(args: argparse.Namespace) -> int:
     return 0
 
 
+# ------------------------------------------------------------------------------ report
+
+
+@command("report")
+def cmd_report(args: argparse.Namespace) -> int:
+    from .ablation_report import write_report
+
+    print(f"wrote {write_report(args.dir)}")
+    return 0
+
+
 # ------------------------------------------------------------------------------ demo
 
 #: The superclass chain of a class, specific → general: an ancestor's depth is the number
@@ -360,6 +371,9 @@ def build_parser() -> argparse.ArgumentParser:
             continue
         # Each study module adds its own `study NAME` parser with set_defaults(func=...).
         mod.register_cli(study_sub)
+
+    p = sub.add_parser("report", help="rebuild report.md and figures of a premise-ablation run")
+    p.add_argument("dir", type=Path)
 
     p = sub.add_parser("demo", help="the main job (README): build the graph and query it")
     _store_arg(p)

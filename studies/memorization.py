@@ -20,7 +20,8 @@ from ..ontology.verbalize import (
     TemplateSet, capitalize, default_pattern, load_templates, normalize_label, property_meta,
 )
 from ..reasoning.memorizing import (
-    RELATIONS, MemorizingRecord, candidate_sets, load_reference, relation_name,
+    RELATIONS, MemorizingRecord, candidate_sets, generate_memorizing, load_reference,
+    relation_name,
 )
 from .metrics import FrequencyBaseline, RandomBaseline, evaluate, gold_indices
 from .runner import Unit, run_units
@@ -87,6 +88,17 @@ def generated_sets(directory: str | Path, onto: Ontology | None = None,
             r.id: property_meta(r.pattern or default_pattern(r.subject), None, None) for r in records}
         out[relation] = MemorizingSet(relation, records, cands["property" if relation ==
                                       "subPropertyOf" else "class"], metas)
+    return out
+
+
+def generated_memorizing_sets(onto: Ontology, tasks: Sequence[str] = RELATIONS, *,
+                              seed: int = 0) -> dict[str, MemorizingSet]:
+    """Sets generated from any ontology (seeded split), over its own candidate labels."""
+    cands = candidate_sets(onto)
+    out = {}
+    for relation, records in generate_memorizing(onto, tasks, seed=seed).items():
+        out[relation] = MemorizingSet(relation, records, cands["property" if relation ==
+                                      "subPropertyOf" else "class"], _property_metas(records, onto))
     return out
 
 

@@ -1,0 +1,315 @@
+"""The premise-ablation study (OntoProbe §2.3, §3.2, §4.2–4.3): can a model reason with
+ontological knowledge when a premise is not given, only known implicitly, or written out?
+
+For every reasoning item (one RDFS derivation, entities as pseudowords) each premise is
+- **explicit**: written into the prompt;
+- **implicit**: not written, but the model knows it (its memorizing probe ranks the gold
+  answer in the top half of all premises of that kind, by reciprocal rank);
+- **not** given: not written and not known.
+So an item whose P1 is known lands in the P1 = implicit and explicit cells, one whose P1 is
+not known in the not and explicit cells; likewise for P2. The conjunction ("Therefore ,")
+stays in every prompt, written premises or not, as in the paper.
+
+Work is split into resumable units (rule × template kind × P1 × P2), written as they finish.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from ..atomic import write_json
+from ..errors import KgprobeError
+from ..ontology.loaders import Source, bundled_source
+from ..ontology.verbalize import TemplateSet, capitalize, load_templates
+from ..reasoning.items import ReasoningItem, Verbalizer, reasoning_items
+from ..reasoning.memorizing import candidate_sets
+from ..reasoning.rdfs import RULES, closure
+from .metrics import evaluate, gold_indices
+from .runner import Unit, run_units
+
+SETTINGS = ("not", "implicit", "explicit")
+TEMPLATE_KINDS = ("manual", "soft")
+COLUMNS = ["rule", "p1", "p2", "template", "n", "R@1", "R@5", "MRR", "MRRa"]
+
+
+@dataclass
+class AblationConfig:
+    model: str
+    rules: tuple[str, ...] = RULES
+    templates: tuple[str, ...] = ("manual",)
+    limit: int | None = 10  # items per rule (seeded sample); None: all
+    seed: int = 0
+    pairs: int = 1  # pseudoword pairs per item (the paper samples 10 and averages)
+    memorized_fraction: float = 0.5  # top fraction by reciprocal rank counted as known
+    device: str = "cpu"
+    batch_size: int = 64
+    soft_epochs: int = 30
+    extra: dict = field(default_factory=dict)
+
+    def to_json(self) -> dict:
+        return {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.__dict__.items()}
+
+
+@dataclass
+class Study:
+    """Everything a run needs, built once: items, candidates, templates, the model."""
+
+    config: AblationConfig
+    items: dict[str, list[ReasoningItem]]  # the evaluated sample
+    all_items: dict[str, list[ReasoningItem]]  # every item (soft conjunctions train on the rest)
+    candidates: dict[str, list[str]]
+    templates: TemplateSet
+    verbalizer: Verbalizer
+    memorizing: dict  # relation → MemorizingSet, for training soft templates
+    loaded: object
+    scorer: object
+    pseudowords: list[dict]
+
+
+def select_items(items: dict[str, list[ReasoningItem]], limit: int | None, seed: int) -> dict[str, list[ReasoningItem]]:
+    """A seeded sample of `limit` items per rule, kept in item order."""
+    out = {}
+    for rule, rule_items in items.items():
+        if limit is None or len(rule_items) <= limit:
+            out[rule] = list(rule_items)
+        else:
+            keep = sorted(random.Random(f"{seed}:{rule}").sample(range(len(rule_items)), limit))
+            out[rule] = [rule_items[i] for i in keep]
+    return out
+
+
+def build_study(config: AblationConfig, source: Source | None = None) -> Study:
+    """Items from an ontology source (the bundled one by default), the model, its pseudowords.
+
+    On the bundled ontology soft templates train on the paper's memorizing sets; on any
+    other, on memorizing sets generated from it (seeded split).
+    """
+    from ..prompts.models import load_model
+    from ..prompts.scoring import make_scorer
+    from ..pseudowords.sampler import sample_pseudoword_sets
+    from .memorization import generated_memorizing_sets, reference_sets
+
+    bundled = source is None
+    source = source or bundled_source()
+    onto = source.ontology
+    templates = load_templates()
+    all_items = reasoning_items(onto, closure(source.triples), templates, rules=config.rules)
+    items = select_items(all_items, config.limit, config.seed)
+    memorizing = reference_sets() if bundled else generated_memorizing_sets(onto, seed=config.seed)
+    loaded = load_model(config.model, device=config.device)
+    scorer = make_scorer(loaded, masks="multi", pooling="mean" if loaded.kind == "masked" else None)
+    pseudowords = sample_pseudoword_sets(loaded, config.pairs, seed=config.seed)
+    return Study(config, items, all_items, candidate_sets(onto), templates,
+                 Verbalizer(onto, templates), memorizing, loaded, scorer, pseudowords)
+
+
+# ------------------------------------------------------------------ memorized or not
+
+
+def premise_key(item: ReasoningItem, role: str, pair: int) -> str:
+    p = item.premises[0 if role == "P1" else 1]
+    # Schema premises (P1) do not involve pseudowords, so one test serves every pair.
+    return f"{item.rule}|{role}|{p.relation}|{p.subject}|{p.answer}|{pair if role == 'P2' else '-'}"
+
+
+def memorization_prompt(study: Study, item: ReasoningItem, role: str) -> tuple[str, str]:
+    """The memorizing probe of a premise: (prompt, candidates key)."""
+    p = item.premises[0 if role == "P1" else 1]
+    rel = study.templates[p.relation]
+    tmpl = rel.manual[rel.hypothesis]
+    meta = None
+    if p.relation in ("domain", "range"):
+        meta = study.verbalizer.property_meta(p.triple[0])
+    text_b = "[Y]" if p.relation == "property" else ""
+    return capitalize(tmpl.render(text_a=p.subject, text_b=text_b, meta=meta)), rel.candidates
+
+
+def classify_premises(study: Study, out: Path) -> dict[str, dict]:
+    """Reciprocal rank of every premise's gold under its memorizing probe, and whether it
+    counts as known. Cached in OUT/memorized.json (per model and run)."""
+    path = out / "memorized.json"
+    if path.exists():
+        cached = json.loads(path.read_text(encoding="utf-8"))
+        if cached.get("model") == study.config.model:
+            return cached["premises"]
+    requests: dict[str, tuple[str, str, str, int]] = {}
+    for rule, items in study.items.items():
+        for item in items:
+            for role in ("P1", "P2"):
+                for pair in range(len(study.pseudowords)):
+                    key = premise_key(item, role, pair)
+                    if key not in requests:
+                        prompt, cands = memorization_prompt(study, item, role)
+                        answer = item.premises[0 if role == "P1" else 1].answer
+                        requests[key] = (prompt, cands, answer, pair)
+    rr: dict[str, float] = {}
+    by_group: dict[tuple[str, int], list[str]] = {}
+    for key, (prompt, cands, answer, pair) in requests.items():
+        by_group.setdefault((cands, pair), []).append(key)
+    for (cands, pair), keys in by_group.items():
+        candidates = study.candidates[cands]
+        prompts = [requests[k][0] for k in keys]
+        scores = study.scorer.score(prompts, candidates, pseudowords=study.pseudowords[pair],
+                                    batch_size=study.config.batch_size)
+        for key, row in zip(keys, scores):
+            gold = gold_indices(candidates, [requests[key][2]])
+            rr[key] = 1.0 / float(np.count_nonzero(row >= row[gold[0]])) if gold else 0.0
+    # Split each kind (rule × role) at the configured fraction, best reciprocal ranks first.
+    known: dict[str, bool] = {}
+    kinds: dict[tuple[str, str], list[str]] = {}
+    for key in rr:
+        rule, role = key.split("|")[:2]
+        kinds.setdefault((rule, role), []).append(key)
+    for keys in kinds.values():
+        ranked = sorted(keys, key=lambda k: (-rr[k], k))
+        cut = int(round(len(ranked) * study.config.memorized_fraction))
+        for i, key in enumerate(ranked):
+            known[key] = i < cut
+    premises = {k: {"rr": rr[k], "known": known[k], "prompt": requests[k][0]} for k in rr}
+    write_json(path, {"model": study.config.model, "fraction": study.config.memorized_fraction,
+                      "premises": premises})
+    return premises
+
+
+# ------------------------------------------------------------------ prompts per setting
+
+
+def settings_of(item: ReasoningItem, premises: dict[str, dict], pair: int) -> tuple[set, set]:
+    """The P1 and P2 settings an item takes part in."""
+    out = []
+    for role in ("P1", "P2"):
+        known = premises[premise_key(item, role, pair)]["known"]
+        out.append({"explicit", "implicit" if known else "not"})
+    return out[0], out[1]
+
+
+def reasoning_prompt(study: Study, item: ReasoningItem, p1: str, p2: str, kind: str,
+                     soft: dict | None = None) -> str:
+    """Written premises (P1 then P2, as in the paper's Table 2), the conjunction, the hypothesis."""
+    if kind == "manual":
+        written = [p.text for p, s in zip(item.premises, (p1, p2)) if s == "explicit"]
+        return " ".join(written + [study.templates.conjunction, item.conclusion["text"]])
+    from .soft_prompts import soft_reasoning_prompt
+
+    return soft_reasoning_prompt(study, item, p1, p2, soft)
+
+
+def run_cell(study: Study, rule: str, p1: str, p2: str, kind: str, premises: dict,
+             soft: dict | None) -> tuple[dict, list[dict]]:
+    prompts, golds, maps, meta = [], [], [], []
+    items = study.items[rule]
+    if not items:
+        return {"n": 0}, []
+    candidates = study.candidates[items[0].candidates_key]
+    for item in items:
+        for pair, vectors in enumerate(study.pseudowords):
+            s1, s2 = settings_of(item, premises, pair)
+            if p1 in s1 and p2 in s2:
+                prompts.append(reasoning_prompt(study, item, p1, p2, kind, soft))
+                golds.append(gold_indices(candidates, item.answers))
+                maps.append({**vectors, **(soft["vectors"] if soft else {})})
+                meta.append((item, pair))
+    if not prompts:
+        return {"n": 0}, []  # an empty setting is reported as empty
+    scores = study.scorer.score(prompts, candidates, pseudowords=maps,
+                                batch_size=study.config.batch_size)
+    metrics = evaluate(scores, golds, ks=(1, 5))
+    preds = []
+    for (item, pair), prompt, row, gold in zip(meta, prompts, scores, golds):
+        order = np.argsort(-row, kind="stable")[:5]
+        preds.append({"item": item.id, "pair": pair, "prompt": prompt, "answers": item.answers,
+                      "gold_rank": int(np.count_nonzero(row >= row[gold[0]])),
+                      "top5": [candidates[i] for i in order]})
+    return {k: v for k, v in metrics.items() if k in COLUMNS}, preds
+
+
+def run_premise_ablation(config: AblationConfig, out: str | Path, *, source: Source | None = None,
+                         progress: bool = True) -> list[dict]:
+    """Run (or resume) the study on `source` (the bundled ontology by default)."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    config_path = out / "config.json"
+    if config_path.exists():
+        previous = json.loads(config_path.read_text(encoding="utf-8"))
+        if previous != json.loads(json.dumps(config.to_json())):
+            raise KgprobeError(f"{out}: holds a run with other settings; use a new --out or the "
+                               "same options to resume it")
+    write_json(config_path, config.to_json())
+    study = build_study(config, source)
+    premises = classify_premises(study, out)
+    softs = {}
+    if "soft" in config.templates:
+        from .soft_prompts import train_soft_prompts
+
+        softs = train_soft_prompts(study, out, progress=progress)
+    units = []
+    for rule in config.rules:
+        for kind in config.templates:
+            for p1 in SETTINGS:
+                for p2 in SETTINGS:
+                    def run(rule=rule, kind=kind, p1=p1, p2=p2):
+                        return run_cell(study, rule, p1, p2, kind, premises, softs or None)
+
+                    units.append(Unit({"rule": rule, "p1": p1, "p2": p2, "template": kind}, run,
+                                      len(study.items[rule]) * config.pairs))
+    rows = run_units(out, units, COLUMNS, progress=progress)
+    from .ablation_report import write_report
+
+    write_report(out)
+    return rows
+
+
+# ------------------------------------------------------------------ CLI
+
+
+def run_cli(args: argparse.Namespace) -> int:
+    rules = tuple(r.strip() for r in args.rules.split(",") if r.strip())
+    templates = tuple(t.strip() for t in args.templates.split(",") if t.strip())
+    bad = [t for t in templates if t not in TEMPLATE_KINDS]
+    if bad:
+        raise KgprobeError(f"unknown template kind {bad[0]!r}; use manual, soft or manual,soft")
+    config = AblationConfig(args.model, rules, templates, None if args.limit == 0 else args.limit,
+                            args.seed, args.pairs, args.fraction, args.device, args.batch_size,
+                            args.soft_epochs, extra={"ontology": str(args.ontology or "bundled")})
+    source = None
+    if args.ontology is not None:
+        from ..ontology.loaders import load_source
+
+        source = load_source(args.ontology)
+    run_premise_ablation(config, args.out, source=source)
+    print(f"wrote {args.out}/results.csv, predictions.jsonl, report.md and figures; "
+          f"read {args.out}/report.md")
+    return 0
+
+
+def add_arguments(p: argparse.ArgumentParser, *, default_model: str | None = None) -> None:
+    p.add_argument("--model", required=default_model is None, default=default_model,
+                   help="a preset (smollm2-135m, gemma3-270m), HF id, local dir or .gguf file")
+    p.add_argument("--ontology", type=Path, default=None,
+                   help="an RDF file or OntoProbe directory (default: the bundled ontology)")
+    p.add_argument("--rules", default=",".join(RULES))
+    p.add_argument("--templates", default="manual,soft", help="manual, soft, or manual,soft")
+    p.add_argument("--limit", type=int, default=10, help="items per rule (0: all)")
+    p.add_argument("--pairs", type=int, default=1,
+                   help="pseudoword pairs per item, averaged (the paper uses 10)")
+    p.add_argument("--fraction", type=float, default=0.5,
+                   help="share of premises (best reciprocal rank first) that count as known")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--soft-epochs", type=int, default=30)
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--batch-size", type=int, default=64)
+    p.add_argument("--out", type=Path, required=True)
+
+
+def register_cli(sub) -> None:
+    p = sub.add_parser("premise-ablation", help="reasoning with premises not given, implicit, "
+                       "explicit (the main job)")
+    add_arguments(p)
+    p.set_defaults(func=run_cli)
