@@ -95,7 +95,7 @@ def figures(out: Path, rows: list[dict]) -> list[Path]:
         plt.close(fig)
         paths.append(path)
     # Summary: MRR per (P1, P2) averaged over rules, one bar group per P1 setting.
-    fig, ax = plt.subplots(figsize=(7.5, 4.2))
+    fig, ax = plt.subplots(figsize=(7.5, 5.0))
     width = 0.8 / (3 * len(templates))
     colors = {"not": "#bbbbbb", "implicit": "#6a9fd4", "explicit": "#1f4e8c"}
     for t, template in enumerate(templates):
@@ -109,7 +109,8 @@ def figures(out: Path, rows: list[dict]) -> list[Path]:
     ax.set_xticks(range(3), [f"P1 {WORDS[s]}" for s in SETTINGS])
     ax.set_ylabel("MRR (%), mean over rules")
     ax.set_title("Reasoning by premise setting, averaged over the rules")
-    ax.legend(fontsize=7, ncol=2)
+    ax.legend(fontsize=7, ncol=len(templates) if len(templates) > 1 else 3,
+              loc="upper center", bbox_to_anchor=(0.5, -0.1))
     fig.tight_layout()
     path = out / "summary.png"
     fig.savefig(path, dpi=110)
@@ -135,13 +136,15 @@ def reading(rows: list[dict], template: str) -> list[str]:
     if base is not None:
         out.append(f"With neither premise given the MRR is {100 * base:.1f}: the baseline of a "
                    "model that cannot know the pseudoword.")
+    how = {"explicit": "written into the prompt", "implicit": "known to the model but not written"}
     for role, cells in (("P1", [("explicit", "not"), ("implicit", "not")]),
                         ("P2", [("not", "explicit"), ("not", "implicit")])):
         for cell in cells:
             if v[cell] is not None and base is not None:
                 verb = "raises" if v[cell] > base else "does not raise"
                 setting = cell[0] if role == "P1" else cell[1]
-                out.append(f"Giving {role} {WORDS[setting]} alone {verb} it to {100 * v[cell]:.1f}.")
+                out.append(f"With only {role} given, {how[setting]}, the MRR is {100 * v[cell]:.1f} "
+                           f"({verb} the baseline).")
     both = v[("explicit", "explicit")]
     if both is not None:
         out.append(f"With both premises written the MRR is {100 * both:.1f}"
@@ -160,7 +163,7 @@ def write_report(out: str | Path) -> Path:
     lines = ["# Premise-ablation study", ""]
     if config:
         lines += [f"Model `{config.get('model')}`, rules {', '.join(config.get('rules', []))}, "
-                  f"{config.get('limit')} items per rule, {config.get('pairs')} pseudoword pair(s), "
+                  f"{config.get('limit') or 'all'} items per rule, {config.get('pairs')} pseudoword pair(s), "
                   f"seed {config.get('seed')}. Metrics in %, MRR shown (R@1, R@5, MRRa in "
                   "results.csv). A premise is *implicitly given* when the model's memorizing probe "
                   f"ranks it in the top {100 * config.get('memorized_fraction', 0.5):.0f}% of its kind.", ""]

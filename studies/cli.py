@@ -20,6 +20,11 @@ from ..ontology.loaders import Source, bundled_source, load_source
 from ..ontology.model import parse_literal
 
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {}
+#: The main job's model and size, chosen so `make demo` ends in about 15 minutes on 2 cores
+#: (see README: the default model probes best on the memorization tasks).
+DEFAULT_MODEL = "smollm2-135m"
+DEMO_LIMIT = 4
+DEMO_SOFT_EPOCHS = 8
 #: Modules of `kgprobe.studies` that each provide `register_cli(study_subparsers)`.
 STUDY_MODULES = ("premise_ablation", "copen", "sta")
 
@@ -275,9 +280,9 @@ DEMO_QUERY = """SELECT DISTINCT ?ancestor ?label ?depth WHERE {
 } ORDER BY ?depth"""
 
 
-@command("demo")
-def cmd_demo(args: argparse.Namespace) -> int:
-    """The main job: build the knowledge graph from the bundled ontology and look at it."""
+@command("kg tour")
+def cmd_kg_tour(args: argparse.Namespace) -> int:
+    """Build the knowledge graph from the bundled ontology and look at it."""
     start = time.perf_counter()
     with open_store(args, create=True) as kg:
         load_sources(kg, [], default=True)
@@ -286,6 +291,31 @@ def cmd_demo(args: argparse.Namespace) -> int:
         print_stats(kg)
         print(f"\nSPARQL: the superclasses of 'soccer player'\n{DEMO_QUERY}\n")
         print_result(kg.query(DEMO_QUERY), "table")
+    return 0
+
+
+@command("demo")
+def cmd_demo(args: argparse.Namespace) -> int:
+    """The main job: the premise-ablation study on the bundled ontology, default model."""
+    from .ablation_report import SETTINGS, WORDS, grid, load_rows
+    from .premise_ablation import AblationConfig, run_premise_ablation
+
+    config = AblationConfig(args.model, limit=args.limit, templates=("manual", "soft"),
+                            soft_epochs=args.soft_epochs, seed=0)
+    print(f"premise-ablation study: model {config.model}, {config.limit} items per rule, "
+          f"manual and soft templates -> {args.out}", file=sys.stderr)
+    run_premise_ablation(config, args.out)
+    rows = load_rows(Path(args.out))
+    for template in config.templates:
+        values, _ = grid(rows, None, template)
+        print(f"\nMRR (%), mean over the six rules, {template} templates")
+        print(f"{'P1 / P2':18s}" + "".join(f"{WORDS[s]:>18s}" for s in SETTINGS))
+        for i, p1 in enumerate(SETTINGS):
+            print(f"{WORDS[p1]:18s}" + "".join(
+                f"{'empty' if values[i][j] is None else f'{100 * values[i][j]:.1f}':>18s}"
+                for j in range(3)))
+    print(f"\nreport: {args.out}/report.md (figures: {args.out}/summary.png, "
+          f"{args.out}/heatmap_rdfs*.png)")
     return 0
 
 
@@ -375,8 +405,14 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("report", help="rebuild report.md and figures of a premise-ablation run")
     p.add_argument("dir", type=Path)
 
-    p = sub.add_parser("demo", help="the main job (README): build the graph and query it")
+    p = kg_sub.add_parser("tour", help="build the graph from the bundled ontology and query it")
     _store_arg(p)
+
+    p = sub.add_parser("demo", help="the main job: the premise-ablation study, default model")
+    p.add_argument("--model", default=DEFAULT_MODEL)
+    p.add_argument("--limit", type=int, default=DEMO_LIMIT, help="items per rule")
+    p.add_argument("--soft-epochs", type=int, default=DEMO_SOFT_EPOCHS)
+    p.add_argument("--out", type=Path, default=Path("out") / "premise-ablation")
     return parser
 
 

@@ -97,8 +97,8 @@ def test_cli_load_query_and_new_process(tmp_path):
     assert str(n) in stats.stdout
 
 
-def test_cli_demo_prints_the_chain_in_order(tmp_path):
-    out = kgprobe("demo", cwd=tmp_path)
+def test_cli_tour_prints_the_chain_in_order(tmp_path):
+    out = kgprobe("kg", "tour", cwd=tmp_path)
     assert out.returncode == 0, out.stderr
     rows = [line.split()[1] for line in out.stdout.splitlines() if line.startswith("dbo:")]
     assert rows == ["athlete", "person", "animal", "eukaryote", "species"]
