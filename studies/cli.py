@@ -22,9 +22,9 @@ from ..ontology.model import parse_literal
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {}
 #: The main job's model and size, chosen so `make demo` ends in about 15 minutes on 2 cores
 #: (see README: the default model probes best on the memorization tasks).
-DEFAULT_MODEL = "smollm2-135m"
-DEMO_LIMIT = 4
-DEMO_SOFT_EPOCHS = 8
+DEFAULT_MODEL = "gemma3-270m"
+DEMO_LIMIT = 3
+DEMO_SOFT_EPOCHS = 5
 #: Modules of `kgprobe.studies` that each provide `register_cli(study_subparsers)`.
 STUDY_MODULES = ("premise_ablation", "copen", "sta")
 
@@ -300,10 +300,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from .ablation_report import SETTINGS, WORDS, grid, load_rows
     from .premise_ablation import AblationConfig, run_premise_ablation
 
-    config = AblationConfig(args.model, limit=args.limit, templates=("manual", "soft"),
+    config = AblationConfig(args.model, limit=args.limit, templates=tuple(args.templates.split(",")),
                             soft_epochs=args.soft_epochs, seed=0)
     print(f"premise-ablation study: model {config.model}, {config.limit} items per rule, "
-          f"manual and soft templates -> {args.out}", file=sys.stderr)
+          f"{' and '.join(config.templates)} templates -> {args.out}", file=sys.stderr)
     run_premise_ablation(config, args.out)
     rows = load_rows(Path(args.out))
     for template in config.templates:
@@ -412,6 +412,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--model", default=DEFAULT_MODEL)
     p.add_argument("--limit", type=int, default=DEMO_LIMIT, help="items per rule")
     p.add_argument("--soft-epochs", type=int, default=DEMO_SOFT_EPOCHS)
+    p.add_argument("--templates", default="manual",
+                   help="manual (default: soft training takes about an hour on 2 cores), "
+                        "or manual,soft")
     p.add_argument("--out", type=Path, default=Path("out") / "premise-ablation")
     return parser
 
