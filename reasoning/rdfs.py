@@ -66,19 +66,14 @@ from ..errors import KgprobeError
 #   ~200x faster than owlrl and 10-16x faster than reasonable, with identical closures
 #   (modulo the rules each implements beyond these six).
 
-RDF = "http://www.w3.org/1999/02/22-rdf-syntax-ns#"
-RDFS = "http://www.w3.org/2000/01/rdf-schema#"
-RDF_TYPE = RDF + "type"
-RDFS_DOMAIN = RDFS + "domain"
-RDFS_RANGE = RDFS + "range"
-RDFS_SUBCLASSOF = RDFS + "subClassOf"
-RDFS_SUBPROPERTYOF = RDFS + "subPropertyOf"
+from ..ontology.model import (  # noqa: E402  (the vocabulary lives with the model)
+    RDF, RDF_TYPE, RDFS, RDFS_DOMAIN, RDFS_RANGE, RDFS_SUBCLASSOF, RDFS_SUBPROPERTYOF, Triple,
+)
 
 _VOCAB = (RDF_TYPE, RDFS_DOMAIN, RDFS_RANGE, RDFS_SUBCLASSOF, RDFS_SUBPROPERTYOF)
 
 RULES: tuple[str, ...] = ("rdfs2", "rdfs3", "rdfs5", "rdfs7", "rdfs9", "rdfs11")
 
-Triple = tuple[str, str, str]
 
 
 class UnknownRuleError(KgprobeError, ValueError):
