@@ -47,9 +47,14 @@ approximation, ``2 * P_body * positions + 2 * hidden * vocab * logit_positions``
 where P_body counts the parameters outside the input embedding (and outside an untied LM
 head), positions are the token positions its forward passes ran (prefix included, once
 per chunk) and logit_positions those that went through the LM head (the scorer's
-``stats``). Attention score/value products are not counted (with the dense masked
-attention of a ~600-position chunk they add about 15 % more work than counted), nor are
-norms, activations and the log-softmax. ``fraction_of_matmul`` = achieved / limit.
+``stats``). Attention score/value products are not counted (computed densely under the
+tree mask they add about N/3900 of the counted work for a forward of N positions with
+SmolLM2: ~4 % at the ~150 positions of a 256-candidate chunk), nor are norms,
+activations and the log-softmax. ``fraction_of_matmul`` = achieved / limit.
+
+Threads: on a CPU shared with other jobs, use ``--threads 1``. With 2 threads on 2
+busy cores every op waits for the descheduled thread at its barrier: small element-wise
+ops become 20-25x slower, the naive loop ~9x, and all rates turn to noise.
 
 Prints one JSON line on stdout (progress on stderr). Targets: kgprobe >= 5x lm_eval at
 equal scores (|diff| <= 1e-4) and >= 30 % of the measured matmul FLOP/s.
