@@ -49,12 +49,11 @@ import copy
 import inspect
 from typing import Mapping, Sequence
 
-import numpy as np
 import torch
 
 from kgprobe.errors import ModelError
 
-from .encoding import Encoded, PromptEncoder, inject, normalize_pseudowords, pool_logprobs, split_prompt
+from .encoding import TensorScorer, Encoded, PromptEncoder, inject, normalize_pseudowords, pool_logprobs, split_prompt
 from .models import LoadedModel
 
 __all__ = ["CausalScorer"]
@@ -62,7 +61,7 @@ __all__ = ["CausalScorer"]
 _FULL, _SLIDING = "full_attention", "sliding_attention"
 
 
-class CausalScorer:
+class CausalScorer(TensorScorer):
     """Scores candidates as continuations of the prompt's text before ``[MASK]``."""
 
     def __init__(
@@ -112,19 +111,6 @@ class CausalScorer:
         return Encoded(ids, slots), cands, suf
 
     # ------------------------------------------------------------------
-    def score(
-        self,
-        prompts: Sequence[str],
-        candidates: Sequence[str],
-        *,
-        pseudowords=None,
-        batch_size: int = 32,
-    ) -> np.ndarray:
-        """Scores [len(prompts), len(candidates)] as float64 numpy (no gradients)."""
-        with torch.no_grad():
-            out = self.score_tensor(prompts, candidates, pseudowords=pseudowords, batch_size=batch_size)
-        return out.double().cpu().numpy()
-
     def score_tensor(
         self,
         prompts: Sequence[str],

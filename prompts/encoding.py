@@ -27,6 +27,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
+import numpy as np
 import torch
 
 from kgprobe.errors import ModelError, TemplateError
@@ -197,6 +198,19 @@ class PromptEncoder:
 
 
 POOLINGS = ("mean", "max", "first", "sum")
+
+
+class TensorScorer:
+    """Shared `score` of the model scorers: their differentiable `score_tensor` without
+    gradients, as float64 numpy."""
+
+    def score(self, prompts: Sequence[str], candidates: Sequence[str], *, pseudowords=None,
+              batch_size: int = 32) -> np.ndarray:
+        """Scores [len(prompts), len(candidates)] as float64 numpy (no gradients)."""
+        with torch.no_grad():
+            out = self.score_tensor(prompts, candidates, pseudowords=pseudowords,
+                                    batch_size=batch_size)
+        return out.double().cpu().numpy()
 
 
 def pool_logprobs(token_lp: torch.Tensor, lengths: torch.Tensor, pooling: str) -> torch.Tensor:

@@ -14,18 +14,17 @@ from __future__ import annotations
 
 from typing import Mapping, Sequence
 
-import numpy as np
 import torch
 
 from kgprobe.errors import ModelError
 
-from .encoding import PromptEncoder, inject, normalize_pseudowords, pool_logprobs, split_prompt
+from .encoding import TensorScorer, PromptEncoder, inject, normalize_pseudowords, pool_logprobs, split_prompt
 from .models import LoadedModel
 
 __all__ = ["MaskedScorer"]
 
 
-class MaskedScorer:
+class MaskedScorer(TensorScorer):
     """Scores candidates at the ``[MASK]`` slot of a masked LM. See module docstring."""
 
     def __init__(self, loaded: LoadedModel, *, masks: str = "multi", pooling: str = "mean"):
@@ -72,19 +71,6 @@ class MaskedScorer:
         return [self.encoder.encode_candidate(c, mode, self.name) for c in candidates]
 
     # ------------------------------------------------------------------
-    def score(
-        self,
-        prompts: Sequence[str],
-        candidates: Sequence[str],
-        *,
-        pseudowords=None,
-        batch_size: int = 32,
-    ) -> np.ndarray:
-        """Scores [len(prompts), len(candidates)] as float64 numpy (no gradients)."""
-        with torch.no_grad():
-            out = self.score_tensor(prompts, candidates, pseudowords=pseudowords, batch_size=batch_size)
-        return out.double().cpu().numpy()
-
     def score_tensor(
         self,
         prompts: Sequence[str],

@@ -18,6 +18,7 @@ from ..errors import KgprobeError, OntologyError
 from ..kg.store import PREFIXES, KnowledgeGraph, QueryResult, default_store_path
 from ..ontology.loaders import Source, bundled_source, load_source
 from ..ontology.model import parse_literal
+from ..reasoning.rdfs import RULES
 
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {}
 #: The main job's model and size, chosen so `make demo` ends in about 15 minutes on 2 cores
@@ -215,7 +216,7 @@ def cmd_generate_reasoning(args: argparse.Namespace) -> int:
     from ..reasoning.items import reasoning_items, rule_summary
     from ..reasoning.materialize import asserted_triples
     from ..reasoning.memorizing import candidate_sets
-    from ..reasoning.rdfs import RULES, closure
+    from ..reasoning.rdfs import closure
 
     templates = load_templates(args.templates)
     with open_store(args) as kg:
@@ -345,8 +346,8 @@ def build_parser() -> argparse.ArgumentParser:
     _store_arg(p)
 
     p = sub.add_parser("reason", help="materialize the RDFS closure into urn:kgprobe:inferred")
-    p.add_argument("--rules", default="rdfs2,rdfs3,rdfs5,rdfs7,rdfs9,rdfs11",
-                   help="comma-separated subset of rdfs2,rdfs3,rdfs5,rdfs7,rdfs9,rdfs11")
+    p.add_argument("--rules", default=",".join(RULES),
+                   help=f"comma-separated subset of {','.join(RULES)}")
     p.add_argument("--clear", action="store_true", help="remove the inferred graph instead")
     p.add_argument("--provenance", type=Path, default=None,
                    help="write every one-step derivation (rule, conclusion, premises) as JSONL")
@@ -360,7 +361,7 @@ def build_parser() -> argparse.ArgumentParser:
     _store_arg(p)
     p = gen_sub.add_parser("reasoning", help="premise/hypothesis items, one JSONL per rule")
     p.add_argument("--out", required=True, type=Path)
-    p.add_argument("--rules", default="rdfs2,rdfs3,rdfs5,rdfs7,rdfs9,rdfs11")
+    p.add_argument("--rules", default=",".join(RULES))
     p.add_argument("--no-pseudowords", action="store_true",
                    help="write real labels instead of the [X]/[Y] slots (confound analysis)")
     p.add_argument("--templates", type=Path, default=None,
