@@ -19,6 +19,7 @@ from ..kg.store import PREFIXES, KnowledgeGraph, QueryResult, default_store_path
 from ..ontology.loaders import Source, bundled_source, load_source
 from ..ontology.model import parse_literal
 from ..reasoning.rdfs import RULES
+from .options import apply_threads, threads_option
 
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {}
 #: The main job's model and size, chosen so `make demo` ends in about 15 minutes on 2 cores
@@ -255,6 +256,19 @@ def cmd_probe_memorizing(args: argparse.Namespace) -> int:
     return 0
 
 
+@command("probe multiple-choice")
+def cmd_probe_multiple_choice(args: argparse.Namespace) -> int:
+    from .multiple_choice import format_table, run_multiple_choice
+
+    chat = {"auto": None, "on": True, "off": False}[args.chat]
+    rows = run_multiple_choice(args.model, args.out, tasks=args.task, data=args.data,
+                               limit=args.limit, instruction=args.instruction, chat=chat,
+                               device=args.device, batch_size=args.batch_size)
+    print(format_table(rows))
+    print(f"wrote {args.out}/results.csv and predictions.jsonl")
+    return 0
+
+
 # ------------------------------------------------------------------------------ report
 
 
@@ -389,6 +403,27 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--device", default="cpu", help="cpu, cuda or auto")
     p.add_argument("--batch-size", type=int, default=64)
+    threads_option(p)
+    p.add_argument("--out", required=True, type=Path)
+
+    p = probe_sub.add_parser("multiple-choice", help="the paper's 20-option questions (§5), accuracy")
+    p.add_argument("--model", required=True,
+                   help="a causal (instruct) model: preset, HF id, local dir or .gguf file")
+    p.add_argument("--task", default="all",
+                   help="all, memorizing, reasoning, or a comma list: type…range (TP…RG), "
+                        "rdfs2…rdfs11, or one file such as rdfs9-12")
+    p.add_argument("--data", type=Path, default=None,
+                   help="a directory with memorizing/ and reasoning/ question files "
+                        "(default: the paper's, bundled)")
+    p.add_argument("--limit", type=int, default=None, help="questions per file (default: all)")
+    p.add_argument("--instruction", default=None,
+                   help="text after each question (default: 'Answer with the letter of the "
+                        "correct option.'; '' for none)")
+    p.add_argument("--chat", choices=["auto", "on", "off"], default="auto",
+                   help="wrap the question in the tokenizer's chat template (auto: if it has one)")
+    p.add_argument("--device", default="cpu", help="cpu, cuda or auto")
+    p.add_argument("--batch-size", type=int, default=4)
+    threads_option(p)
     p.add_argument("--out", required=True, type=Path)
 
     study = sub.add_parser("study", help="run a study: premise-ablation, copen, sta")
@@ -416,6 +451,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--templates", default="manual",
                    help="manual (default: soft training takes about an hour on 2 cores), "
                         "or manual,soft")
+    threads_option(p)
     p.add_argument("--out", type=Path, default=Path("out") / "premise-ablation")
     return parser
 
@@ -427,6 +463,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     name = f"{args.command} {sub_name}" if sub_name else args.command
     handler = getattr(args, "func", None) or COMMANDS[name]
     try:
+        apply_threads(args)
         return handler(args)
     except KgprobeError as err:
         print(f"kgprobe: error: {err}", file=sys.stderr)

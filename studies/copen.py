@@ -40,6 +40,7 @@ from .copen_data import SPLITS, TASK_DIRS, TASKS, by_split, load_official, selec
 from .copen_methods import (
     PARTS, Batchable, finetune, frozen_features, hyperparameters, linear_probe, zero_shot,
 )
+from .options import threads_option
 from .runner import Unit, read_unit, run_units, unit_path
 
 METHODS = ("zero-shot", "linear", "finetune")
@@ -490,8 +491,7 @@ def register_cli(sub) -> None:
     p.add_argument("--train-limit", type=_limit_arg, default=None,
                    help="train items per task for linear/finetune, N or csj=N,…; dev gets a quarter "
                         "of it (default: all)")
-    p.add_argument("--threads", type=int, default=None,
-                   help="torch CPU threads (1 avoids OpenMP spin-waiting on a busy machine)")
+    threads_option(p)
     p.add_argument("--seed", type=int, default=0, help="seed of data generation and item selection")
     p.add_argument("--seeds", default=",".join(map(str, DEFAULT_SEEDS)),
                    help="training seeds of linear probing and fine-tuning (default 42,43,44)")
@@ -557,10 +557,6 @@ def config_from_args(args: argparse.Namespace) -> CopenConfig:
 
 
 def run_cli(args: argparse.Namespace) -> int:
-    if args.threads:
-        import torch
-
-        torch.set_num_threads(args.threads)
     cfg = config_from_args(args)
     rows = run_copen(cfg, args.out)
     for r in rows:

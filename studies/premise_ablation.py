@@ -32,6 +32,7 @@ from ..reasoning.items import ReasoningItem, Verbalizer, reasoning_items
 from ..reasoning.memorizing import candidate_sets
 from ..reasoning.rdfs import RULES, closure
 from .metrics import evaluate, gold_indices
+from .options import threads_option
 from .runner import Unit, run_units
 
 SETTINGS = ("not", "implicit", "explicit")
@@ -305,6 +306,7 @@ def add_arguments(p: argparse.ArgumentParser, *, default_model: str | None = Non
     p.add_argument("--soft-epochs", type=int, default=30)
     p.add_argument("--device", default="cpu")
     p.add_argument("--batch-size", type=int, default=64)
+    threads_option(p)
     p.add_argument("--out", type=Path, required=True)
 
 

@@ -46,6 +46,7 @@ from ..errors import KgprobeError
 from . import sta_elicitation as eli
 from . import sta_retrieval as ret
 from .norms import FORMATS, GROUPS, Concept, Norms, load_norms, load_word_list
+from .options import threads_option
 from .runner import Unit, run_units
 
 __all__ = ["StaConfig", "run_sta", "register_cli", "run_cli", "default_vocab_file", "COLUMNS"]
@@ -362,9 +363,7 @@ def register_cli(sub) -> None:
                    help="random baseline: orders per set")
     p.add_argument("--device", default="cpu", help="cpu, cuda or auto")
     p.add_argument("--batch-size", type=int, default=32)
-    p.add_argument("--threads", type=int, default=None,
-                   help="CPU threads for torch (default: torch's choice); 1 is much faster when other "
-                   "processes share the cores")
+    threads_option(p)
     p.add_argument("--compare", type=Path, nargs="+", default=None, metavar="RUN",
                    help="only draw figures comparing finished runs (their --out folders) into --out")
     p.add_argument("--out", required=True, type=Path)
@@ -381,12 +380,6 @@ def run_cli(args: argparse.Namespace) -> int:
         return 0
     if args.norms is None or args.model is None:
         raise StaError("kgprobe study sta needs --norms PATH and --model NAME (or --compare RUN ...)")
-    if args.threads is not None:
-        if args.threads < 1:
-            raise StaError(f"--threads {args.threads}: give a positive number")
-        import torch
-
-        torch.set_num_threads(args.threads)
     config = StaConfig(
         norms=args.norms, model=args.model, format=args.format,
         tasks=TASKS if args.task == "all" else (args.task,), limit=args.limit,

@@ -1,0 +1,135 @@
+"""The OntoProbe paper's §5 probe: 20-option multiple-choice questions, accuracy per set.
+
+The paper asked ChatGPT; here any causal (instruct) model answers by the option letter it
+finds most likely (`kgprobe.prompts.multiple_choice`). Memorizing sets (TP…RG) ask for the
+finest-grained gold; reasoning sets (``rdfs9-12`` …) state premise P2 and give P1 not at all
+(``-02``), implicitly (``-12``) or explicitly (``-22``): the rows of the paper's Table 6.
+
+Besides accuracy, each row reports the most often predicted letter and its share: a small
+model that always answers "(a)" scores near chance (5%) for a reason worth seeing.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Sequence
+
+from ..errors import KgprobeError
+from ..reasoning.memorizing import RELATIONS, relation_name
+from .runner import Unit, run_units
+
+COLUMNS = ["set", "task", "p1", "n", "accuracy", "top_letter", "top_letter_share"]
+SETS = ("memorizing", "reasoning")
+P1_SETTINGS = {"0": "not given", "1": "implicit", "2": "explicit"}
+_REASONING = re.compile(r"^(rdfs\d+)-([012])2$")
+
+
+@dataclass(frozen=True)
+class QuestionSet:
+    set: str  # memorizing | reasoning
+    task: str  # type … range, or rdfs2 … rdfs11
+    p1: str  # "-" for memorizing; not given | implicit | explicit
+    path: Path
+
+
+def bundled_dir() -> Path:
+    return Path(str(resources.files("kgprobe.ontology") / "data" / "multiple_choice"))
+
+
+def find_sets(directory: str | Path | None = None) -> list[QuestionSet]:
+    """The question files under ``memorizing/`` and ``reasoning/`` of a directory (default: bundled)."""
+    root = Path(directory) if directory is not None else bundled_dir()
+    found = []
+    for path in sorted((root / "memorizing").glob("*.jsonl")):
+        found.append(QuestionSet("memorizing", relation_name(path.stem), "-", path))
+    for path in sorted((root / "reasoning").glob("*.jsonl")):
+        m = _REASONING.match(path.stem)
+        if not m:
+            raise KgprobeError(f"{path}: reasoning files are named rdfsN-P2 with P in 0, 1, 2 "
+                               "(for example rdfs9-12.jsonl); rename it")
+        found.append(QuestionSet("reasoning", m.group(1), P1_SETTINGS[m.group(2)], path))
+    if not found:
+        raise KgprobeError(f"{root}: no memorizing/*.jsonl or reasoning/*.jsonl question files; "
+                           "give --data a directory laid out like the bundled one")
+    order = {r: i for i, r in enumerate(RELATIONS)}
+    return sorted(found, key=lambda q: (SETS.index(q.set), order.get(q.task, 0),
+                                        int(q.task[4:]) if q.set == "reasoning" else 0,
+                                        list(P1_SETTINGS.values()).index(q.p1) if q.p1 != "-" else 0))
+
+
+def choose(sets: Sequence[QuestionSet], spec: str) -> list[QuestionSet]:
+    """``all``, ``memorizing``, ``reasoning``, or a comma list of tasks (TP, type, rdfs9, rdfs9-12)."""
+    if spec in ("all", *SETS):
+        return [q for q in sets if spec in ("all", q.set)]
+    chosen = []
+    for name in (s.strip() for s in spec.split(",") if s.strip()):
+        m = _REASONING.match(name)
+        hits = [q for q in sets if (m and q.task == m.group(1) and q.p1 == P1_SETTINGS[m.group(2)])
+                or (not m and q.task in (name, _relation_or_none(name)))]
+        if not hits:
+            raise KgprobeError(f"--task {name}: no such question set; use all, memorizing, reasoning, "
+                               "a relation (type … range, TP … RG), a rule (rdfs9) or a file (rdfs9-12)")
+        chosen.extend(q for q in hits if q not in chosen)
+    return chosen
+
+
+def _relation_or_none(name: str) -> str | None:
+    try:
+        return relation_name(name)
+    except KgprobeError:
+        return None
+
+
+def letter_bias(predictions: Sequence[str]) -> tuple[str, float]:
+    if not predictions:
+        return "-", 0.0
+    letter, count = Counter(predictions).most_common(1)[0]
+    return letter, count / len(predictions)
+
+
+def run_multiple_choice(model: str, out: str | Path, *, tasks: str = "all",
+                        data: str | Path | None = None, limit: int | None = None,
+                        instruction: str | None = None, chat: bool | None = None,
+                        device: str = "cpu", batch_size: int = 4, progress: bool = True) -> list[dict]:
+    """Run (or resume) the probe; return one row per question set."""
+    from ..prompts.models import load_model
+    from ..prompts.multiple_choice import DEFAULT_INSTRUCTION, load_multiple_choice, score_multiple_choice
+
+    chosen = choose(find_sets(data), tasks)
+    loaded = load_model(model, device=device)
+    if loaded.kind != "causal":
+        raise KgprobeError(f"multiple-choice probing needs a causal (instruct) model; '{model}' is a "
+                           "masked LM: use `kgprobe probe memorizing` for it")
+
+    def unit(q: QuestionSet) -> Unit:
+        prompts, golds = load_multiple_choice(q.path)
+        prompts, golds = prompts[:limit], golds[:limit]
+
+        def run():
+            result = score_multiple_choice(
+                loaded, prompts, golds, batch_size=batch_size, use_chat_template=chat,
+                instruction=DEFAULT_INSTRUCTION if instruction is None else instruction)
+            letter, share = letter_bias(result.predictions)
+            preds = [{"prompt": p, "gold": g, "predicted": pred,
+                      "scores": {k: round(v, 4) for k, v in row.items()}}
+                     for p, g, pred, row in zip(prompts, result.golds, result.predictions, result.scores)]
+            return {"n": len(prompts), "accuracy": result.accuracy, "top_letter": letter,
+                    "top_letter_share": share}, preds
+
+        return Unit({"set": q.set, "task": q.task, "p1": q.p1}, run, len(prompts))
+
+    return run_units(Path(out), [unit(q) for q in chosen], COLUMNS, progress=progress)
+
+
+def format_table(rows: Sequence[dict]) -> str:
+    lines = [f"{'set':11s} {'task':14s} {'P1':10s} {'n':>5s} {'accuracy':>9s}  most chosen letter"]
+    for r in rows:
+        lines.append(f"{r['set']:11s} {r['task']:14s} {r['p1']:10s} {int(r['n']):5d} "
+                     f"{100 * float(r['accuracy']):8.1f}%  ({r['top_letter']}) "
+                     f"{100 * float(r['top_letter_share']):.0f}%")
+    lines.append("chance: 5.0% with 20 options")
+    return "\n".join(lines)

@@ -1,0 +1,94 @@
+"""`kgprobe probe multiple-choice`: the paper's 20-option questions as a resumable study."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import pytest
+
+from kgprobe.studies.cli import main
+from kgprobe.studies.multiple_choice import COLUMNS, choose, find_sets, letter_bias
+
+
+def read_rows(path):
+    with open(path, newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+def test_the_bundled_sets_are_the_papers():
+    sets = find_sets()
+    memorizing = {q.task: q for q in sets if q.set == "memorizing"}
+    assert list(memorizing) == ["type", "subClassOf", "subPropertyOf", "domain", "range"]
+    # §5.1: 500 sampled test cases for TP and SCO, the whole test sets for the others.
+    n = {t: sum(1 for line in q.path.read_text().splitlines() if line.strip()) for t, q in memorizing.items()}
+    assert n["type"] == n["subClassOf"] == 500 and n["subPropertyOf"] == 39
+    reasoning = [(q.task, q.p1) for q in sets if q.set == "reasoning"]
+    assert len(reasoning) == 18 and reasoning[:3] == [("rdfs2", "not given"), ("rdfs2", "implicit"),
+                                                      ("rdfs2", "explicit")]
+    assert reasoning[-1] == ("rdfs11", "explicit")  # rules in numeric order, not string order
+    assert [(q.task, q.p1) for q in choose(sets, "TP,rdfs9-12")] == [("type", "-"), ("rdfs9", "implicit")]
+    assert len(choose(sets, "rdfs7")) == 3 and len(choose(sets, "memorizing")) == 5
+
+
+def test_letter_bias():
+    assert letter_bias(["a", "b", "a", "a"]) == ("a", 0.75)
+    assert letter_bias([]) == ("-", 0.0)
+
+
+@pytest.fixture()
+def small_data(tmp_path):
+    """Three questions of the paper's TP set and of rdfs9-22, in the bundled layout."""
+    root = tmp_path / "mc"
+    for sub, name in (("memorizing", "type"), ("reasoning", "rdfs9-22")):
+        (root / sub).mkdir(parents=True)
+        lines = (find_sets()[0].path.parent.parent / sub / f"{name}.jsonl").read_text().splitlines()[:3]
+        (root / sub / f"{name}.jsonl").write_text("\n".join(lines) + "\n")
+    return root
+
+
+def test_cli_writes_accuracy_predictions_and_resumes(tiny_llama_dir, tiny_llama, small_data, tmp_path, capsys):
+    from kgprobe.prompts.multiple_choice import load_multiple_choice, score_multiple_choice
+
+    out = tmp_path / "out"
+    args = ["probe", "multiple-choice", "--model", str(tiny_llama_dir), "--data", str(small_data),
+            "--limit", "2", "--threads", "1", "--out", str(out)]
+    assert main(args) == 0
+    assert "chance: 5.0%" in capsys.readouterr().out
+    rows = read_rows(out / "results.csv")
+    assert list(rows[0]) == COLUMNS
+    assert [(r["set"], r["task"], r["p1"], r["n"]) for r in rows] == [
+        ("memorizing", "type", "-", "2"), ("reasoning", "rdfs9", "explicit", "2")]
+    preds = [json.loads(line) for line in (out / "predictions.jsonl").read_text().splitlines()]
+    assert len(preds) == 4
+    for row in rows:
+        mine = [p for p in preds if p["task"] == row["task"]]
+        assert float(row["accuracy"]) == pytest.approx(
+            sum(p["predicted"] == p["gold"] for p in mine) / len(mine), abs=1e-4)
+        assert all(len(p["scores"]) == 20 and p["predicted"] == max(p["scores"], key=p["scores"].get)
+                   for p in mine)
+    # The same numbers as the scoring function called directly.
+    prompts, golds = load_multiple_choice(small_data / "memorizing" / "type.jsonl")
+    direct = score_multiple_choice(tiny_llama, prompts[:2], golds[:2])
+    assert [p["predicted"] for p in preds[:2]] == direct.predictions
+
+    # A rerun finds every unit finished and leaves the files alone.
+    stamps = {p: p.stat().st_mtime_ns for p in (out / "units").iterdir()}
+    assert main(args) == 0
+    assert {p: p.stat().st_mtime_ns for p in (out / "units").iterdir()} == stamps
+
+
+def test_cli_errors_are_one_line(tiny_bert_dir, tiny_llama_dir, small_data, tmp_path, capsys):
+    def fails(*extra):
+        out = tmp_path / "never"
+        code = main(["probe", "multiple-choice", "--out", str(out), *extra])
+        err = capsys.readouterr().err.strip().splitlines()[-1]  # after transformers' loading bar
+        assert code == 2 and err.startswith("kgprobe: error:")
+        assert not (out / "results.csv").exists()
+        return err
+
+    assert "masked LM" in fails("--model", str(tiny_bert_dir), "--data", str(small_data))
+    assert "rdfs99" in fails("--model", str(tiny_llama_dir), "--task", "rdfs99")
+    assert "--threads" in fails("--model", str(tiny_llama_dir), "--threads", "0")
+    (small_data / "reasoning" / "rdfs9-33.jsonl").write_text("")
+    assert "rename" in fails("--model", str(tiny_llama_dir), "--data", str(small_data))
