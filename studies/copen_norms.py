@@ -19,13 +19,12 @@ GenericsKB: properties of concepts.
 
 Every item records the norm rows it was built from.
 
-A minimal reader lives here on purpose; a shared norms loader (``studies/norms.py``) may
-replace it.
+The file is read by the shared loader of ``studies/norms.py``; this module keeps the rows
+in the shape CPJ generation needs.
 """
 
 from __future__ import annotations
 
-import csv
 import random
 import re
 from collections import defaultdict
@@ -36,8 +35,8 @@ from pathlib import Path
 from ..errors import KgprobeError
 from .copen_data import CPJItem, split_top_levels, split_train_dev
 from .copen_kg import GenerationReport
+from .norms import load_mcrae
 
-NORMS_FILE = "CONCS_FEATS_concstats_brm.txt"
 TRUE_SHARE, FALSE_SHARE = 0.5, 0.2
 MIN_MEMBERS = 3  # a category needs this many member concepts to anchor a chain
 #: Nouns that take a singular verb in a generic statement ("Clothing is worn by people").
@@ -70,20 +69,11 @@ class Norms:
 
 
 def read_norms(path: str | Path) -> Norms:
-    """Read the McRae concept–feature file from a directory (or the file itself)."""
-    path = Path(path)
-    file = path / NORMS_FILE if path.is_dir() else path
-    if not file.is_file():
-        raise KgprobeError(f"{path}: no {NORMS_FILE}; pass --norms the folder of the McRae et al. "
-                           "(2005) feature norms")
-    try:
-        with open(file, newline="", encoding="utf-8", errors="replace") as fh:
-            reader = csv.DictReader(fh, delimiter="\t")
-            rows = [NormRow(r["Concept"].strip(), r["Feature"].strip(), r["BR_Label"].strip(),
-                            int(r.get("Prod_Freq") or 0)) for r in reader if r.get("Concept")]
-    except (KeyError, ValueError) as err:
-        raise KgprobeError(f"{file}: not in the McRae format (column {err}); expected the columns "
-                           "Concept, Feature, BR_Label, Prod_Freq") from None
+    """The McRae concept–feature file (or its folder), read by the shared norms loader."""
+    loaded = load_mcrae(path)
+    # File order, not the loader's most-produced-first order: the seeded generation walks it.
+    rows = [NormRow(f.concept, f.feature, f.category, f.pf)
+            for f in sorted(loaded.features, key=lambda f: f.order)]
     norms = Norms(rows)
     for r in rows:
         if r.br_label == "taxonomic":
