@@ -6,7 +6,11 @@ finest-grained gold; reasoning sets (``rdfs9-12`` …) state premise P2 and give
 (``-02``), implicitly (``-12``) or explicitly (``-22``): the rows of the paper's Table 6.
 
 Besides accuracy, each row reports the most often predicted letter and its share: a small
-model that always answers "(a)" scores near chance (5%) for a reason worth seeing.
+model that always answers "(a)" scores near chance (5%) for a reason worth seeing. The
+calibrated accuracy takes that letter preference out: each letter's mean log-probability over
+the set's questions is subtracted before the argmax (a prior correction in the spirit of Zhao
+et al. 2021's contextual calibration; it uses no gold labels, and gold letters are spread
+over the options).
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from ..errors import KgprobeError
 from ..reasoning.memorizing import RELATIONS, relation_name
 from .runner import Unit, run_units
 
-COLUMNS = ["set", "task", "p1", "n", "accuracy", "top_letter", "top_letter_share"]
+COLUMNS = ["set", "task", "p1", "n", "accuracy", "calibrated_accuracy", "top_letter", "top_letter_share"]
 SETS = ("memorizing", "reasoning")
 P1_SETTINGS = {"0": "not given", "1": "implicit", "2": "explicit"}
 _REASONING = re.compile(r"^(rdfs\d+)-([012])2$")
@@ -91,6 +95,17 @@ def letter_bias(predictions: Sequence[str]) -> tuple[str, float]:
     return letter, count / len(predictions)
 
 
+def calibrated(scores: Sequence[dict[str, float]]) -> list[str]:
+    """Per question, the letter with the highest log-probability minus that letter's mean
+    over all questions (letters missing from a question are not candidates for it)."""
+    totals: dict[str, list[float]] = {}
+    for row in scores:
+        for letter, value in row.items():
+            totals.setdefault(letter, []).append(value)
+    prior = {letter: sum(v) / len(v) for letter, v in totals.items()}
+    return [max(row, key=lambda l: row[l] - prior[l]) for row in scores]
+
+
 def run_multiple_choice(model: str, out: str | Path, *, tasks: str = "all",
                         data: str | Path | None = None, limit: int | None = None,
                         instruction: str | None = None, chat: bool | None = None,
@@ -114,11 +129,15 @@ def run_multiple_choice(model: str, out: str | Path, *, tasks: str = "all",
                 loaded, prompts, golds, batch_size=batch_size, use_chat_template=chat,
                 instruction=DEFAULT_INSTRUCTION if instruction is None else instruction)
             letter, share = letter_bias(result.predictions)
-            preds = [{"prompt": p, "gold": g, "predicted": pred,
+            fixed = calibrated(result.scores)
+            preds = [{"prompt": p, "gold": g, "predicted": pred, "calibrated": cal,
                       "scores": {k: round(v, 4) for k, v in row.items()}}
-                     for p, g, pred, row in zip(prompts, result.golds, result.predictions, result.scores)]
-            return {"n": len(prompts), "accuracy": result.accuracy, "top_letter": letter,
-                    "top_letter_share": share}, preds
+                     for p, g, pred, cal, row in zip(prompts, result.golds, result.predictions, fixed,
+                                                     result.scores)]
+            hits = sum(c == g for c, g in zip(fixed, result.golds))
+            return {"n": len(prompts), "accuracy": result.accuracy,
+                    "calibrated_accuracy": hits / len(prompts) if prompts else 0.0,
+                    "top_letter": letter, "top_letter_share": share}, preds
 
         return Unit({"set": q.set, "task": q.task, "p1": q.p1}, run, len(prompts))
 
@@ -126,10 +145,11 @@ def run_multiple_choice(model: str, out: str | Path, *, tasks: str = "all",
 
 
 def format_table(rows: Sequence[dict]) -> str:
-    lines = [f"{'set':11s} {'task':14s} {'P1':10s} {'n':>5s} {'accuracy':>9s}  most chosen letter"]
+    lines = [f"{'set':11s} {'task':14s} {'P1':10s} {'n':>5s} {'accuracy':>9s} {'calibrated':>11s}"
+             "  most chosen letter"]
     for r in rows:
         lines.append(f"{r['set']:11s} {r['task']:14s} {r['p1']:10s} {int(r['n']):5d} "
-                     f"{100 * float(r['accuracy']):8.1f}%  ({r['top_letter']}) "
-                     f"{100 * float(r['top_letter_share']):.0f}%")
+                     f"{100 * float(r['accuracy']):8.1f}% {100 * float(r['calibrated_accuracy']):10.1f}%"
+                     f"  ({r['top_letter']}) {100 * float(r['top_letter_share']):.0f}%")
     lines.append("chance: 5.0% with 20 options")
     return "\n".join(lines)

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from kgprobe.studies.cli import main
-from kgprobe.studies.multiple_choice import COLUMNS, choose, find_sets, letter_bias
+from kgprobe.studies.multiple_choice import COLUMNS, calibrated, choose, find_sets, letter_bias
 
 
 def read_rows(path):
@@ -34,6 +34,16 @@ def test_the_bundled_sets_are_the_papers():
 def test_letter_bias():
     assert letter_bias(["a", "b", "a", "a"]) == ("a", 0.75)
     assert letter_bias([]) == ("-", 0.0)
+
+
+def test_calibration_removes_a_letter_preference():
+    # Every question prefers (a) by 5 nats; underneath, the gold letter gets +1.
+    golds = ["b", "c", "a", "b"]
+    scores = [{l: (5.0 if l == "a" else 0.0) + (1.0 if l == g else 0.0) for l in "abc"} for g in golds]
+    assert [max(r, key=r.get) for r in scores] == ["a"] * 4
+    assert calibrated(scores) == golds
+    # A letter offered by only some questions is corrected by its own mean.
+    assert calibrated([{"a": -1.0, "b": -2.0}, {"a": -1.5, "b": -3.0, "c": -0.5}]) == ["b", "c"]
 
 
 @pytest.fixture()
@@ -65,6 +75,7 @@ def test_cli_writes_accuracy_predictions_and_resumes(tiny_llama_dir, tiny_llama,
         mine = [p for p in preds if p["task"] == row["task"]]
         assert float(row["accuracy"]) == pytest.approx(
             sum(p["predicted"] == p["gold"] for p in mine) / len(mine), abs=1e-4)
+        assert [p["calibrated"] for p in mine] == calibrated([p["scores"] for p in mine])
         assert all(len(p["scores"]) == 20 and p["predicted"] == max(p["scores"], key=p["scores"].get)
                    for p in mine)
     # The same numbers as the scoring function called directly.
