@@ -2,7 +2,9 @@
 
 A unit's predictions and metrics land in ``OUT/units/<key>.jsonl`` atomically; a rerun
 skips every unit whose file exists, so a run killed at any point (even ``kill -9``)
-continues where it stopped and ends with the same numbers. The summary files
+continues where it stopped and ends with the same numbers. A unit file written for a
+different number of items (the same folder rerun with another ``--limit``) is stale and
+is run again, so one folder never mixes sizes. The summary files
 (``results.csv``, ``predictions.jsonl``) are rebuilt from the unit files after each unit.
 """
 
@@ -36,6 +38,15 @@ def unit_path(out: Path, unit: Unit) -> Path:
     return out / "units" / f"{unit.name}.jsonl"
 
 
+def finished(out: Path, unit: Unit) -> bool:
+    path = unit_path(out, unit)
+    if not path.exists():
+        return False
+    with open(path, encoding="utf-8") as fh:
+        head = json.loads(fh.readline())
+    return head.get("size", unit.size) == unit.size
+
+
 def read_unit(path: Path) -> tuple[dict, list[dict]]:
     lines = path.read_text(encoding="utf-8").splitlines()
     head = json.loads(lines[0])
@@ -46,16 +57,16 @@ def run_units(out: Path, units: Sequence[Unit], columns: Sequence[str], *,
               progress: bool = True) -> list[dict]:
     """Run every unfinished unit; return all result rows (finished earlier or now)."""
     out.mkdir(parents=True, exist_ok=True)
-    todo = [u for u in units if not unit_path(out, u).exists()]
+    todo = [u for u in units if not finished(out, u)]
     done = len(units) - len(todo)
     bar = tqdm(total=sum(u.size for u in units), initial=sum(u.size for u in units
-               if unit_path(out, u).exists()), unit="item", disable=not progress,
+               if finished(out, u)), unit="item", disable=not progress,
                desc=f"{done}/{len(units)} units done")
     for unit in todo:
         bar.set_postfix_str(unit.name[:60])
         metrics, predictions = unit.run()
         row = {**unit.key, **metrics}
-        write_jsonl(unit_path(out, unit), [{"row": row}, *predictions])
+        write_jsonl(unit_path(out, unit), [{"row": row, "size": unit.size}, *predictions])
         done += 1
         bar.set_description(f"{done}/{len(units)} units done")
         bar.update(unit.size)

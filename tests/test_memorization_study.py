@@ -50,3 +50,21 @@ def test_a_rerun_skips_finished_units_and_gives_the_same_numbers(tmp_path):
     again = run_memorization("random", tmp_path, tasks=["domain", "range"], progress=False)
     assert units[0].stat().st_mtime_ns == stamp  # not recomputed
     assert (tmp_path / "results.csv").read_text() == before and again == first
+
+
+def test_a_rerun_with_another_limit_redoes_only_the_units_it_changes(tmp_path):
+    run_memorization("random", tmp_path, tasks=["type", "domain"], templates="0", limit=5, progress=False)
+    domain = next(p for p in (tmp_path / "units").iterdir() if "domain" in p.name)
+    stamp = domain.stat().st_mtime_ns
+    # domain has 30 test records: limits 5 and 40 differ, so both units are stale...
+    rows = run_memorization("random", tmp_path, tasks=["type", "domain"], templates="0", limit=40,
+                            progress=False)
+    assert {r["task"]: r["n"] for r in rows} == {"type": 40, "domain": 30}
+    assert domain.stat().st_mtime_ns != stamp
+    # ...while limits 40 and 50 give domain the same 30 items: it is kept.
+    stamp = domain.stat().st_mtime_ns
+    rows = run_memorization("random", tmp_path, tasks=["type", "domain"], templates="0", limit=50,
+                            progress=False)
+    assert {r["task"]: r["n"] for r in rows} == {"type": 50, "domain": 30}
+    assert domain.stat().st_mtime_ns == stamp
+    assert [r["n"] for r in read_rows(tmp_path / "results.csv")] == ["50", "30"]
