@@ -53,7 +53,10 @@ import torch
 
 from kgprobe.errors import ModelError
 
-from .encoding import TensorScorer, Encoded, PromptEncoder, inject, normalize_pseudowords, pool_logprobs, split_prompt
+from .encoding import (
+    Encoded, PromptEncoder, TensorScorer, check_candidates, inject, normalize_pseudowords, pool_logprobs,
+    split_prompt,
+)
 from .models import LoadedModel
 
 __all__ = ["CausalScorer"]
@@ -122,6 +125,7 @@ class CausalScorer(TensorScorer):
         """Like `score` but a float32 tensor on the model's device. With gradients enabled it is
         differentiable with respect to the pseudoword vectors (it then runs full sequences,
         since a cache holding graph tensors cannot be copied)."""
+        check_candidates(candidates, self.name)
         model = self.loaded.model
         hidden = model.get_input_embeddings().weight.shape[1]
         per_prompt = normalize_pseudowords(pseudowords, len(prompts), hidden)

@@ -30,7 +30,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import torch
 
-from kgprobe.errors import ModelError, TemplateError
+from kgprobe.errors import KgprobeError, ModelError, TemplateError
 
 MASK = "[MASK]"
 
@@ -198,6 +198,13 @@ class PromptEncoder:
 
 
 POOLINGS = ("mean", "max", "first", "sum")
+
+
+def check_candidates(candidates: Sequence[str], model_name: str) -> None:
+    """Ranking nothing is a mistake upstream (an empty label set), not an empty result."""
+    if len(candidates) == 0:
+        raise KgprobeError(f"no candidates to rank for {model_name}; give at least one candidate "
+                           "(is the ontology's label set empty?)")
 
 
 class TensorScorer:

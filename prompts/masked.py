@@ -18,7 +18,9 @@ import torch
 
 from kgprobe.errors import ModelError
 
-from .encoding import TensorScorer, PromptEncoder, inject, normalize_pseudowords, pool_logprobs, split_prompt
+from .encoding import (
+    PromptEncoder, TensorScorer, check_candidates, inject, normalize_pseudowords, pool_logprobs, split_prompt,
+)
 from .models import LoadedModel
 
 __all__ = ["MaskedScorer"]
@@ -81,6 +83,7 @@ class MaskedScorer(TensorScorer):
     ) -> torch.Tensor:
         """Like `score` but a float32 tensor on the model's device; differentiable with respect
         to the pseudoword vectors (e.g. trained soft tokens) when gradients are enabled."""
+        check_candidates(candidates, self.name)
         model = self.loaded.model
         device = next(model.parameters()).device
         hidden = model.get_input_embeddings().weight.shape[1]

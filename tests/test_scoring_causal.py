@@ -231,3 +231,11 @@ def test_pseudowords_with_scaled_embeddings(tiny_gemma3):
     got = scorer.score([prompt], CANDIDATES, pseudowords=vectors)[0]
     expected = naive_scores(tiny_gemma3, scorer, prompt, CANDIDATES, pooling="mean", include_suffix=True, vectors=vectors)
     np.testing.assert_allclose(got, expected, atol=1e-4, rtol=0)
+
+
+def test_an_empty_candidate_set_is_a_one_line_error(tiny_llama):
+    from kgprobe.errors import KgprobeError
+
+    with pytest.raises(KgprobeError, match="no candidates") as err:
+        make_scorer(tiny_llama).score(["Paris is the capital of [MASK] ."], [])
+    assert "\n" not in str(err.value)

@@ -140,6 +140,9 @@ def test_errors_are_one_line(tiny_bert, tiny_gpt2):
         make_scorer(tiny_bert, pooling="median")
     with pytest.raises(KgprobeError):
         scorer.score([PROMPT], ["france", "   "])
+    with pytest.raises(KgprobeError, match="no candidates") as err:
+        scorer.score([PROMPT], [])
+    assert "\n" not in str(err.value)
     with pytest.raises(ValueError):
         scorer.score([PROMPT], ["france"], pseudowords={"[X]": torch.zeros(7)})
 
