@@ -96,6 +96,7 @@ class MaskedScorer(TensorScorer):
         cand_cache: dict[str, list[list[int]]] = {}
         jobs = []  # (prompt index, n_masks, ids, mask positions, slots)
         modes = []
+        max_len = getattr(model.config, "max_position_embeddings", None)
         for i, prompt in enumerate(prompts):
             vectors = per_prompt[i] if per_prompt else None
             _pre, _suf, mode = self._prepare(prompt, vectors)
@@ -105,6 +106,9 @@ class MaskedScorer(TensorScorer):
             lengths = sorted({len(c) for c in cand_cache[mode]}) if self.masks == "multi" else [1]
             for n in lengths:
                 ids, positions, slots = self.build(prompt, n, vectors)
+                if max_len and len(ids) > max_len:
+                    raise ModelError(f"prompt {prompt[:40]!r}… needs {len(ids)} tokens but model "
+                                     f"'{self.name}' takes at most {max_len}; shorten the prompt")
                 jobs.append((i, n, ids, positions, slots))
 
         groups = {

@@ -9,6 +9,10 @@ Protocol here (no free generation): the question plus an instruction to answer w
 option letter is wrapped in the tokenizer's chat template when it has one (user turn,
 then the assistant generation prompt), followed by ``"("``; each option letter is scored
 as the next token and the highest-scoring letter is the prediction.
+
+Small models cannot bind answers to letters, so `score_option_texts` offers the cloze form
+(as lm-evaluation-harness does for small models): the question, then ``Answer:`` and the
+slot, each option's text scored by any `Scorer` (masked or causal).
 """
 
 from __future__ import annotations
@@ -27,11 +31,15 @@ from kgprobe.errors import KgprobeError, ModelError
 from .encoding import PromptEncoder
 from .models import LoadedModel
 
-__all__ = ["MultipleChoiceResult", "load_multiple_choice", "score_multiple_choice", "DEFAULT_INSTRUCTION"]
+__all__ = [
+    "MultipleChoiceResult", "load_multiple_choice", "score_multiple_choice", "score_option_texts",
+    "parse_options", "DEFAULT_INSTRUCTION",
+]
 
 DEFAULT_INSTRUCTION = "Answer with the letter of the correct option."
 _OPTION = re.compile(r"\(([a-z])\)\s")
 _GOLD = re.compile(r"^\s*\(([a-z])\)")
+_OPTION_TEXT = re.compile(r"\(([a-z])\)\s+(.*?)(?=,\s*\([a-z]\)\s|$)", re.S)
 
 
 @dataclass
@@ -123,6 +131,39 @@ def score_multiple_choice(
             row = {l: float(lp[b, letter_id[l]]) for l in letters}
             per_question.append(row)
             predictions.append(max(letters, key=lambda l: row[l]))
+    correct = sum(p == g for p, g in zip(predictions, gold_letters))
+    return MultipleChoiceResult(
+        accuracy=correct / len(prompts) if prompts else 0.0,
+        predictions=predictions,
+        golds=gold_letters,
+        scores=per_question,
+    )
+
+
+def parse_options(question: str) -> dict[str, str]:
+    """Letter → option text of ``"… (a) soccer player, (b) work, …"``."""
+    return {m.group(1): m.group(2).strip() for m in _OPTION_TEXT.finditer(question)}
+
+
+def score_option_texts(scorer, prompts: Sequence[str], golds: Sequence[str], *,
+                       batch_size: int = 32) -> MultipleChoiceResult:
+    """Accuracy of ranking the gold option's text first when it fills ``Answer: [MASK]``."""
+    if len(prompts) != len(golds):
+        raise ValueError(f"{len(prompts)} prompts but {len(golds)} golds")
+    gold_letters = [_letter(g) for g in golds]
+    predictions: list[str] = []
+    per_question: list[dict[str, float]] = []
+    for question in prompts:
+        options = parse_options(question)
+        if not options:
+            raise KgprobeError(f"question {question[:60]!r} lists no options like '(a) text, (b) text'; "
+                               "fix the data")
+        letters = list(options)
+        row = scorer.score([f"{question}\nAnswer: [MASK]"], [options[l] for l in letters],
+                           batch_size=batch_size)[0]
+        scores = {l: float(v) for l, v in zip(letters, row)}
+        per_question.append(scores)
+        predictions.append(max(letters, key=lambda l: scores[l]))
     correct = sum(p == g for p, g in zip(predictions, gold_letters))
     return MultipleChoiceResult(
         accuracy=correct / len(prompts) if prompts else 0.0,

@@ -263,7 +263,7 @@ def cmd_probe_multiple_choice(args: argparse.Namespace) -> int:
     chat = {"auto": None, "on": True, "off": False}[args.chat]
     rows = run_multiple_choice(args.model, args.out, tasks=args.task, data=args.data,
                                limit=args.limit, instruction=args.instruction, chat=chat,
-                               device=args.device, batch_size=args.batch_size)
+                               answer=args.answer, device=args.device, batch_size=args.batch_size)
     print(format_table(rows))
     print(f"wrote {args.out}/results.csv and predictions.jsonl")
     return 0
@@ -408,7 +408,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = probe_sub.add_parser("multiple-choice", help="the paper's 20-option questions (§5), accuracy")
     p.add_argument("--model", required=True,
-                   help="a causal (instruct) model: preset, HF id, local dir or .gguf file")
+                   help="a preset, HF id, local dir or .gguf file (causal for --answer letter)")
     p.add_argument("--task", default="all",
                    help="all, memorizing, reasoning, or a comma list: type…range (TP…RG), "
                         "rdfs2…rdfs11, or one file such as rdfs9-12")
@@ -419,6 +419,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--instruction", default=None,
                    help="text after each question (default: 'Answer with the letter of the "
                         "correct option.'; '' for none)")
+    p.add_argument("--answer", choices=["letter", "text"], default="letter",
+                   help="letter: the paper's protocol, the option letter as the next token (causal "
+                        "models); text: each option's text in an 'Answer: [MASK]' slot, mean "
+                        "log-probability (any model)")
     p.add_argument("--chat", choices=["auto", "on", "off"], default="auto",
                    help="wrap the question in the tokenizer's chat template (auto: if it has one)")
     p.add_argument("--device", default="cpu", help="cpu, cuda or auto")

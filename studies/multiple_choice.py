@@ -1,7 +1,8 @@
 """The OntoProbe paper's §5 probe: 20-option multiple-choice questions, accuracy per set.
 
 The paper asked ChatGPT; here any causal (instruct) model answers by the option letter it
-finds most likely (`kgprobe.prompts.multiple_choice`). Memorizing sets (TP…RG) ask for the
+finds most likely (`kgprobe.prompts.multiple_choice`), or, with ``answer="text"``, any model
+ranks the options' texts in an ``Answer: [MASK]`` slot (the cloze form small models need). Memorizing sets (TP…RG) ask for the
 finest-grained gold; reasoning sets (``rdfs9-12`` …) state premise P2 and give P1 not at all
 (``-02``), implicitly (``-12``) or explicitly (``-22``): the rows of the paper's Table 6.
 
@@ -26,8 +27,9 @@ from ..errors import KgprobeError
 from ..reasoning.memorizing import RELATIONS, relation_name
 from .runner import Unit, run_units
 
-COLUMNS = ["set", "task", "p1", "n", "accuracy", "calibrated_accuracy", "top_letter", "top_letter_share"]
+COLUMNS = ["set", "task", "p1", "answer", "n", "accuracy", "calibrated_accuracy", "top_letter", "top_letter_share"]
 SETS = ("memorizing", "reasoning")
+ANSWERS = ("letter", "text")
 P1_SETTINGS = {"0": "not given", "1": "implicit", "2": "explicit"}
 _REASONING = re.compile(r"^(rdfs\d+)-([012])2$")
 
@@ -109,47 +111,67 @@ def calibrated(scores: Sequence[dict[str, float]]) -> list[str]:
 def run_multiple_choice(model: str, out: str | Path, *, tasks: str = "all",
                         data: str | Path | None = None, limit: int | None = None,
                         instruction: str | None = None, chat: bool | None = None,
-                        device: str = "cpu", batch_size: int = 4, progress: bool = True) -> list[dict]:
+                        answer: str = "letter", device: str = "cpu", batch_size: int = 4,
+                        progress: bool = True) -> list[dict]:
     """Run (or resume) the probe; return one row per question set."""
     from ..prompts.models import load_model
-    from ..prompts.multiple_choice import DEFAULT_INSTRUCTION, load_multiple_choice, score_multiple_choice
+    from ..prompts.multiple_choice import (
+        DEFAULT_INSTRUCTION, load_multiple_choice, score_multiple_choice, score_option_texts,
+    )
+    from ..prompts.scoring import make_scorer
 
+    if answer not in ANSWERS:
+        raise KgprobeError(f"--answer {answer}: use letter or text")
     chosen = choose(find_sets(data), tasks)
     loaded = load_model(model, device=device)
-    if loaded.kind != "causal":
-        raise KgprobeError(f"multiple-choice probing needs a causal (instruct) model; '{model}' is a "
-                           "masked LM: use `kgprobe probe memorizing` for it")
+    if answer == "letter" and loaded.kind != "causal":
+        raise KgprobeError(f"letter answers need a causal (instruct) model; '{model}' is a masked LM: "
+                           "use --answer text")
+    # Mean pooling: a sum of token log-probabilities would favour the shortest options.
+    scorer = make_scorer(loaded, pooling="mean") if answer == "text" else None
 
     def unit(q: QuestionSet) -> Unit:
         prompts, golds = load_multiple_choice(q.path)
         prompts, golds = prompts[:limit], golds[:limit]
 
         def run():
-            result = score_multiple_choice(
-                loaded, prompts, golds, batch_size=batch_size, use_chat_template=chat,
-                instruction=DEFAULT_INSTRUCTION if instruction is None else instruction)
+            if scorer is not None:
+                result = score_option_texts(scorer, prompts, golds)
+            else:
+                result = score_multiple_choice(
+                    loaded, prompts, golds, batch_size=batch_size, use_chat_template=chat,
+                    instruction=DEFAULT_INSTRUCTION if instruction is None else instruction)
             letter, share = letter_bias(result.predictions)
-            fixed = calibrated(result.scores)
-            preds = [{"prompt": p, "gold": g, "predicted": pred, "calibrated": cal,
-                      "scores": {k: round(v, 4) for k, v in row.items()}}
-                     for p, g, pred, cal, row in zip(prompts, result.golds, result.predictions, fixed,
-                                                     result.scores)]
-            hits = sum(c == g for c, g in zip(fixed, result.golds))
-            return {"n": len(prompts), "accuracy": result.accuracy,
-                    "calibrated_accuracy": hits / len(prompts) if prompts else 0.0,
+            # Calibration removes a preference for letters; option texts have none to remove.
+            fixed = calibrated(result.scores) if scorer is None else None
+            preds = []
+            for k, (p, g, pred, row) in enumerate(zip(prompts, result.golds, result.predictions,
+                                                      result.scores)):
+                rec = {"prompt": p, "gold": g, "predicted": pred,
+                       "scores": {l: round(v, 4) for l, v in row.items()}}
+                if fixed is not None:
+                    rec["calibrated"] = fixed[k]
+                preds.append(rec)
+            cal_acc: float | str = "-"
+            if fixed is not None:
+                cal_acc = sum(c == g for c, g in zip(fixed, result.golds)) / max(1, len(prompts))
+            return {"n": len(prompts), "accuracy": result.accuracy, "calibrated_accuracy": cal_acc,
                     "top_letter": letter, "top_letter_share": share}, preds
 
-        return Unit({"set": q.set, "task": q.task, "p1": q.p1}, run, len(prompts))
+        return Unit({"set": q.set, "task": q.task, "p1": q.p1, "answer": answer}, run, len(prompts))
 
     return run_units(Path(out), [unit(q) for q in chosen], COLUMNS, progress=progress)
 
 
 def format_table(rows: Sequence[dict]) -> str:
-    lines = [f"{'set':11s} {'task':14s} {'P1':10s} {'n':>5s} {'accuracy':>9s} {'calibrated':>11s}"
-             "  most chosen letter"]
+    def pct(v) -> str:
+        return "-" if v == "-" else f"{100 * float(v):.1f}%"
+
+    lines = [f"{'set':11s} {'task':14s} {'P1':10s} {'answer':6s} {'n':>5s} {'accuracy':>9s} "
+             f"{'calibrated':>11s}  most chosen letter"]
     for r in rows:
-        lines.append(f"{r['set']:11s} {r['task']:14s} {r['p1']:10s} {int(r['n']):5d} "
-                     f"{100 * float(r['accuracy']):8.1f}% {100 * float(r['calibrated_accuracy']):10.1f}%"
+        lines.append(f"{r['set']:11s} {r['task']:14s} {r['p1']:10s} {r['answer']:6s} {int(r['n']):5d} "
+                     f"{pct(r['accuracy']):>9s} {pct(r['calibrated_accuracy']):>11s}"
                      f"  ({r['top_letter']}) {100 * float(r['top_letter_share']):.0f}%")
     lines.append("chance: 5.0% with 20 options")
     return "\n".join(lines)

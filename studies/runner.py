@@ -59,19 +59,20 @@ def run_units(out: Path, units: Sequence[Unit], columns: Sequence[str], *,
     out.mkdir(parents=True, exist_ok=True)
     todo = [u for u in units if not finished(out, u)]
     done = len(units) - len(todo)
-    bar = tqdm(total=sum(u.size for u in units), initial=sum(u.size for u in units
-               if finished(out, u)), unit="item", disable=not progress,
-               desc=f"{done}/{len(units)} units done")
-    for unit in todo:
-        bar.set_postfix_str(unit.name[:60])
-        metrics, predictions = unit.run()
-        row = {**unit.key, **metrics}
-        write_jsonl(unit_path(out, unit), [{"row": row, "size": unit.size}, *predictions])
-        done += 1
-        bar.set_description(f"{done}/{len(units)} units done")
-        bar.update(unit.size)
-        write_summaries(out, units, columns)
-    bar.close()
+    total = sum(u.size for u in units)
+    # The context manager closes the bar before an error reaches the CLI, so the error line
+    # is the last thing on the terminal.
+    with tqdm(total=total, initial=total - sum(u.size for u in todo), unit="item",
+              disable=not progress, desc=f"{done}/{len(units)} units done") as bar:
+        for unit in todo:
+            bar.set_postfix_str(unit.name[:60])
+            metrics, predictions = unit.run()
+            row = {**unit.key, **metrics}
+            write_jsonl(unit_path(out, unit), [{"row": row, "size": unit.size}, *predictions])
+            done += 1
+            bar.set_description(f"{done}/{len(units)} units done")
+            bar.update(unit.size)
+            write_summaries(out, units, columns)
     return write_summaries(out, units, columns)
 
 

@@ -67,8 +67,8 @@ def test_cli_writes_accuracy_predictions_and_resumes(tiny_llama_dir, tiny_llama,
     assert "chance: 5.0%" in capsys.readouterr().out
     rows = read_rows(out / "results.csv")
     assert list(rows[0]) == COLUMNS
-    assert [(r["set"], r["task"], r["p1"], r["n"]) for r in rows] == [
-        ("memorizing", "type", "-", "2"), ("reasoning", "rdfs9", "explicit", "2")]
+    assert [(r["set"], r["task"], r["p1"], r["answer"], r["n"]) for r in rows] == [
+        ("memorizing", "type", "-", "letter", "2"), ("reasoning", "rdfs9", "explicit", "letter", "2")]
     preds = [json.loads(line) for line in (out / "predictions.jsonl").read_text().splitlines()]
     assert len(preds) == 4
     for row in rows:
@@ -89,6 +89,42 @@ def test_cli_writes_accuracy_predictions_and_resumes(tiny_llama_dir, tiny_llama,
     assert {p: p.stat().st_mtime_ns for p in (out / "units").iterdir()} == stamps
 
 
+@pytest.fixture()
+def short_data(tmp_path):
+    """Questions short enough for the tiny BERT's 64 positions."""
+    root = tmp_path / "short"
+    (root / "reasoning").mkdir(parents=True)
+    records = [{"prompt": "X is a cat. What is X? (a) dog, (b) animal, (c) car", "gold": "(b) animal"},
+               {"prompt": "X is a rose. What is X? (a) flower, (b) stone, (c) red wine", "gold": "(a) flower"},
+               {"prompt": "What is Paris? (a) a city, (b) a river, (c) a sport", "gold": "(a) a city"}]
+    (root / "reasoning" / "rdfs9-22.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    return root
+
+
+@pytest.mark.parametrize("model", ["tiny_bert", "tiny_llama"])
+def test_text_answers_rank_the_option_texts(model, request, short_data, tmp_path):
+    from kgprobe.prompts.multiple_choice import load_multiple_choice, parse_options
+    from kgprobe.prompts.scoring import make_scorer
+    from kgprobe.studies.multiple_choice import run_multiple_choice
+
+    loaded = request.getfixturevalue(model)
+    model_dir = request.getfixturevalue(f"{model}_dir")
+    out = tmp_path / "out"
+    rows = run_multiple_choice(str(model_dir), out, tasks="rdfs9-22", data=short_data,
+                               answer="text", progress=False)
+    assert rows[0]["answer"] == "text" and rows[0]["calibrated_accuracy"] == "-" and rows[0]["n"] == 3
+    preds = [json.loads(line) for line in (out / "predictions.jsonl").read_text().splitlines()]
+    prompts, golds = load_multiple_choice(short_data / "reasoning" / "rdfs9-22.jsonl")
+    scorer = make_scorer(loaded, pooling="mean")
+    for pred, question, gold in zip(preds, prompts, golds):
+        options = parse_options(question)
+        assert len(options) == 3 and gold == f"({pred['gold']}) {options[pred['gold']]}"
+        direct = scorer.score([question + "\nAnswer: [MASK]"], list(options.values()))[0]
+        assert list(pred["scores"].values()) == pytest.approx(list(direct), abs=1e-3)
+        assert pred["predicted"] == max(pred["scores"], key=pred["scores"].get)
+    assert rows[0]["accuracy"] == pytest.approx(sum(p["predicted"] == p["gold"] for p in preds) / 3)
+
+
 def test_cli_errors_are_one_line(tiny_bert_dir, tiny_llama_dir, small_data, tmp_path, capsys):
     def fails(*extra):
         out = tmp_path / "never"
@@ -98,7 +134,9 @@ def test_cli_errors_are_one_line(tiny_bert_dir, tiny_llama_dir, small_data, tmp_
         assert not (out / "results.csv").exists()
         return err
 
-    assert "masked LM" in fails("--model", str(tiny_bert_dir), "--data", str(small_data))
+    assert "--answer text" in fails("--model", str(tiny_bert_dir), "--data", str(small_data))
+    # The paper's questions are longer than the tiny BERT's 64 positions: said, not a crash.
+    assert "at most 64" in fails("--model", str(tiny_bert_dir), "--data", str(small_data), "--answer", "text")
     assert "rdfs99" in fails("--model", str(tiny_llama_dir), "--task", "rdfs99")
     assert "--threads" in fails("--model", str(tiny_llama_dir), "--threads", "0")
     (small_data / "reasoning" / "rdfs9-33.jsonl").write_text("")
