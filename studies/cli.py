@@ -421,8 +421,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "correct option.'; '' for none)")
     p.add_argument("--answer", choices=["letter", "text"], default="letter",
                    help="letter: the paper's protocol, the option letter as the next token (causal "
-                        "models); text: each option's text in an 'Answer: [MASK]' slot, mean "
-                        "log-probability (any model)")
+                        "models); text: each option's text in an 'Answer: [MASK]' slot after the "
+                        "question without its option list (any model)")
     p.add_argument("--chat", choices=["auto", "on", "off"], default="auto",
                    help="wrap the question in the tokenizer's chat template (auto: if it has one)")
     p.add_argument("--device", default="cpu", help="cpu, cuda or auto")

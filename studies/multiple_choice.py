@@ -2,7 +2,8 @@
 
 The paper asked ChatGPT; here any causal (instruct) model answers by the option letter it
 finds most likely (`kgprobe.prompts.multiple_choice`), or, with ``answer="text"``, any model
-ranks the options' texts in an ``Answer: [MASK]`` slot (the cloze form small models need). Memorizing sets (TP…RG) ask for the
+ranks the options' texts in an ``Answer: [MASK]`` slot after the question's stem (the cloze
+form small models need). Memorizing sets (TP…RG) ask for the
 finest-grained gold; reasoning sets (``rdfs9-12`` …) state premise P2 and give P1 not at all
 (``-02``), implicitly (``-12``) or explicitly (``-22``): the rows of the paper's Table 6.
 
@@ -127,8 +128,7 @@ def run_multiple_choice(model: str, out: str | Path, *, tasks: str = "all",
     if answer == "letter" and loaded.kind != "causal":
         raise KgprobeError(f"letter answers need a causal (instruct) model; '{model}' is a masked LM: "
                            "use --answer text")
-    # Mean pooling: a sum of token log-probabilities would favour the shortest options.
-    scorer = make_scorer(loaded, pooling="mean") if answer == "text" else None
+    scorer = make_scorer(loaded) if answer == "text" else None
 
     def unit(q: QuestionSet) -> Unit:
         prompts, golds = load_multiple_choice(q.path)

@@ -103,7 +103,7 @@ def short_data(tmp_path):
 
 @pytest.mark.parametrize("model", ["tiny_bert", "tiny_llama"])
 def test_text_answers_rank_the_option_texts(model, request, short_data, tmp_path):
-    from kgprobe.prompts.multiple_choice import load_multiple_choice, parse_options
+    from kgprobe.prompts.multiple_choice import load_multiple_choice, split_question
     from kgprobe.prompts.scoring import make_scorer
     from kgprobe.studies.multiple_choice import run_multiple_choice
 
@@ -115,11 +115,12 @@ def test_text_answers_rank_the_option_texts(model, request, short_data, tmp_path
     assert rows[0]["answer"] == "text" and rows[0]["calibrated_accuracy"] == "-" and rows[0]["n"] == 3
     preds = [json.loads(line) for line in (out / "predictions.jsonl").read_text().splitlines()]
     prompts, golds = load_multiple_choice(short_data / "reasoning" / "rdfs9-22.jsonl")
-    scorer = make_scorer(loaded, pooling="mean")
+    scorer = make_scorer(loaded)
     for pred, question, gold in zip(preds, prompts, golds):
-        options = parse_options(question)
+        stem, options = split_question(question)
         assert len(options) == 3 and gold == f"({pred['gold']}) {options[pred['gold']]}"
-        direct = scorer.score([question + "\nAnswer: [MASK]"], list(options.values()))[0]
+        assert stem.endswith("?") and "(a)" not in stem
+        direct = scorer.score([stem + "\nAnswer: [MASK]"], list(options.values()))[0]
         assert list(pred["scores"].values()) == pytest.approx(list(direct), abs=1e-3)
         assert pred["predicted"] == max(pred["scores"], key=pred["scores"].get)
     assert rows[0]["accuracy"] == pytest.approx(sum(p["predicted"] == p["gold"] for p in preds) / 3)
@@ -135,8 +136,12 @@ def test_cli_errors_are_one_line(tiny_bert_dir, tiny_llama_dir, small_data, tmp_
         return err
 
     assert "--answer text" in fails("--model", str(tiny_bert_dir), "--data", str(small_data))
-    # The paper's questions are longer than the tiny BERT's 64 positions: said, not a crash.
-    assert "at most 64" in fails("--model", str(tiny_bert_dir), "--data", str(small_data), "--answer", "text")
+    # A question longer than the tiny BERT's 64 positions: said, not a crash.
+    long = tmp_path / "long"
+    (long / "memorizing").mkdir(parents=True)
+    (long / "memorizing" / "type.jsonl").write_text(json.dumps(
+        {"prompt": "Is " + "very " * 80 + "long? (a) yes, (b) no", "gold": "(a) yes"}) + "\n")
+    assert "at most 64" in fails("--model", str(tiny_bert_dir), "--data", str(long), "--answer", "text")
     assert "rdfs99" in fails("--model", str(tiny_llama_dir), "--task", "rdfs99")
     assert "--threads" in fails("--model", str(tiny_llama_dir), "--threads", "0")
     (small_data / "reasoning" / "rdfs9-33.jsonl").write_text("")
