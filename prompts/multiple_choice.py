@@ -53,6 +53,11 @@ class MultipleChoiceResult:
     scores: list[dict[str, float]]  # per question: letter -> log-probability
 
 
+def _result(predictions: list[str], golds: list[str], scores: list[dict[str, float]]) -> MultipleChoiceResult:
+    correct = sum(p == g for p, g in zip(predictions, golds))
+    return MultipleChoiceResult(correct / len(golds) if golds else 0.0, predictions, golds, scores)
+
+
 def load_multiple_choice(path: str | Path) -> tuple[list[str], list[str]]:
     """Prompts and golds of a multiple-choice JSONL file."""
     prompts, golds = [], []
@@ -134,13 +139,7 @@ def score_multiple_choice(
             row = {l: float(lp[b, letter_id[l]]) for l in letters}
             per_question.append(row)
             predictions.append(max(letters, key=lambda l: row[l]))
-    correct = sum(p == g for p, g in zip(predictions, gold_letters))
-    return MultipleChoiceResult(
-        accuracy=correct / len(prompts) if prompts else 0.0,
-        predictions=predictions,
-        golds=gold_letters,
-        scores=per_question,
-    )
+    return _result(predictions, gold_letters, per_question)
 
 
 def split_question(question: str) -> tuple[str, dict[str, str]]:
@@ -170,10 +169,4 @@ def score_option_texts(scorer, prompts: Sequence[str], golds: Sequence[str], *,
         scores = {l: float(v) for l, v in zip(letters, row)}
         per_question.append(scores)
         predictions.append(max(letters, key=lambda l: scores[l]))
-    correct = sum(p == g for p, g in zip(predictions, gold_letters))
-    return MultipleChoiceResult(
-        accuracy=correct / len(prompts) if prompts else 0.0,
-        predictions=predictions,
-        golds=gold_letters,
-        scores=per_question,
-    )
+    return _result(predictions, gold_letters, per_question)
