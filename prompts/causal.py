@@ -132,9 +132,6 @@ class CausalScorer(TensorScorer):
         rows = []
         for i, prompt in enumerate(prompts):
             vectors = per_prompt[i] if per_prompt else {}
-            if not candidates:
-                rows.append(torch.zeros(0, device=self._device()))
-                continue
             prefix, cands, suffix = self.encode(prompt, candidates, vectors)
             conts = []
             for c in cands:
@@ -180,14 +177,13 @@ class CausalScorer(TensorScorer):
     def _pool(self, token_lp: torch.Tensor, conts) -> torch.Tensor:
         """token_lp [B, W]: log-prob of continuation token t; pool candidate part, add suffix."""
         device = token_lp.device
-        width = token_lp.shape[1]
-        kinds = torch.zeros((len(conts), width), dtype=torch.long, device=device)
-        for b, (_ids, _slots, targets, _n) in enumerate(conts):
-            kinds[b, : len(targets)] = torch.tensor(targets, device=device)
         cand_len = torch.tensor([n for *_rest, n in conts], device=device)
         cand_width = int(cand_len.max())
         pooled = pool_logprobs(token_lp[:, :cand_width], cand_len, self.pooling)
         if self.include_suffix:
+            kinds = torch.zeros(token_lp.shape, dtype=torch.long, device=device)
+            for b, (_ids, _slots, targets, _n) in enumerate(conts):
+                kinds[b, : len(targets)] = torch.tensor(targets, device=device)
             pooled = pooled + token_lp.masked_fill(kinds != 2, 0.0).sum(dim=1)
         return pooled
 

@@ -67,11 +67,6 @@ class MaskedScorer(TensorScorer):
         slots = pre.shifted(len(front)) + suf.shifted(start + n_masks)
         return ids, list(range(start, start + n_masks)), slots
 
-    def candidate_ids(self, prompt: str, candidates: Sequence[str]) -> list[list[int]]:
-        """Token ids of each candidate as it fills this prompt's slot."""
-        _, _, mode = self._prepare(prompt, None)
-        return [self.encoder.encode_candidate(c, mode, self.name) for c in candidates]
-
     # ------------------------------------------------------------------
     def score_tensor(
         self,
@@ -89,7 +84,7 @@ class MaskedScorer(TensorScorer):
         hidden = model.get_input_embeddings().weight.shape[1]
         per_prompt = normalize_pseudowords(pseudowords, len(prompts), hidden)
         scores = torch.zeros((len(prompts), len(candidates)), dtype=torch.float32, device=device)
-        if not prompts or not candidates:
+        if not prompts:
             return scores
 
         # Candidate ids per tokenisation mode, grouped by length.

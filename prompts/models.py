@@ -51,7 +51,6 @@ __all__ = [
     "set_threads",
     "default_cache_dir",
     "input_embedding_matrix",
-    "embed_ids",
 ]
 
 log = logging.getLogger(__name__)
@@ -183,7 +182,7 @@ def _read_marker(entry: Path) -> dict | None:
 
 def _convert_gguf(gguf: Path, entry: Path, provenance: dict) -> None:
     """De-quantise `gguf` once and write a plain HF directory at `entry` (atomically)."""
-    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoModelForCausalLM, AutoTokenizer
 
     entry.parent.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
@@ -191,7 +190,6 @@ def _convert_gguf(gguf: Path, entry: Path, provenance: dict) -> None:
     try:
         directory, filename = str(gguf.parent), gguf.name
         try:
-            config = AutoConfig.from_pretrained(directory, gguf_file=filename)
             tokenizer = AutoTokenizer.from_pretrained(directory, gguf_file=filename)
             quantized = AutoModelForCausalLM.from_pretrained(directory, gguf_file=filename, dtype=torch.float32)
         except (ValueError, OSError, KeyError, RuntimeError) as err:
@@ -443,7 +441,7 @@ def load_model(
 
 
 # --------------------------------------------------------------------------------------
-# Embedding helpers (shared by scoring and pseudoword sampling)
+# Embedding helpers (pseudoword sampling)
 # --------------------------------------------------------------------------------------
 
 
@@ -467,8 +465,3 @@ def input_embedding_matrix(loaded: LoadedModel) -> torch.Tensor:
             scale = scale.to(weight.dtype)
         return weight * scale if not (isinstance(scale, float) and scale == 1.0) else weight
 
-
-def embed_ids(loaded_or_model: Any, ids: torch.Tensor) -> torch.Tensor:
-    """Input embeddings of `ids` through the model's own embedding module."""
-    model = getattr(loaded_or_model, "model", loaded_or_model)
-    return model.get_input_embeddings()(ids)

@@ -25,6 +25,7 @@ from typing import Sequence
 import torch
 
 from kgprobe.errors import KgprobeError, ModelError
+from kgprobe.prompts.models import input_embedding_matrix
 
 __all__ = [
     "PAPER_COEFFICIENT",
@@ -104,18 +105,18 @@ def sample_pseudowords(
     return out.to(device=embeddings.device, dtype=embeddings.dtype)
 
 
-def anchor_for(loaded, kind: str = "auto") -> torch.Tensor:
+def anchor_for(loaded, kind: str = "auto", matrix: torch.Tensor | None = None) -> torch.Tensor:
     """Anchor embedding [H] of a loaded model.
 
     ``"mask"``: the mask token's embedding (the paper's choice; needs a mask token).
     ``"mean"``: the mean input embedding over the vocabulary.
     ``"auto"``: ``"mask"`` for masked LMs, ``"mean"`` for causal LMs.
+    `matrix`: the model's `input_embedding_matrix`, when the caller already has it.
     """
-    from kgprobe.prompts.models import input_embedding_matrix
-
     if kind == "auto":
         kind = "mask" if loaded.kind == "masked" else "mean"
-    matrix = input_embedding_matrix(loaded)
+    if matrix is None:
+        matrix = input_embedding_matrix(loaded)
     if kind == "mask":
         mask_id = getattr(loaded.tokenizer, "mask_token_id", None)
         if mask_id is None:
@@ -136,9 +137,8 @@ def sample_pseudoword_sets(
     anchor: str = "auto",
 ) -> list[dict[str, torch.Tensor]]:
     """`n_sets` mappings slot -> vector (the paper samples 10 pairs for [X], [Y]); all mutually separated."""
-    from kgprobe.prompts.models import input_embedding_matrix
-
+    matrix = input_embedding_matrix(loaded)  # a [V, H] copy for Gemma: build it once
     vectors = sample_pseudowords(
-        input_embedding_matrix(loaded), anchor_for(loaded, anchor), n_sets * len(slots), coefficient=coefficient, seed=seed
+        matrix, anchor_for(loaded, anchor, matrix), n_sets * len(slots), coefficient=coefficient, seed=seed
     )
     return [{slot: vectors[i * len(slots) + j] for j, slot in enumerate(slots)} for i in range(n_sets)]
