@@ -13,7 +13,7 @@ premise-ablation study can test whether a model knows it without regenerating it
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Iterable, Iterator
+from typing import Iterable
 
 from ..ontology.model import Ontology, Triple
 from ..ontology.verbalize import (

@@ -67,7 +67,7 @@ from ..errors import KgprobeError
 #   (modulo the rules each implements beyond these six).
 
 from ..ontology.model import (  # noqa: E402  (the vocabulary lives with the model)
-    RDF, RDF_TYPE, RDFS, RDFS_DOMAIN, RDFS_RANGE, RDFS_SUBCLASSOF, RDFS_SUBPROPERTYOF, Triple,
+    RDF_TYPE, RDFS_DOMAIN, RDFS_RANGE, RDFS_SUBCLASSOF, RDFS_SUBPROPERTYOF, Triple,
 )
 
 _VOCAB = (RDF_TYPE, RDFS_DOMAIN, RDFS_RANGE, RDFS_SUBCLASSOF, RDFS_SUBPROPERTYOF)

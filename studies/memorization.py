@@ -55,21 +55,21 @@ def _property_metas(records: Sequence[MemorizingRecord], onto: Ontology) -> dict
 def reference_sets(tasks: Sequence[str] = RELATIONS) -> dict[str, MemorizingSet]:
     """The paper's sets over the bundled ontology's candidate labels."""
     onto = bundled_source().ontology
-    cands = candidate_sets(onto)
+    cands, kinds = candidate_sets(onto), load_templates()
     out = {}
     for relation in (relation_name(t) for t in tasks):
         records = load_reference(relation)
-        base = cands["property" if relation == "subPropertyOf" else "class"]
+        base = cands[kinds[relation].candidates]
         # A few gold labels of the paper's files name no class of class.json ('Legal Case'):
         # they join the candidates so every item stays answerable.
-        extra = [a for r in records for a in r.answers if a not in set(base)]
+        known = set(base)
+        extra = [a for r in records for a in r.answers if a not in known]
         out[relation] = MemorizingSet(relation, records, base + list(dict.fromkeys(extra)),
                                       _property_metas(records, onto))
     return out
 
 
-def generated_sets(directory: str | Path, onto: Ontology | None = None,
-                   tasks: Sequence[str] = RELATIONS) -> dict[str, MemorizingSet]:
+def generated_sets(directory: str | Path, tasks: Sequence[str] = RELATIONS) -> dict[str, MemorizingSet]:
     """Sets written by `kgprobe generate memorizing`."""
     directory = Path(directory)
     try:
@@ -77,6 +77,7 @@ def generated_sets(directory: str | Path, onto: Ontology | None = None,
     except FileNotFoundError:
         raise KgprobeError(f"{directory}: no candidates.json; write the set with "
                            "`kgprobe generate memorizing --out DIR`") from None
+    kinds = load_templates()
     out = {}
     for relation in (relation_name(t) for t in tasks):
         path = directory / f"{relation}.jsonl"
@@ -84,21 +85,20 @@ def generated_sets(directory: str | Path, onto: Ontology | None = None,
             continue
         records = [MemorizingRecord(**json.loads(line))
                    for line in path.read_text(encoding="utf-8").splitlines()]
-        metas = _property_metas(records, onto) if onto else {
-            r.id: property_meta(r.pattern or default_pattern(r.subject), None, None) for r in records}
-        out[relation] = MemorizingSet(relation, records, cands["property" if relation ==
-                                      "subPropertyOf" else "class"], metas)
+        metas = {r.id: property_meta(r.pattern or default_pattern(r.subject), None, None)
+                 for r in records}
+        out[relation] = MemorizingSet(relation, records, cands[kinds[relation].candidates], metas)
     return out
 
 
 def generated_memorizing_sets(onto: Ontology, tasks: Sequence[str] = RELATIONS, *,
                               seed: int = 0) -> dict[str, MemorizingSet]:
     """Sets generated from any ontology (seeded split), over its own candidate labels."""
-    cands = candidate_sets(onto)
+    cands, kinds = candidate_sets(onto), load_templates()
     out = {}
     for relation, records in generate_memorizing(onto, tasks, seed=seed).items():
-        out[relation] = MemorizingSet(relation, records, cands["property" if relation ==
-                                      "subPropertyOf" else "class"], _property_metas(records, onto))
+        out[relation] = MemorizingSet(relation, records, cands[kinds[relation].candidates],
+                                      _property_metas(records, onto))
     return out
 
 

@@ -41,6 +41,7 @@ __all__ = [
     "FrequencyBaseline",
     "RandomBaseline",
     "DEFAULT_KS",
+    "stable_seed",
 ]
 
 DEFAULT_KS = (1, 5, 10)
@@ -125,7 +126,8 @@ def gold_indices(candidates: Sequence[str], gold_labels: Iterable[str]) -> list[
 # --------------------------------------------------------------------------------------
 
 
-def _stable_seed(*parts: object) -> list[int]:
+def stable_seed(*parts: object) -> list[int]:
+    """A numpy seed that depends only on `parts` (not on run order or on what else was drawn)."""
     digest = hashlib.sha256("\x1f".join(str(p) for p in parts).encode()).digest()
     return [int.from_bytes(digest[i : i + 4], "little") for i in range(0, 16, 4)]
 
@@ -142,7 +144,7 @@ class RandomBaseline:
     def score(self, prompts, candidates, *, pseudowords=None, batch_size: int = 32) -> np.ndarray:
         out = np.zeros((len(prompts), len(candidates)), dtype=np.float64)
         for i, prompt in enumerate(prompts):
-            rng = np.random.default_rng(_stable_seed(self.seed, prompt, len(candidates), *candidates))
+            rng = np.random.default_rng(stable_seed(self.seed, prompt, len(candidates), *candidates))
             out[i] = -rng.permutation(len(candidates)).astype(np.float64)  # distinct scores, no ties
         return out
 
@@ -172,7 +174,7 @@ class FrequencyBaseline:
 
     def ranking(self, candidates: Sequence[str]) -> np.ndarray:
         """Candidate indices best first."""
-        rng = np.random.default_rng(_stable_seed(self.seed, len(candidates), *candidates))
+        rng = np.random.default_rng(stable_seed(self.seed, len(candidates), *candidates))
         tiebreak = rng.permutation(len(candidates))
         return np.array(
             sorted(range(len(candidates)), key=lambda i: (-self.counts.get(candidates[i], 0), tiebreak[i])), dtype=np.int64

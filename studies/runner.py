@@ -4,8 +4,10 @@ A unit's predictions and metrics land in ``OUT/units/<key>.jsonl`` atomically; a
 skips every unit whose file exists, so a run killed at any point (even ``kill -9``)
 continues where it stopped and ends with the same numbers. A unit file written for a
 different number of items (the same folder rerun with another ``--limit``) is stale and
-is run again, so one folder never mixes sizes. The summary files
-(``results.csv``, ``predictions.jsonl``) are rebuilt from the unit files after each unit.
+is run again, so one folder never mixes sizes. ``results.csv`` is rebuilt from the unit
+files' first lines after each unit; ``predictions.jsonl``, which holds every item, once at
+the end of a run (re-reading all predictions after every unit grew with the square of the
+number of units).
 """
 
 from __future__ import annotations
@@ -40,11 +42,7 @@ def unit_path(out: Path, unit: Unit) -> Path:
 
 def finished(out: Path, unit: Unit) -> bool:
     path = unit_path(out, unit)
-    if not path.exists():
-        return False
-    with open(path, encoding="utf-8") as fh:
-        head = json.loads(fh.readline())
-    return head.get("size", unit.size) == unit.size
+    return path.exists() and _head(path).get("size", unit.size) == unit.size
 
 
 def read_unit(path: Path) -> tuple[dict, list[dict]]:
@@ -72,20 +70,32 @@ def run_units(out: Path, units: Sequence[Unit], columns: Sequence[str], *,
             done += 1
             bar.set_description(f"{done}/{len(units)} units done")
             bar.update(unit.size)
-            write_summaries(out, units, columns)
+            write_summaries(out, units, columns, predictions=False)
     return write_summaries(out, units, columns)
 
 
-def write_summaries(out: Path, units: Sequence[Unit], columns: Sequence[str]) -> list[dict]:
-    rows, predictions = [], []
+def _head(path: Path) -> dict:
+    with open(path, encoding="utf-8") as fh:
+        return json.loads(fh.readline())
+
+
+def write_summaries(out: Path, units: Sequence[Unit], columns: Sequence[str], *,
+                    predictions: bool = True) -> list[dict]:
+    """Write ``results.csv`` (and, unless told not to, ``predictions.jsonl``) from the unit files."""
+    rows, preds = [], []
     for unit in units:
         path = unit_path(out, unit)
-        if path.exists():
-            row, preds = read_unit(path)
-            rows.append(row)
-            predictions.extend({**unit.key, **p} for p in preds)
+        if not path.exists():
+            continue
+        if predictions:
+            row, unit_preds = read_unit(path)
+            preds.extend({**unit.key, **p} for p in unit_preds)
+        else:
+            row = _head(path)["row"]
+        rows.append(row)
     write_text(out / "results.csv", rows_to_csv(rows, columns))
-    write_jsonl(out / "predictions.jsonl", predictions)
+    if predictions:
+        write_jsonl(out / "predictions.jsonl", preds)
     return rows
 
 

@@ -15,7 +15,6 @@ Vectors are saved to OUT/soft/vectors.pt and reused by a rerun.
 
 from __future__ import annotations
 
-import json
 import random
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,8 +24,8 @@ import torch
 from tqdm import tqdm
 
 from ..atomic import write_json
-from ..reasoning.items import ReasoningItem
-from ..reasoning.memorizing import RELATIONS, load_reference
+from ..reasoning.items import RULE_RELATIONS, ReasoningItem
+from ..reasoning.memorizing import RELATIONS
 
 if TYPE_CHECKING:
     from .premise_ablation import Study
@@ -89,10 +88,11 @@ def _loss(study: "Study", examples: list[Example], params: dict, rng: random.Ran
     count = 0
     for ex in examples:
         pool = study.candidates[ex.candidates_key]
-        golds = [g for g in ex.golds if g in set(pool)]
+        in_pool, gold_set = set(pool), set(ex.golds)
+        golds = [g for g in ex.golds if g in in_pool]
         if not golds:
             continue
-        others = [c for c in pool if c not in set(ex.golds)]
+        others = [c for c in pool if c not in gold_set]
         negs = rng.sample(others, min(negatives, len(others)))
         cands = golds + negs
         vectors = {**ex.fixed, **params}
@@ -141,7 +141,7 @@ def _memorizing_examples(study: "Study", relation: str, split: str) -> list[Exam
     mset = study.memorizing.get(relation)
     if mset is None:
         return []
-    key = "property" if relation == "subPropertyOf" else "class"
+    key = study.templates[relation].candidates
     return [Example(_render_soft(study, relation, r.subject, meta=mset.metas.get(r.id)),
                     r.answers, key, {}) for r in mset.records if r.split == split]
 
@@ -174,7 +174,7 @@ def train_soft_prompts(study: "Study", out: Path, *, lr: float = 0.05, negatives
     folder.mkdir(parents=True, exist_ok=True)
     cfg = study.config
     torch.manual_seed(cfg.seed)
-    needed = {rel for rule in cfg.rules for rel in _relations(rule)}
+    needed = {rel for rule in cfg.rules for rel in RULE_RELATIONS[rule]}
     params: dict[str, torch.Tensor] = {}
     log: dict[str, dict] = {}
     for i, relation in enumerate(sorted(needed)):
@@ -199,8 +199,3 @@ def train_soft_prompts(study: "Study", out: Path, *, lr: float = 0.05, negatives
     write_json(folder / "training.json", log)
     return {"vectors": vectors}
 
-
-def _relations(rule: str) -> tuple[str, ...]:
-    from ..reasoning.items import RULE_RELATIONS
-
-    return tuple(r for r in RULE_RELATIONS[rule])

@@ -30,14 +30,13 @@ sound (LMs use "a"/"an" as a cue). ``determiner="the"`` writes "The [MASK] …" 
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
 
 from ..prompts.encoding import MASK
-from .metrics import gold_ranks
+from .metrics import gold_ranks, stable_seed
 from .norms import Concept, Feature, conjoin
 
 __all__ = [
@@ -87,8 +86,7 @@ def conditions(groups: Sequence[str]) -> list[Condition]:
 
 def _rng(seed: int, *parts: object) -> np.random.Generator:
     """A generator that depends only on the seed and the parts (not on run order or --limit)."""
-    digest = hashlib.sha256("\x1f".join(map(str, (seed, *parts))).encode()).digest()
-    return np.random.default_rng([int.from_bytes(digest[i:i + 4], "little") for i in range(0, 16, 4)])
+    return np.random.default_rng(stable_seed(seed, *parts))
 
 
 def property_sequences(concept: Concept, condition: Condition, *, seed: int = 0,
