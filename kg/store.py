@@ -11,6 +11,7 @@ import pyoxigraph as ox
 
 from ..errors import QueryError, StoreError
 from ..ontology.loaders import Source, build_ontology
+from ..ontology.loaders import ox_term as from_ox
 from ..ontology.model import KGP, OWL, RDF, RDFS, SKOS, XSD, Ontology, Triple, parse_literal
 
 GRAPH_NS = "urn:kgprobe:source:"
@@ -44,14 +45,6 @@ def to_ox(term: str) -> ox.NamedNode | ox.BlankNode | ox.Literal:
             return ox.Literal(text, datatype=ox.NamedNode(tail[3:-1]))
         return ox.Literal(text, language=lang) if lang else ox.Literal(text)
     return ox.NamedNode(term)
-
-
-def from_ox(term) -> str:
-    if isinstance(term, ox.NamedNode):
-        return term.value
-    if isinstance(term, ox.BlankNode):
-        return f"_:{term.value}"
-    return str(term)
 
 
 def _nt(term: str) -> str:

@@ -268,7 +268,7 @@ def parse_rdf(path: Path) -> list[Triple]:
         return _rdflib_triples(path, rdflib_format)
     try:
         triples = {
-            (_ox_term(q.subject), q.predicate.value, _ox_term(q.object))
+            (ox_term(q.subject), q.predicate.value, ox_term(q.object))
             for q in ox.parse(path=str(path), format=getattr(ox.RdfFormat, ox_format))
         }
     except SyntaxError as err:
@@ -280,7 +280,8 @@ def parse_rdf(path: Path) -> list[Triple]:
     return sorted(triples)
 
 
-def _ox_term(term) -> str:
+def ox_term(term) -> str:
+    """A pyoxigraph term in the model's str convention (IRI bare, ``_:b``, N-Triples literal)."""
     import pyoxigraph as ox
 
     if isinstance(term, ox.NamedNode):

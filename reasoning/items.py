@@ -12,6 +12,7 @@ premise-ablation study can test whether a model knows it without regenerating it
 
 from __future__ import annotations
 
+import functools
 from dataclasses import asdict, dataclass, field
 from typing import Iterable
 
@@ -81,6 +82,9 @@ class Verbalizer:
 
     def __init__(self, onto: Ontology, templates: TemplateSet, pseudowords: bool = True):
         self.onto, self.templates, self.pseudowords = onto, templates, pseudowords
+        # The same few labels and patterns are read for every derivation (millions for rdfs9).
+        self.label = functools.lru_cache(maxsize=None)(self.label)
+        self.pattern = functools.lru_cache(maxsize=None)(self.pattern)
 
     def label(self, iri: str) -> str:
         return normalize_label(self.onto.label(iri))

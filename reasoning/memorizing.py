@@ -6,6 +6,8 @@ ranked among a candidate set (every class label, or every property label).
 
 from __future__ import annotations
 
+import functools
+
 import json
 import random
 from collections import deque
@@ -93,15 +95,16 @@ def generate_memorizing(onto: Ontology, tasks: Iterable[str] = RELATIONS, *, see
     class_parents = {iri: c.parents for iri, c in onto.classes.items()}
     prop_parents = {iri: p.parents for iri, p in onto.properties.items()}
     label = onto.label
+    class_ancestors = functools.cache(lambda c: tuple(ancestors(c, class_parents)))
     out: dict[str, list[MemorizingRecord]] = {}
     for relation in (relation_name(t) for t in tasks):
         rows: list[tuple[str, str, list[str], str | None]] = []
         if relation == "type":
             for inst in sorted(onto.instances.values(), key=lambda i: (i.label, i.iri)):
                 types = set(inst.types)
-                implied = {a for t in types for a in ancestors(t, class_parents)}
+                implied = {a for t in types for a in class_ancestors(t)}
                 for t in sorted(types - implied, key=label):
-                    rows.append((inst.label, inst.iri, [t] + ancestors(t, class_parents), None))
+                    rows.append((inst.label, inst.iri, [t, *class_ancestors(t)], None))
         elif relation in ("subClassOf", "subPropertyOf"):
             table, parents = ((onto.classes, class_parents) if relation == "subClassOf"
                               else (onto.properties, prop_parents))
