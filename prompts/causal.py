@@ -408,3 +408,19 @@ def _additive(allowed: torch.Tensor, dtype: torch.dtype, device) -> torch.Tensor
     """[1, 1, N, N] additive mask (0 where allowed, the dtype's minimum elsewhere)."""
     mask = torch.zeros(allowed.shape, dtype=dtype).masked_fill(~allowed, torch.finfo(dtype).min)
     return mask[None, None].to(device)
+
+
+def last_token_logits(model, rows: Sequence[Sequence[int]], pad_id: int) -> torch.Tensor:
+    """Float32 logits [B, V] at each row's last token: the rows are right-padded into one
+    batch (causal attention never looks at pads after a row) and, when the model takes
+    ``logits_to_keep``, only those positions go through the LM head (262k words for Gemma)."""
+    device = next(model.parameters()).device
+    width = max(len(r) for r in rows)
+    ids = torch.full((len(rows), width), int(pad_id), dtype=torch.long)
+    for b, r in enumerate(rows):
+        ids[b, : len(r)] = torch.tensor(list(r), dtype=torch.long)
+    ids = ids.to(device)
+    last = torch.tensor([[len(r) - 1] for r in rows], device=device)
+    if "logits_to_keep" in inspect.signature(model.forward).parameters:
+        return model(input_ids=ids, logits_to_keep=last).logits[:, 0].float()
+    return model(input_ids=ids).logits[torch.arange(len(rows), device=device), last[:, 0]].float()

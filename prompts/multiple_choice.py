@@ -20,7 +20,6 @@ questions with P1 explicit, without it for 8 of 20.
 
 from __future__ import annotations
 
-import inspect
 import json
 import re
 from dataclasses import dataclass
@@ -31,6 +30,7 @@ import torch
 
 from kgprobe.errors import KgprobeError, ModelError
 
+from .causal import last_token_logits
 from .encoding import PromptEncoder
 from .models import LoadedModel
 
@@ -107,7 +107,6 @@ def score_multiple_choice(
     if len(prompts) != len(golds):
         raise ValueError(f"{len(prompts)} prompts but {len(golds)} golds")
     tok, model = loaded.tokenizer, loaded.model
-    device = next(model.parameters()).device
     use_chat = bool(getattr(tok, "chat_template", None)) if use_chat_template is None else use_chat_template
     encoder = PromptEncoder(tok)
     letter_id = {chr(c): encoder.encode_text(chr(c), "glued")[0] for c in range(ord("a"), ord("z") + 1)}
@@ -115,25 +114,13 @@ def score_multiple_choice(
     contexts = [_context(tok, q, instruction, use_chat) for q in prompts]
     options = [list(dict.fromkeys(_OPTION.findall(q))) or [chr(c) for c in range(ord("a"), ord("t") + 1)] for q in prompts]
     gold_letters = [_letter(g) for g in golds]
-    accepts_keep = "logits_to_keep" in inspect.signature(model.forward).parameters
+    pad = tok.pad_token_id if tok.pad_token_id is not None else 0
 
     predictions: list[str] = []
     per_question: list[dict[str, float]] = []
     for start in range(0, len(contexts), batch_size):
         batch = contexts[start : start + batch_size]
-        width = max(len(c) for c in batch)
-        pad = tok.pad_token_id if tok.pad_token_id is not None else 0
-        ids = torch.full((len(batch), width), int(pad), dtype=torch.long)
-        for b, c in enumerate(batch):
-            ids[b, : len(c)] = torch.tensor(c)  # right padding: causal attention never sees it
-        ids = ids.to(device)
-        last = torch.tensor([len(c) - 1 for c in batch], device=device)
-        if accepts_keep:
-            # integer (batch, 1) positions: project only each row's last real position
-            logits = model(input_ids=ids, logits_to_keep=last.unsqueeze(1)).logits[:, 0]
-        else:
-            logits = model(input_ids=ids).logits[torch.arange(len(batch), device=device), last]
-        lp = torch.log_softmax(logits.float(), dim=-1).cpu()
+        lp = torch.log_softmax(last_token_logits(model, batch, pad), dim=-1).cpu()
         for b in range(len(batch)):
             letters = options[start + b]
             row = {l: float(lp[b, letter_id[l]]) for l in letters}

@@ -34,6 +34,7 @@ from typing import Iterable, Protocol, Sequence
 import numpy as np
 import torch
 
+from ..prompts.causal import last_token_logits
 from ..prompts.encoding import MASK, PromptEncoder
 from ..prompts.models import LoadedModel
 from ..prompts.scoring import make_scorer
@@ -194,30 +195,13 @@ class NextTokenDistribution:
         order = sorted(range(len(rows)), key=lambda i: len(rows[i]))
         for b in range(0, len(order), self.batch_size):
             idx = order[b:b + self.batch_size]
-            width = max(len(rows[i]) for i in idx)
-            batch = torch.full((len(idx), width), pad, dtype=torch.long)
-            for r, i in enumerate(idx):
-                batch[r, :len(rows[i])] = torch.tensor(rows[i], dtype=torch.long)
-            last = torch.tensor([[len(rows[i]) - 1] for i in idx], dtype=torch.long)
-            logits = _last_logits(model, batch.to(device), last.to(device)).float()
+            logits = last_token_logits(model, [rows[i] for i in idx], pad)
             lp = logits - torch.logsumexp(logits, dim=-1, keepdim=True)
             out[idx] = lp[:, ids_dev].double().cpu().numpy()
         return out
 
     def probabilities(self, scores: np.ndarray) -> np.ndarray:
         return np.exp(scores)
-
-
-def _last_logits(model, ids: torch.Tensor, last: torch.Tensor) -> torch.Tensor:
-    """Logits [B, V] at position ``last[b]`` of each right-padded row (causal: pads come after)."""
-    try:
-        logits = model(input_ids=ids, logits_to_keep=last).logits
-        if logits.shape[1] == 1:
-            return logits[:, 0]
-    except TypeError:  # a model without logits_to_keep: project every position
-        pass
-    logits = model(input_ids=ids).logits
-    return logits[torch.arange(ids.shape[0], device=ids.device), last[:, 0]]
 
 
 class SentenceLikelihood:
