@@ -30,7 +30,7 @@ from ..ontology.verbalize import TemplateSet, capitalize, load_templates
 from ..reasoning.items import ReasoningItem, Verbalizer, reasoning_items
 from ..reasoning.memorizing import candidate_sets
 from ..reasoning.rdfs import RULES, closure
-from .metrics import evaluate, gold_indices
+from .metrics import evaluate, gold_indices, gold_ranks, reciprocal_rank
 from .options import threads_option
 from .runner import Unit, run_units
 
@@ -160,7 +160,7 @@ def classify_premises(study: Study, out: Path) -> dict[str, dict]:
                                     batch_size=study.config.batch_size)
         for key, row in zip(keys, scores):
             gold = gold_indices(candidates, [requests[key][2]])
-            rr[key] = 1.0 / float(np.count_nonzero(row >= row[gold[0]])) if gold else 0.0
+            rr[key] = reciprocal_rank(row, gold) if gold else 0.0
     # Split each kind (rule × role) at the configured fraction, best reciprocal ranks first.
     known: dict[str, bool] = {}
     kinds: dict[tuple[str, str], list[str]] = {}
@@ -225,7 +225,7 @@ def run_cell(study: Study, rule: str, p1: str, p2: str, kind: str, premises: dic
     for (item, pair), prompt, row, gold in zip(meta, prompts, scores, golds):
         order = np.argsort(-row, kind="stable")[:5]
         preds.append({"item": item.id, "pair": pair, "prompt": prompt, "answers": item.answers,
-                      "gold_rank": int(np.count_nonzero(row >= row[gold[0]])),
+                      "gold_rank": int(gold_ranks(row, gold).min()),
                       "top5": [candidates[i] for i in order]})
     return {k: v for k, v in metrics.items() if k in COLUMNS}, preds
 
