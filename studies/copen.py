@@ -232,16 +232,21 @@ def build_units(cfg: CopenConfig, out: Path, sets: dict, model: _Lazy) -> list[U
         ooc = Batchable.of(task, test, context=False) if task == "cic" else None
         cfg_t = hyperparameters(cfg.method, task, cfg.hparams)
         if cfg.method == "linear":
-            def feats(task=task, data=data, ooc=ooc):
-                pooling = _pooling(cfg, model)
+            kept: dict[str, dict] = {}
 
-                def compute():
-                    f = frozen_features(model(), data, pooling)
-                    if ooc is not None:
-                        f["ooc"] = frozen_features(model(), {"ooc": ooc}, pooling)["ooc"]
-                    return f
+            def feats(task=task, data=data, ooc=ooc, kept=kept):
+                # Keyed by the configured pooling, so a resumed run with cached features never
+                # loads the model just to resolve "auto"; read once for all seeds.
+                if "f" not in kept:
+                    def compute():
+                        pooling = _pooling(cfg, model)
+                        f = frozen_features(model(), data, pooling)
+                        if ooc is not None:
+                            f["ooc"] = frozen_features(model(), {"ooc": ooc}, pooling)["ooc"]
+                        return f
 
-                return _cached_arrays(out / "cache" / f"features-{task}-{pooling}.npz", compute)
+                    kept["f"] = _cached_arrays(out / "cache" / f"features-{task}-{cfg.pooling}.npz", compute)
+                return kept["f"]
 
             for seed in cfg.seeds:
                 def run(task=task, seed=seed, data=data, feats=feats, cfg_t=cfg_t, sizes=sizes):
