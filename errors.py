@@ -28,3 +28,7 @@ class TemplateError(KgprobeError):
 
 class ModelError(KgprobeError):
     """A model cannot be loaded or does not support the requested method."""
+
+
+class StudyError(KgprobeError):
+    """A study's settings or run folder are unusable (bad option values, another run's folder)."""

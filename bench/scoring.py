@@ -141,9 +141,9 @@ def main(argv: list[str] | None = None) -> dict:
     hf_logging.set_verbosity_error()
 
     from kgprobe.ontology.verbalize import load_templates
-    from kgprobe.prompts.models import load_model
-    from kgprobe.prompts.scoring import make_scorer
-    from kgprobe.studies.memorization import prompts_for, reference_sets, select
+    from kgprobe.models.loading import load_model
+    from kgprobe.models.scoring import make_scorer
+    from kgprobe.studies.memorization.study import prompts_for, reference_sets, select
 
     load_before = os.getloadavg()[0]
     loaded = load_model(args.model, device="cpu")

@@ -8,11 +8,20 @@ from pathlib import Path
 from typing import Iterable, Iterator
 
 import pyoxigraph as ox
-
-from ..errors import QueryError, StoreError
-from ..ontology.loaders import Source, build_ontology
-from ..ontology.loaders import ox_term as from_ox
-from ..ontology.model import KGP, OWL, RDF, RDFS, SKOS, XSD, Ontology, Triple, parse_literal
+from kgprobe.errors import QueryError, StoreError
+from kgprobe.ontology.loaders import Source, build_ontology
+from kgprobe.ontology.loaders import ox_term as from_ox
+from kgprobe.ontology.model import (
+    KGP,
+    OWL,
+    RDF,
+    RDFS,
+    SKOS,
+    XSD,
+    Ontology,
+    Triple,
+    parse_literal,
+)
 
 GRAPH_NS = "urn:kgprobe:source:"
 INFERRED_GRAPH = "urn:kgprobe:inferred"

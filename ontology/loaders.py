@@ -17,13 +17,32 @@ from typing import Iterable
 from urllib.parse import quote
 
 import networkx as nx
-
-from ..errors import OntologyError
-from .labels import pick_label
-from .model import (
-    CLASS_TYPES, KGP_PATTERN, META_TYPES, OWL, OWL_EQUIVALENT_PROPERTY, PROPERTY_TYPES, RDF,
-    RDF_TYPE, RDFS, RDFS_DOMAIN, RDFS_LABEL, RDFS_RANGE, RDFS_SUBCLASSOF, RDFS_SUBPROPERTYOF,
-    SKOS, SKOS_PREFLABEL, Instance, OntClass, Ontology, OntProperty, Triple, is_iri, is_literal,
+from kgprobe.errors import OntologyError
+from kgprobe.ontology.labels import pick_label
+from kgprobe.ontology.model import (
+    CLASS_TYPES,
+    KGP_PATTERN,
+    META_TYPES,
+    OWL,
+    OWL_EQUIVALENT_PROPERTY,
+    PROPERTY_TYPES,
+    RDF,
+    RDF_TYPE,
+    RDFS,
+    RDFS_DOMAIN,
+    RDFS_LABEL,
+    RDFS_RANGE,
+    RDFS_SUBCLASSOF,
+    RDFS_SUBPROPERTYOF,
+    SKOS,
+    SKOS_PREFLABEL,
+    Instance,
+    OntClass,
+    Ontology,
+    OntProperty,
+    Triple,
+    is_iri,
+    is_literal,
     parse_literal,
 )
 

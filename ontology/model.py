@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterator
 
-from .labels import local_name_label
+from kgprobe.ontology.labels import local_name_label
 
 Triple = tuple[str, str, str]
 

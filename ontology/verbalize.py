@@ -11,12 +11,12 @@ import ast
 import re
 import sys
 from dataclasses import dataclass, field
-from typing import Sequence
 from importlib import resources
 from pathlib import Path
+from typing import Sequence
 
-from ..errors import TemplateError
-from .labels import with_article
+from kgprobe.errors import TemplateError
+from kgprobe.ontology.labels import with_article
 
 if sys.version_info >= (3, 11):
     import tomllib

@@ -27,12 +27,10 @@ from pathlib import Path
 from typing import Sequence
 
 import torch
-
 from kgprobe.errors import KgprobeError, ModelError
-
-from .causal import last_token_logits
-from .encoding import PromptEncoder
-from .models import LoadedModel
+from kgprobe.models.causal import last_token_logits
+from kgprobe.models.encoding import PromptEncoder
+from kgprobe.models.loading import LoadedModel
 
 __all__ = [
     "MultipleChoiceResult", "load_multiple_choice", "score_multiple_choice", "score_option_texts",

@@ -23,9 +23,8 @@ from __future__ import annotations
 from typing import Sequence
 
 import torch
-
 from kgprobe.errors import KgprobeError, ModelError
-from kgprobe.prompts.models import input_embedding_matrix
+from kgprobe.models.loading import input_embedding_matrix
 
 __all__ = [
     "PAPER_COEFFICIENT",

@@ -1,3 +1,10 @@
-from .rdfs import RULES, Closure, Derivation, Triple, UnknownRuleError, closure
+from kgprobe.reasoning.rdfs import (
+    RULES,
+    Closure,
+    Derivation,
+    Triple,
+    UnknownRuleError,
+    closure,
+)
 
 __all__ = ["RULES", "Closure", "Derivation", "Triple", "UnknownRuleError", "closure"]

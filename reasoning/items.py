@@ -16,12 +16,18 @@ import functools
 from dataclasses import asdict, dataclass, field
 from typing import Iterable
 
-from ..ontology.model import Ontology, Triple
-from ..ontology.verbalize import (
-    TemplateSet, capitalize, default_pattern, normalize_label, pattern_clause, pattern_middle,
-    pattern_sentence, property_meta,
+from kgprobe.ontology.model import Ontology, Triple
+from kgprobe.ontology.verbalize import (
+    TemplateSet,
+    capitalize,
+    default_pattern,
+    normalize_label,
+    pattern_clause,
+    pattern_middle,
+    pattern_sentence,
+    property_meta,
 )
-from .rdfs import RULES, Closure, Derivation, UnknownRuleError
+from kgprobe.reasoning.rdfs import RULES, Closure, Derivation, UnknownRuleError
 
 SLOT_X, SLOT_Y = "[X]", "[Y]"
 

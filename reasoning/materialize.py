@@ -6,8 +6,8 @@ import time
 from dataclasses import dataclass
 from typing import Iterable
 
-from ..kg.store import INFERRED_GRAPH, KnowledgeGraph
-from .rdfs import RULES, Closure, closure
+from kgprobe.kg.store import INFERRED_GRAPH, KnowledgeGraph
+from kgprobe.reasoning.rdfs import RULES, Closure, closure
 
 
 @dataclass

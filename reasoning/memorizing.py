@@ -7,7 +7,6 @@ ranked among a candidate set (every class label, or every property label).
 from __future__ import annotations
 
 import functools
-
 import json
 import random
 from collections import deque
@@ -16,9 +15,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Iterable
 
-from ..errors import KgprobeError
-from ..ontology.model import Ontology
-from ..ontology.verbalize import default_pattern, normalize_label, pattern_middle
+from kgprobe.errors import KgprobeError
+from kgprobe.ontology.model import Ontology
+from kgprobe.ontology.verbalize import default_pattern, normalize_label, pattern_middle
 
 #: Task name → the relation it probes (file names follow the paper's relation names).
 TASKS = {"TP": "type", "SCO": "subClassOf", "SPO": "subPropertyOf", "DM": "domain", "RG": "range"}

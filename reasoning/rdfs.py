@@ -43,8 +43,7 @@ from dataclasses import dataclass, field
 from itertools import chain, repeat
 
 import numpy as np
-
-from ..errors import KgprobeError
+from kgprobe.errors import KgprobeError
 
 # Measurements behind the design (bench/rdfs_closure.py graph, seed 0, on the 2-core
 # development machine while it was otherwise idle; the 1M graph has 1,000,000 asserted
@@ -65,9 +64,13 @@ from ..errors import KgprobeError
 #   (Rust, OWL 2 RL) 0.37 s at 10k, 2.3 s at 50k, 77 s and 6.8 GB peak at 1M; so
 #   ~200x faster than owlrl and 10-16x faster than reasonable, with identical closures
 #   (modulo the rules each implements beyond these six).
-
-from ..ontology.model import (  # noqa: E402  (the vocabulary lives with the model)
-    RDF_TYPE, RDFS_DOMAIN, RDFS_RANGE, RDFS_SUBCLASSOF, RDFS_SUBPROPERTYOF, Triple,
+from kgprobe.ontology.model import (  # noqa: E402  (the vocabulary lives with the model)
+    RDF_TYPE,
+    RDFS_DOMAIN,
+    RDFS_RANGE,
+    RDFS_SUBCLASSOF,
+    RDFS_SUBPROPERTYOF,
+    Triple,
 )
 
 _VOCAB = (RDF_TYPE, RDFS_DOMAIN, RDFS_RANGE, RDFS_SUBCLASSOF, RDFS_SUBPROPERTYOF)

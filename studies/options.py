@@ -1,12 +1,19 @@
-"""Command-line options shared by several `kgprobe` commands."""
+"""Command-line options shared by several `kgprobe` commands.
+
+They live with the studies (not in `kgprobe.cli`) because each study package registers its own
+sub-command, and a study must never import the layer above it.
+"""
 
 from __future__ import annotations
 
 import argparse
+from typing import Sequence
+
+from kgprobe.errors import KgprobeError
 
 
 def threads_option(parser: argparse.ArgumentParser) -> None:
-    """Add ``--threads``; `kgprobe.studies.cli.main` applies it before any command runs."""
+    """Add ``--threads``; `kgprobe.cli.main` applies it before any command runs."""
     parser.add_argument("--threads", type=int, default=None,
                         help="torch CPU threads (default: torch's choice); 1 is much faster when "
                              "other processes share the cores")
@@ -15,6 +22,25 @@ def threads_option(parser: argparse.ArgumentParser) -> None:
 def apply_threads(args: argparse.Namespace) -> None:
     threads = getattr(args, "threads", None)
     if threads is not None:
-        from ..prompts.models import set_threads
+        from kgprobe.models.loading import set_threads
 
         set_threads(threads)
+
+
+def comma_list(text: str | None, *, choices: Sequence[str] | None = None,
+               option: str = "", lower: bool = False) -> list[str]:
+    """``"a, b,,c"`` -> ``["a", "b", "c"]``: the one parser of every comma-separated option.
+
+    With `choices`, an unknown entry is a one-line error naming `option` and the valid values.
+    """
+    if text is None:
+        return []
+    items = [x.strip() for x in str(text).split(",") if x.strip()]
+    if lower:
+        items = [x.lower() for x in items]
+    if choices is not None:
+        bad = [x for x in items if x not in choices]
+        if bad or not items:
+            raise KgprobeError(f"{option} {text}: use one or more of {', '.join(choices)} "
+                               "(comma-separated)")
+    return items

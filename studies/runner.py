@@ -20,9 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
+from kgprobe.atomic import write_jsonl, write_text
 from tqdm import tqdm
-
-from ..atomic import write_jsonl, write_text
 
 
 @dataclass

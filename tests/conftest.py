@@ -136,7 +136,7 @@ def tiny_gemma3_dir(tmp_path_factory):
 
 
 def _load(path):
-    from kgprobe.prompts.models import load_model
+    from kgprobe.models.loading import load_model
 
     return load_model(str(path), device="cpu")
 

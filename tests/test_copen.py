@@ -12,11 +12,11 @@ import pytest
 from kgprobe.errors import KgprobeError
 from kgprobe.ontology.loaders import Source
 from kgprobe.ontology.model import Instance, OntClass, Ontology, OntProperty
-from kgprobe.studies.copen import COLUMNS, CopenConfig, run_copen
-from kgprobe.studies.copen_analysis import task_metrics
-from kgprobe.studies.copen_data import by_split, lexical_overlap, to_json
-from kgprobe.studies.copen_kg import Taxonomy, generate_cic, generate_csj
-from kgprobe.studies.copen_norms import (
+from kgprobe.studies.copen.study import COLUMNS, CopenConfig, run_copen
+from kgprobe.studies.copen.analysis import task_metrics
+from kgprobe.reasoning.copen_items import by_split, lexical_overlap, to_json
+from kgprobe.reasoning.copen_kg import Taxonomy, generate_cic, generate_csj
+from kgprobe.reasoning.copen_norms import (
     category_parents, concept_chain, generate_cpj, read_norms,
 )
 
@@ -348,7 +348,7 @@ def test_a_rerun_resumes_and_refuses_other_settings(tmp_path, tiny_gpt2):
 
 def test_cli_generates_from_the_store_and_writes_the_outputs(tmp_path, tiny_gpt2_dir, capsys):
     from kgprobe.kg.store import KnowledgeGraph
-    from kgprobe.studies.cli import main
+    from kgprobe.cli import main
 
     onto = tiny_ontology()
     with KnowledgeGraph(tmp_path / "store") as kg:

@@ -8,7 +8,7 @@ import zipfile
 import pytest
 
 from kgprobe.errors import KgprobeError
-from kgprobe.studies.copen_data import (
+from kgprobe.reasoning.copen_items import (
     CPJItem, PAPER_SPLIT, humanize_concept, lexical_overlap, load_official, select,
     split_top_levels, to_json, write_official,
 )

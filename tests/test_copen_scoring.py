@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 import torch
 
-from kgprobe.studies.copen_methods import cic_prompts, cpj_prompt, csj_prompts
-from kgprobe.studies.copen_scoring import (
+from kgprobe.studies.copen.methods import cic_prompts, cpj_prompt, csj_prompts
+from kgprobe.models.segments import (
     ALL, PromptCodec, Segment, features, part_score, score_prompts, token_logprobs,
 )
-from kgprobe.studies.copen_data import CiCItem, CPJItem, CSJItem
+from kgprobe.reasoning.copen_items import CiCItem, CPJItem, CSJItem
 
 CSJ = CSJItem("q1", "test", "Paris", ["Berlin", "the banana", "a motor race"], 0)
 CPJ = CPJItem("s1", "test", "A person is a particular animal .", (1, 2), 1)

@@ -18,7 +18,7 @@ EX = "http://ex.org/"
 
 
 def kgprobe(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "kgprobe.studies.cli", *args], cwd=cwd,
+    return subprocess.run([sys.executable, "-m", "kgprobe.cli", *args], cwd=cwd,
                           capture_output=True, text=True, timeout=300)
 
 

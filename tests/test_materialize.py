@@ -43,7 +43,7 @@ def test_rule_subset_only_derives_its_rules(tmp_path):
 
 
 def test_cli_reason_on_the_bundled_ontology(tmp_path):
-    run = lambda *a: subprocess.run([sys.executable, "-m", "kgprobe.studies.cli", *a], cwd=tmp_path,
+    run = lambda *a: subprocess.run([sys.executable, "-m", "kgprobe.cli", *a], cwd=tmp_path,
                                     capture_output=True, text=True, timeout=300)
     assert run("kg", "load", "--default").returncode == 0
     prov = tmp_path / "prov.jsonl"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import csv
 import json
 
-from kgprobe.studies.memorization import COLUMNS, reference_sets, run_memorization
+from kgprobe.studies.memorization.study import COLUMNS, reference_sets, run_memorization
 
 
 def read_rows(path):

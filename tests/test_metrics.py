@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kgprobe.prompts.scoring import Scorer
+from kgprobe.models.scoring import Scorer
 from kgprobe.studies.metrics import (
     FrequencyBaseline,
     RandomBaseline,

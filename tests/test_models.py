@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from kgprobe.errors import KgprobeError, ModelError
-from kgprobe.prompts import models as models_mod
-from kgprobe.prompts.models import PRESETS, LoadedModel, load_model, resolve_device
+from kgprobe.models import loading as models_mod
+from kgprobe.models.loading import PRESETS, LoadedModel, load_model, resolve_device
 
 
 def _one_line(err: BaseException) -> str:
@@ -81,7 +81,7 @@ def test_default_cache_dir(monkeypatch, tmp_path):
 
 @pytest.mark.slow
 def test_smollm2_preset_converts_once_and_knows_capitals(tmp_path_factory, monkeypatch):
-    from kgprobe.prompts.scoring import make_scorer
+    from kgprobe.models.scoring import make_scorer
 
     cache = tmp_path_factory.mktemp("kgprobe-cache")
     t0 = time.perf_counter()
@@ -110,7 +110,7 @@ def test_smollm2_preset_converts_once_and_knows_capitals(tmp_path_factory, monke
     again = make_scorer(second).score(["Paris is the capital of [MASK] ."], ["France", "banana", "Paris"])
     assert abs(again[0] - scores[0]).max() < 1e-4
     # The paper's multiple-choice protocol runs with the chat template (accuracy of a 135M model is near chance).
-    from kgprobe.prompts.scoring import score_multiple_choice
+    from kgprobe.prompts.multiple_choice import score_multiple_choice
 
     assert second.tokenizer.chat_template
     mc = score_multiple_choice(

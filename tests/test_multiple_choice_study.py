@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from kgprobe.studies.cli import main
-from kgprobe.studies.multiple_choice import COLUMNS, calibrated, choose, find_sets, letter_bias
+from kgprobe.cli import main
+from kgprobe.studies.multiple_choice.study import COLUMNS, calibrated, choose, find_sets, letter_bias
 
 
 def read_rows(path):
@@ -104,8 +104,8 @@ def short_data(tmp_path):
 @pytest.mark.parametrize("model", ["tiny_bert", "tiny_llama"])
 def test_text_answers_rank_the_option_texts(model, request, short_data, tmp_path):
     from kgprobe.prompts.multiple_choice import load_multiple_choice, split_question
-    from kgprobe.prompts.scoring import make_scorer
-    from kgprobe.studies.multiple_choice import run_multiple_choice
+    from kgprobe.models.scoring import make_scorer
+    from kgprobe.studies.multiple_choice.study import run_multiple_choice
 
     loaded = request.getfixturevalue(model)
     model_dir = request.getfixturevalue(f"{model}_dir")

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from kgprobe.studies.norms import (
+from kgprobe.ontology.norms import (
     GROUPS, NormsError, coarse_group, concept_word, conjoin, indefinite_article, load_cslb,
     load_mcrae, load_norms, load_word_list, phrase_cslb, phrase_mcrae, starts_with_vowel_sound,
 )
-from kgprobe.studies.sta_retrieval import retrieval_prompt
+from kgprobe.studies.sta.retrieval import retrieval_prompt
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 MCRAE = SHARED / "mcrae"

@@ -16,8 +16,8 @@ import pytest
 
 from kgprobe.ontology.loaders import load_rdf
 from kgprobe.reasoning.rdfs import RULES
-from kgprobe.studies.ablation_report import write_report
-from kgprobe.studies.premise_ablation import (
+from kgprobe.studies.premise_ablation.report import write_report
+from kgprobe.studies.premise_ablation.study import (
     SETTINGS, AblationConfig, build_study, classify_premises, reasoning_prompt,
     run_premise_ablation,
 )
@@ -99,7 +99,7 @@ def test_settings_follow_memorization_and_prompts_keep_the_conjunction(tmp_path,
 
 
 def test_same_seed_same_numbers_and_resume_after_kill(tmp_path, zoo, tiny_gpt2_dir):
-    cmd = [sys.executable, "-m", "kgprobe.studies.cli", "study", "premise-ablation",
+    cmd = [sys.executable, "-m", "kgprobe.cli", "study", "premise-ablation",
            "--model", str(tiny_gpt2_dir), "--ontology", str(zoo), "--templates", "manual",
            "--limit", "0", "--pairs", "3", "--batch-size", "4"]
     env = {**os.environ, "KGPROBE_TEST_THREADS": "1"}

@@ -7,8 +7,8 @@ import pytest
 import torch
 
 from kgprobe.errors import KgprobeError, ModelError
-from kgprobe.prompts.models import input_embedding_matrix
-from kgprobe.prompts.scoring import make_scorer
+from kgprobe.models.loading import input_embedding_matrix
+from kgprobe.models.scoring import make_scorer
 from kgprobe.pseudowords.sampler import (
     PAPER_COEFFICIENT,
     PseudowordError,

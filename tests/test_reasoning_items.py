@@ -157,7 +157,7 @@ def test_template_syntax():
 
 
 def test_cli_generate(tmp_path):
-    run = lambda *a: subprocess.run([sys.executable, "-m", "kgprobe.studies.cli", *a], cwd=tmp_path,
+    run = lambda *a: subprocess.run([sys.executable, "-m", "kgprobe.cli", *a], cwd=tmp_path,
                                     capture_output=True, text=True, timeout=300)
     store = str(tmp_path / "s")
     assert run("kg", "load", str(SHARED / "ontologies" / "dbpedia-ontology.ttl"), "--store", store).returncode == 0

@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from kgprobe.errors import ModelError
-from kgprobe.prompts.causal import CausalScorer
-from kgprobe.prompts.scoring import Scorer, make_scorer
+from kgprobe.models.causal import CausalScorer
+from kgprobe.models.scoring import Scorer, make_scorer
 
 PROMPTS = [
     "Paris is the capital of [MASK] .",
@@ -165,7 +165,7 @@ def _naive_letter_logprobs(loaded, text_ids, letters):
 
 @pytest.mark.parametrize("chat", [False, True])
 def test_multiple_choice_scores_letters_as_next_token(tiny_llama, chat):
-    from kgprobe.prompts.scoring import score_multiple_choice
+    from kgprobe.prompts.multiple_choice import score_multiple_choice
 
     loaded = copy.copy(tiny_llama)
     loaded.tokenizer = copy.deepcopy(tiny_llama.tokenizer)
@@ -195,7 +195,7 @@ def test_multiple_choice_scores_letters_as_next_token(tiny_llama, chat):
 
 def test_multiple_choice_data_and_errors(tiny_bert, tiny_llama, tmp_path):
     from kgprobe.errors import KgprobeError
-    from kgprobe.prompts.scoring import load_multiple_choice, score_multiple_choice
+    from kgprobe.prompts.multiple_choice import load_multiple_choice, score_multiple_choice
 
     path = tmp_path / "mc.jsonl"
     path.write_text('{"prompt": "Q? (a) x, (b) y", "gold": "(b) y", "cands": ["x", "y"]}\n\n', encoding="utf-8")

@@ -10,8 +10,8 @@ import pytest
 import torch
 
 from kgprobe.errors import KgprobeError, ModelError, TemplateError
-from kgprobe.prompts.masked import MaskedScorer
-from kgprobe.prompts.scoring import Scorer, make_scorer
+from kgprobe.models.masked import MaskedScorer
+from kgprobe.models.scoring import Scorer, make_scorer
 
 PROMPT = "Paris is the capital of [MASK] ."
 SINGLE = ["france", "germany", "person", "animal", "agent"]

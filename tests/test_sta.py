@@ -10,13 +10,14 @@ import numpy as np
 import pytest
 import torch
 
-from kgprobe.prompts.scoring import make_scorer
-from kgprobe.studies import sta_elicitation as eli
-from kgprobe.studies import sta_retrieval as ret
-from kgprobe.studies.norms import Concept, Feature, load_mcrae
+from kgprobe.models.scoring import make_scorer
+from kgprobe.studies.sta import elicitation as eli
+from kgprobe.studies.sta import retrieval as ret
+from kgprobe.ontology.norms import Concept, Feature, load_mcrae
 from kgprobe.studies.runner import read_results
-from kgprobe.studies.sta import StaConfig, StaError, run_sta
-from kgprobe.studies.sta_scoring import (
+from kgprobe.errors import StudyError
+from kgprobe.studies.sta.study import StaConfig, run_sta
+from kgprobe.models.distributions import (
     MaskDistribution, NextTokenDistribution, SentenceLikelihood, single_token_vocabulary,
     softmax_rows, word_vocabulary,
 )
@@ -301,7 +302,7 @@ def test_rerun_resumes_and_same_seed_same_numbers(norms_dir, vocab_file, tiny_be
     monkeypatch.undo()
     # A fresh folder with the same seed gives the same numbers.
     assert run_sta(cfg, tmp_path / "b") == first
-    with pytest.raises(StaError, match="other settings.*seed"):
+    with pytest.raises(StudyError, match="other settings.*seed"):
         run_sta(_config(norms_dir, vocab_file, tiny_bert_dir, tasks=("retrieval",),
                         conditions=("top-dec", "random"), seed=1), tmp_path / "a")
 
@@ -341,7 +342,7 @@ def test_the_determiner_keeps_vowel_concepts_and_statement_template(norms_dir, v
 
 
 def test_cli_runs_and_reports_bad_input(norms_dir, vocab_file, tiny_bert_dir, tmp_path, capsys):
-    from kgprobe.studies.cli import main
+    from kgprobe.cli import main
 
     out = tmp_path / "cli"
     code = main(["study", "sta", "--norms", str(norms_dir), "--model", str(tiny_bert_dir), "--task", "elicitation",
@@ -388,7 +389,7 @@ def test_smollm2_end_to_end_on_mcrae(tmp_path):
 
 
 def test_concept_sample_is_seeded_and_shared_across_vocabularies():
-    from kgprobe.studies.sta import sample
+    from kgprobe.studies.sta.study import sample
 
     concepts = [make_concept(3, f"c{i:02d}") for i in range(40)]
     a = sample(concepts, 10, 0, "concepts")

@@ -1,0 +1,296 @@
+"""`kgprobe kg …`, `kgprobe reason` and `kgprobe generate …`: the knowledge graph and its probes.
+
+Only light modules are imported here (pyoxigraph, the ontology model): these commands start at
+once and never load torch or a language model.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Sequence
+
+from kgprobe.errors import KgprobeError, OntologyError
+from kgprobe.kg.store import PREFIXES, KnowledgeGraph, QueryResult, default_store_path
+from kgprobe.ontology.loaders import Source, bundled_source, load_source
+from kgprobe.ontology.model import parse_literal
+from kgprobe.reasoning.rdfs import RULES
+from kgprobe.studies.options import comma_list
+
+from .registry import command, warn
+
+
+def store_arg(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--store", type=Path, default=None,
+                        help="store directory (default: $KGPROBE_STORE, else .kgprobe/store)")
+
+
+def open_store(args: argparse.Namespace, *, create: bool = False) -> KnowledgeGraph:
+    return KnowledgeGraph(args.store or default_store_path(), create=create)
+
+
+# ------------------------------------------------------------------------------ kg
+
+
+def load_sources(kg: KnowledgeGraph, paths: Sequence[str], default: bool) -> list[Source]:
+    """Parse every source first, then write them all in one transaction."""
+    sources = [bundled_source()] if default else []
+    sources += [load_source(p) for p in paths]
+    if not sources:
+        raise OntologyError("nothing to load; give SOURCE paths or --default")
+    for src in sources:
+        for w in src.ontology.warnings:
+            warn(f"{src.path}: {w}")
+    kg.add_sources(sources)
+    return sources
+
+
+@command("kg load")
+def cmd_kg_load(args: argparse.Namespace) -> int:
+    with open_store(args, create=True) as kg:
+        for src in load_sources(kg, args.sources, args.default):
+            o = src.ontology
+            print(f"loaded {src.path} into graph '{src.name}': {len(src.triples)} triples, "
+                  f"{len(o.classes)} classes, {len(o.properties)} properties, "
+                  f"{len(o.instances)} instances")
+        print(f"store {kg.path}: {kg.count()} triples")
+    return 0
+
+
+def _short(term: str | None) -> str:
+    """Compact rendering for tables: prefixed names, literals as their text."""
+    if term is None:
+        return ""
+    if term.startswith('"'):
+        return parse_literal(term)[0]
+    for prefix, ns in PREFIXES.items():
+        if term.startswith(ns) and "/" not in term[len(ns):]:
+            return f"{prefix}:{term[len(ns):]}"
+    return term
+
+
+def print_result(result: QueryResult, fmt: str, out=sys.stdout) -> None:
+    if result.kind == "ask":
+        value = "true" if result.boolean else "false"
+        print(json.dumps({"boolean": result.boolean}) if fmt == "json" else value, file=out)
+        return
+    if fmt == "json":
+        rows = [dict(zip(result.variables, row)) for row in result.rows]
+        print(json.dumps(rows, ensure_ascii=False, indent=1), file=out)
+    elif fmt == "csv":
+        writer = csv.writer(out)
+        writer.writerow(result.variables)
+        writer.writerows([[v or "" for v in row] for row in result.rows])
+    else:
+        cells = [[_short(v) for v in row] for row in result.rows]
+        widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(result.variables)]
+        print("  ".join(h.ljust(w) for h, w in zip(result.variables, widths)), file=out)
+        print("  ".join("-" * w for w in widths), file=out)
+        for row in cells:
+            print("  ".join(v.ljust(w) for v, w in zip(row, widths)).rstrip(), file=out)
+        print(f"({len(cells)} row{'s' if len(cells) != 1 else ''})", file=out)
+
+
+def read_query(text: str) -> str:
+    if text.startswith("@"):
+        path = Path(text[1:])
+        if not path.is_file():
+            raise KgprobeError(f"{path}: query file not found")
+        return path.read_text(encoding="utf-8")
+    return text
+
+
+@command("kg query")
+def cmd_kg_query(args: argparse.Namespace) -> int:
+    with open_store(args) as kg:
+        print_result(kg.query(read_query(args.query)), args.format)
+    return 0
+
+
+def print_stats(kg: KnowledgeGraph) -> None:
+    stats = kg.stats()
+    width = max([len("graph")] + [len(s.graph) for s in stats])
+    print(f"{'graph'.ljust(width)}  {'triples':>8}  {'classes':>7}  {'properties':>10}  "
+          f"{'instances':>9}")
+    for s in stats:
+        print(f"{s.graph.ljust(width)}  {s.triples:>8}  {s.classes:>7}  {s.properties:>10}  "
+              f"{s.instances:>9}")
+    print(f"{'(union)'.ljust(width)}  {kg.count():>8}")
+
+
+@command("kg stats")
+def cmd_kg_stats(args: argparse.Namespace) -> int:
+    with open_store(args) as kg:
+        print_stats(kg)
+    return 0
+
+
+@command("kg export")
+def cmd_kg_export(args: argparse.Namespace) -> int:
+    with open_store(args) as kg:
+        data = kg.export(args.format, args.out)
+        if data is not None:
+            sys.stdout.buffer.write(data)
+        else:
+            print(f"wrote {args.out}", file=sys.stderr)
+    return 0
+
+
+# ------------------------------------------------------------------------------ reason
+
+
+@command("reason")
+def cmd_reason(args: argparse.Namespace) -> int:
+    from kgprobe.reasoning.materialize import clear, materialize
+
+    with open_store(args) as kg:
+        if args.clear:
+            print(f"removed the inferred graph ({clear(kg)} triples)")
+            return 0
+        report = materialize(kg, comma_list(args.rules))
+        print(f"reasoned over {report.asserted} asserted triples with {', '.join(report.rules)} "
+              f"in {report.seconds:.2f} s")
+        for rule in report.rules:
+            print(f"  {rule:7s} {report.derived_by.get(rule, 0):>9} triples")
+        print(f"inferred graph: {report.inferred} triples ({report.added} new)")
+        if args.provenance:
+            n = report.closure.write_jsonl(args.provenance)
+            print(f"wrote {n} derivations to {args.provenance}")
+    return 0
+
+
+# ------------------------------------------------------------------------------ generate
+
+
+@command("generate memorizing")
+def cmd_generate_memorizing(args: argparse.Namespace) -> int:
+    from kgprobe.atomic import write_json, write_jsonl
+    from kgprobe.reasoning.memorizing import candidate_sets, generate_memorizing
+
+    with open_store(args) as kg:
+        onto = kg.ontology()
+    records = generate_memorizing(onto, seed=args.seed)
+    out = Path(args.out)
+    summary = {}
+    for relation, recs in records.items():
+        write_jsonl(out / f"{relation}.jsonl", (r.to_json() for r in recs))
+        summary[relation] = {split: sum(r.split == split for r in recs)
+                             for split in ("train", "dev", "test")}
+        print(f"{relation:14s} {len(recs):>6} records  {summary[relation]}")
+    write_json(out / "candidates.json", candidate_sets(onto))
+    write_json(out / "summary.json", {"tasks": summary, "seed": args.seed})
+    print(f"wrote {out}")
+    return 0
+
+
+@command("generate reasoning")
+def cmd_generate_reasoning(args: argparse.Namespace) -> int:
+    from kgprobe.atomic import write_json, write_jsonl
+    from kgprobe.ontology.loaders import build_ontology
+    from kgprobe.ontology.verbalize import load_templates
+    from kgprobe.reasoning.items import reasoning_items, rule_summary
+    from kgprobe.reasoning.materialize import asserted_triples
+    from kgprobe.reasoning.memorizing import candidate_sets
+    from kgprobe.reasoning.rdfs import closure
+
+    templates = load_templates(args.templates)
+    with open_store(args) as kg:
+        triples = asserted_triples(kg)
+    onto = build_ontology("store", triples)
+    items = reasoning_items(onto, closure(triples, RULES), templates,
+                            rules=comma_list(args.rules), pseudowords=not args.no_pseudowords)
+    out = Path(args.out)
+    for rule, rule_items in items.items():
+        write_jsonl(out / f"{rule}.jsonl", (i.to_json() for i in rule_items))
+    summary = rule_summary(items)
+    for rule, entry in summary.items():
+        print(f"{rule:7s} {entry['items']:>6} items from {entry['derivations']:>7} derivations"
+              f"{'  (' + entry['note'] + ')' if 'note' in entry else ''}")
+    write_json(out / "candidates.json", candidate_sets(onto))
+    write_json(out / "summary.json", {"rules": summary, "pseudowords": not args.no_pseudowords,
+                                      "templates": templates.path})
+    print(f"wrote {out}")
+    return 0
+
+
+
+#: The superclass chain of a class, specific → general: an ancestor's depth is the number
+#: of distinct classes on the way up to it.
+DEMO_QUERY = """SELECT DISTINCT ?ancestor ?label ?depth WHERE {
+  { SELECT ?ancestor (COUNT(DISTINCT ?mid) AS ?depth) WHERE {
+      ?class rdfs:label "soccer player"@en ;
+             rdfs:subClassOf+ ?mid .
+      ?mid rdfs:subClassOf* ?ancestor .
+    } GROUP BY ?ancestor }
+  ?ancestor rdfs:label ?label .
+  FILTER(lang(?label) = "en")
+} ORDER BY ?depth"""
+
+
+@command("kg tour")
+def cmd_kg_tour(args: argparse.Namespace) -> int:
+    """Build the knowledge graph from the bundled ontology and look at it."""
+    start = time.perf_counter()
+    with open_store(args, create=True) as kg:
+        load_sources(kg, [], default=True)
+        print(f"built the knowledge graph in {kg.path} "
+              f"({time.perf_counter() - start:.1f} s)\n")
+        print_stats(kg)
+        print(f"\nSPARQL: the superclasses of 'soccer player'\n{DEMO_QUERY}\n")
+        print_result(kg.query(DEMO_QUERY), "table")
+    return 0
+
+
+
+
+# ------------------------------------------------------------------------------ parser
+
+
+def add_parsers(sub) -> None:
+    """`kg load|query|stats|export|tour`, `reason`, `generate memorizing|reasoning`."""
+    kg = sub.add_parser("kg", help="the knowledge graph: load, query, stats, export, tour")
+    kg_sub = kg.add_subparsers(dest="kg_command", required=True)
+    p = kg_sub.add_parser("load", help="load ontology sources into the store")
+    p.add_argument("sources", nargs="*", help="an RDF file, or a directory with class.json and "
+                   "property.json")
+    p.add_argument("--default", action="store_true", help="load the bundled OntoProbe ontology")
+    store_arg(p)
+    p = kg_sub.add_parser("query", help="run a SPARQL SELECT/ASK/CONSTRUCT over all graphs")
+    p.add_argument("query", help="the query text, or @FILE")
+    p.add_argument("--format", choices=["table", "csv", "json"], default="table")
+    store_arg(p)
+    p = kg_sub.add_parser("stats", help="triples, classes, properties, instances per graph")
+    store_arg(p)
+    p = kg_sub.add_parser("export", help="serialize the union graph")
+    p.add_argument("--format", choices=["turtle", "ntriples"], default="turtle")
+    p.add_argument("--out", type=Path, default=None, help="output file (default: stdout)")
+    store_arg(p)
+    p = kg_sub.add_parser("tour", help="build the graph from the bundled ontology and query it")
+    store_arg(p)
+
+    p = sub.add_parser("reason", help="materialize the RDFS closure into urn:kgprobe:inferred")
+    p.add_argument("--rules", default=",".join(RULES),
+                   help=f"comma-separated subset of {','.join(RULES)}")
+    p.add_argument("--clear", action="store_true", help="remove the inferred graph instead")
+    p.add_argument("--provenance", type=Path, default=None,
+                   help="write every one-step derivation (rule, conclusion, premises) as JSONL")
+    store_arg(p)
+
+    gen = sub.add_parser("generate", help="write probe sets from the knowledge graph")
+    gen_sub = gen.add_subparsers(dest="generate_command", required=True)
+    p = gen_sub.add_parser("memorizing", help="TP/SCO/SPO/DM/RG records, one JSONL per relation")
+    p.add_argument("--out", required=True, type=Path)
+    p.add_argument("--seed", type=int, default=0, help="seed of the train/dev/test split")
+    store_arg(p)
+    p = gen_sub.add_parser("reasoning", help="premise/hypothesis items, one JSONL per rule")
+    p.add_argument("--out", required=True, type=Path)
+    p.add_argument("--rules", default=",".join(RULES))
+    p.add_argument("--no-pseudowords", action="store_true",
+                   help="write real labels instead of the [X]/[Y] slots (confound analysis)")
+    p.add_argument("--templates", type=Path, default=None,
+                   help="a template TOML file (default: the paper's templates)")
+    store_arg(p)

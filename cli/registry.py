@@ -1,0 +1,21 @@
+"""The command table shared by the CLI modules: `@command("kg load")` registers a handler."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Callable
+
+COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {}
+
+
+def command(name: str):
+    """Register the decorated function as the handler of `kgprobe NAME` (e.g. "kg load")."""
+    def register(fn):
+        COMMANDS[name] = fn
+        return fn
+    return register
+
+
+def warn(message: str) -> None:
+    print(f"kgprobe: warning: {message}", file=sys.stderr)

@@ -1,0 +1,99 @@
+"""`kgprobe study …`, `probe …`, `report` and `demo`: the commands that probe a model.
+
+Each study package has a light ``cli`` module (options, and a handler that imports the study
+itself only when it runs), so building the parser never imports torch or transformers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from pathlib import Path
+
+from .registry import command
+
+#: The main job's model and size, chosen so `make demo` ends in about 15 minutes on 2 cores
+#: (see README: the default model probes best on the memorization tasks).
+DEFAULT_MODEL = "gemma3-270m"
+DEMO_LIMIT = 3
+DEMO_SOFT_EPOCHS = 5
+#: `kgprobe study NAME` → the study package whose ``cli.register_cli(sub, name)`` adds it.
+STUDIES = {
+    "premise-ablation": "premise_ablation",
+    "memorization": "memorization",
+    "multiple-choice": "multiple_choice",
+    "copen": "copen",
+    "sta": "sta",
+}
+
+
+def study_cli(name: str):
+    return importlib.import_module(f"kgprobe.studies.{STUDIES[name]}.cli")
+
+
+@command("report")
+def cmd_report(args: argparse.Namespace) -> int:
+    from kgprobe.studies.premise_ablation.report import write_report
+
+    print(f"wrote {write_report(args.dir)}")
+    return 0
+
+
+@command("demo")
+def cmd_demo(args: argparse.Namespace) -> int:
+    """The main job: the premise-ablation study on the bundled ontology, default model."""
+    from kgprobe.studies.premise_ablation.cli import template_kinds
+    from kgprobe.studies.premise_ablation.config import AblationConfig
+
+    # Checked before the model loads: a typo must not run the whole study first.
+    templates = template_kinds(args.templates)
+    from kgprobe.studies.premise_ablation.report import SETTINGS, WORDS, grid, load_rows
+    from kgprobe.studies.premise_ablation.study import run_premise_ablation
+
+    config = AblationConfig(args.model, limit=args.limit, templates=templates,
+                            soft_epochs=args.soft_epochs, seed=0)
+    print(f"premise-ablation study: model {config.model}, {config.limit} items per rule, "
+          f"{' and '.join(config.templates)} templates -> {args.out}", file=sys.stderr)
+    run_premise_ablation(config, args.out)
+    rows = load_rows(Path(args.out))
+    for template in config.templates:
+        values, _ = grid(rows, None, template)
+        print(f"\nMRR (%), mean over the six rules, {template} templates")
+        print(f"{'P1 / P2':18s}" + "".join(f"{WORDS[s]:>18s}" for s in SETTINGS))
+        for i, p1 in enumerate(SETTINGS):
+            print(f"{WORDS[p1]:18s}" + "".join(
+                f"{'empty' if values[i][j] is None else f'{100 * values[i][j]:.1f}':>18s}"
+                for j in range(3)))
+    print(f"\nreport: {args.out}/report.md (figures: {args.out}/summary.png, "
+          f"{args.out}/heatmap_rdfs*.png)")
+    return 0
+
+
+def add_parsers(sub) -> None:
+    """`study NAME`, `probe memorizing|multiple-choice` (aliases), `report`, `demo`."""
+    from kgprobe.studies.options import threads_option
+
+    study = sub.add_parser("study", help="run a study: " + ", ".join(STUDIES))
+    study_sub = study.add_subparsers(dest="study_command", required=True)
+    for name in STUDIES:
+        study_cli(name).register_cli(study_sub, name)
+
+    probe = sub.add_parser("probe", help="probe a model (same as `study memorization` and "
+                           "`study multiple-choice`)")
+    probe_sub = probe.add_subparsers(dest="probe_command", required=True)
+    study_cli("memorization").register_cli(probe_sub, "memorizing")
+    study_cli("multiple-choice").register_cli(probe_sub, "multiple-choice")
+
+    p = sub.add_parser("report", help="rebuild report.md and figures of a premise-ablation run")
+    p.add_argument("dir", type=Path)
+
+    p = sub.add_parser("demo", help="the main job: the premise-ablation study, default model")
+    p.add_argument("--model", default=DEFAULT_MODEL)
+    p.add_argument("--limit", type=int, default=DEMO_LIMIT, help="items per rule")
+    p.add_argument("--soft-epochs", type=int, default=DEMO_SOFT_EPOCHS)
+    p.add_argument("--templates", default="manual",
+                   help="manual (default: soft training takes about an hour on 2 cores), "
+                        "or manual,soft")
+    threads_option(p)
+    p.add_argument("--out", type=Path, default=Path("out") / "premise-ablation")

@@ -1,0 +1,214 @@
+"""Soft templates and soft conjunctions for the premise-ablation study (OntoProbe §3.1.1, §3.2.1).
+
+Phase 1 trains, per relation, the vectors at the `{"soft"}` slots of its soft template on the
+paper's memorizing train split (language model frozen), early-stopping on the dev split.
+Phase 2 loads them and trains two conjunction vectors — one between written premises, one
+before the hypothesis: "P1 <c0> P2 <c1> H" — together with the templates, on reasoning items
+held out from the evaluated ones (both premises written).
+
+The objective is a sampled softmax: each gold against `negatives` candidates drawn afresh
+every epoch (seeded), since scoring the whole candidate set per step is too slow on CPU;
+dev loss uses one fixed draw. The paper trains 100 epochs with lr 0.5; these vectors start
+from the embedding distribution's mean and spread, so a smaller lr (default 0.05) is stable.
+Vectors are saved to OUT/soft/vectors.pt and reused by a rerun.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+import torch
+from kgprobe.atomic import write_json
+from kgprobe.reasoning.items import RULE_RELATIONS, ReasoningItem
+from kgprobe.reasoning.memorizing import RELATIONS
+from tqdm import tqdm
+
+
+class Study(Protocol):
+    """What soft-prompt training reads from a study (the premise-ablation study's context).
+
+    A protocol rather than an import, so this layer never reaches up into `studies`.
+    """
+
+    config: Any  # .seed, .batch_size
+    items: dict  # rule -> evaluated ReasoningItems
+    all_items: dict  # rule -> every ReasoningItem
+    candidates: dict  # candidates key -> candidate labels
+    templates: Any  # TemplateSet
+    memorizing: dict  # relation -> MemorizingSet
+    loaded: Any  # LoadedModel
+    scorer: Any  # a scorer with score_tensor()
+    pseudowords: list
+
+CONJ = ("[conj~0]", "[conj~1]")
+
+
+def soft_names(relation: str, n: int) -> list[str]:
+    return [f"[{relation}~{i}]" for i in range(n)]
+
+
+@dataclass
+class Example:
+    prompt: str
+    golds: list[str]
+    candidates_key: str
+    fixed: dict  # pseudoword vectors (not trained)
+
+
+def _render_soft(study: "Study", relation: str, subject: str, answer: str | None = None,
+                 text_b: str = "", meta: dict | None = None) -> str:
+    tmpl = study.templates[relation].soft[0]
+    names = soft_names(relation, tmpl.n_soft)
+    if answer is None:
+        from kgprobe.ontology.verbalize import capitalize
+
+        return capitalize(tmpl.render(text_a=subject, text_b=text_b, meta=meta, soft=names))
+    return tmpl.fill(answer, text_a=subject, text_b=text_b, meta=meta, soft=names)
+
+
+def soft_reasoning_prompt(study: "Study", item: ReasoningItem, p1: str, p2: str, soft: dict | None) -> str:
+    parts = []
+    for premise, setting in zip(item.premises, (p1, p2)):
+        if setting != "explicit":
+            continue
+        if premise.relation == "property":  # a fact: its pattern, as with manual templates
+            parts.append(premise.text)
+        else:
+            parts.append(_render_soft(study, premise.relation, premise.subject, premise.answer))
+    text = f" {CONJ[0]} ".join(parts)
+    subject = "[Y]" if item.rule == "rdfs3" else "[X]"
+    hyp = _render_soft(study, item.relation, subject, text_b="[Y]" if item.relation == "property" else "")
+    return f"{text} {CONJ[1]} {hyp}".strip()
+
+
+def _init_vectors(study: "Study", names: list[str], seed: int) -> dict[str, torch.Tensor]:
+    from kgprobe.models.loading import input_embedding_matrix
+
+    matrix = input_embedding_matrix(study.loaded).detach().float()
+    mean, std = matrix.mean(0), matrix.std(0)
+    gen = torch.Generator().manual_seed(seed)
+    return {n: (mean + std * torch.randn(matrix.shape[1], generator=gen)).requires_grad_(True)
+            for n in names}
+
+
+def _loss(study: "Study", examples: list[Example], params: dict, rng: random.Random,
+          negatives: int) -> torch.Tensor:
+    """Sampled softmax: every gold against negatives drawn from its candidate set."""
+    total = torch.zeros(())
+    count = 0
+    for ex in examples:
+        pool = study.candidates[ex.candidates_key]
+        in_pool, gold_set = set(pool), set(ex.golds)
+        golds = [g for g in ex.golds if g in in_pool]
+        if not golds:
+            continue
+        others = [c for c in pool if c not in gold_set]
+        negs = rng.sample(others, min(negatives, len(others)))
+        cands = golds + negs
+        vectors = {**ex.fixed, **params}
+        scores = study.scorer.score_tensor([ex.prompt], cands, pseudowords=vectors,
+                                           batch_size=study.config.batch_size)[0]
+        neg = scores[len(golds):]
+        for g in range(len(golds)):
+            total = total - (scores[g] - torch.logsumexp(torch.cat([scores[g:g + 1], neg]), 0))
+            count += 1
+    return total / max(count, 1)
+
+
+def _train(study: "Study", params: dict, train: list[Example], dev: list[Example], *,
+           epochs: int, lr: float, seed: int, negatives: int, label: str, progress: bool) -> dict:
+    """Adam with linear warmup over the first tenth; keep the vectors with the best dev loss."""
+    if not train:
+        return {"epochs": 0, "note": "no training examples"}
+    opt = torch.optim.AdamW(list(params.values()), lr=lr, weight_decay=0.0)
+    warm = max(1, epochs // 10)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda e: min(1.0, (e + 1) / warm))
+    best, best_loss, patience, history = None, float("inf"), 0, []
+    for epoch in tqdm(range(epochs), desc=f"soft {label}", disable=not progress, leave=False):
+        opt.zero_grad()
+        loss = _loss(study, train, params, random.Random(f"{seed}:{label}:{epoch}"), negatives)
+        loss.backward()
+        opt.step()
+        sched.step()
+        with torch.no_grad():
+            dev_loss = float(_loss(study, dev or train, params, random.Random(f"{seed}:{label}:dev"),
+                                   negatives))
+        history.append([round(loss.item(), 4), round(dev_loss, 4)])
+        if dev_loss < best_loss - 1e-4:
+            best_loss, patience = dev_loss, 0
+            best = {k: v.detach().clone() for k, v in params.items()}
+        else:
+            patience += 1
+            if patience >= 5:
+                break
+    with torch.no_grad():
+        for k, v in (best or {}).items():
+            params[k].copy_(v)
+    return {"epochs": len(history), "best_dev_loss": round(best_loss, 4), "history": history}
+
+
+def _memorizing_examples(study: "Study", relation: str, split: str) -> list[Example]:
+    mset = study.memorizing.get(relation)
+    if mset is None:
+        return []
+    key = study.templates[relation].candidates
+    return [Example(_render_soft(study, relation, r.subject, meta=mset.metas.get(r.id)),
+                    r.answers, key, {}) for r in mset.records if r.split == split]
+
+
+def _reasoning_examples(study: "Study", items: list[ReasoningItem]) -> list[Example]:
+    vectors = study.pseudowords[0]
+    return [Example(soft_reasoning_prompt(study, i, "explicit", "explicit", None), i.answers,
+                    i.candidates_key, dict(vectors)) for i in items]
+
+
+def held_out_items(study: "Study", per_rule: int = 8) -> tuple[list, list]:
+    """Reasoning items not evaluated, split into train and dev (seeded)."""
+    train, dev = [], []
+    for rule, items in study.all_items.items():
+        used = {i.id for i in study.items.get(rule, [])}
+        rest = [i for i in items if i.id not in used]
+        random.Random(f"{study.config.seed}:held-out:{rule}").shuffle(rest)
+        train += rest[:per_rule]
+        dev += rest[per_rule:per_rule + per_rule // 2]
+    return train, dev
+
+
+def train_soft_prompts(study: "Study", out: Path, *, lr: float = 0.05, negatives: int = 15,
+                       progress: bool = True) -> dict:
+    """Train (or reload) every soft vector the study needs; returns {"vectors": {...}}."""
+    folder = out / "soft"
+    path = folder / "vectors.pt"
+    if path.exists():
+        return {"vectors": torch.load(path)}
+    folder.mkdir(parents=True, exist_ok=True)
+    cfg = study.config
+    torch.manual_seed(cfg.seed)
+    needed = {rel for rule in cfg.rules for rel in RULE_RELATIONS[rule]}
+    params: dict[str, torch.Tensor] = {}
+    log: dict[str, dict] = {}
+    for i, relation in enumerate(sorted(needed)):
+        names = soft_names(relation, study.templates[relation].soft[0].n_soft)
+        rel_params = _init_vectors(study, names, cfg.seed * 1000 + i)
+        if relation in RELATIONS:
+            log[relation] = _train(study, rel_params, _memorizing_examples(study, relation, "train"),
+                                   _memorizing_examples(study, relation, "dev"), epochs=cfg.soft_epochs,
+                                   lr=lr, seed=cfg.seed, negatives=negatives, label=relation,
+                                   progress=progress)
+        params.update(rel_params)
+    params.update(_init_vectors(study, list(CONJ), cfg.seed * 1000 + 999))
+    train, dev = held_out_items(study)
+    log["conjunction"] = _train(study, params, _reasoning_examples(study, train),
+                                _reasoning_examples(study, dev), epochs=cfg.soft_epochs, lr=lr,
+                                seed=cfg.seed, negatives=negatives, label="conjunction",
+                                progress=progress)
+    vectors = {k: v.detach().clone() for k, v in params.items()}
+    tmp = folder / ".vectors.pt.part"
+    torch.save(vectors, tmp)
+    tmp.replace(path)
+    write_json(folder / "training.json", log)
+    return {"vectors": vectors}
+

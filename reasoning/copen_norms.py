@@ -1,0 +1,281 @@
+"""CPJ items generated from semantic feature norms in the McRae et al. (2005) format.
+
+The norms (``CONCS_FEATS_concstats_brm.txt``: one row per concept and feature with its
+production frequency and ``BR_Label`` feature class) give what the paper took from
+GenericsKB: properties of concepts.
+
+* **Positives**: each non-taxonomic feature of a concept, verbalized as a generic statement
+  ("Dogs have fur ."). Example features (``eg_-_…``) are not properties and are skipped.
+* **Negatives**: the same statement with the concept swapped for another concept that lacks
+  the feature and shares no top-level category with the original (so that "Cats have fur"
+  is never produced as a false statement just because cat's norms omit fur). Seeded.
+* **Chains** come from the taxonomic features: a category S (``a_mammal``) sits below T
+  (``an_animal``) when most concepts listing S also list T and T is bigger; a concept's chain
+  is the longest path through the categories it lists (dog → mammal → animal). For the
+  chain-level evaluation a property of the concept is stated for every concept of its chain;
+  a category's label is read from the norms: true when at least `TRUE_SHARE` of its member
+  concepts list the feature, false when fewer than `FALSE_SHARE` do. A chain whose labels
+  are undecided in between, or not monotone (true above a false), is left out.
+
+Every item records the norm rows it was built from.
+
+The file is read by the shared loader of ``studies/norms.py``; this module keeps the rows
+in the shape CPJ generation needs.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from collections import defaultdict
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+from kgprobe.ontology.norms import load_mcrae
+from kgprobe.reasoning.copen_items import CPJItem, split_top_levels, split_train_dev
+from kgprobe.reasoning.copen_kg import GenerationReport
+
+TRUE_SHARE, FALSE_SHARE = 0.5, 0.2
+MIN_MEMBERS = 3  # a category needs this many member concepts to anchor a chain
+#: Nouns that take a singular verb in a generic statement ("Clothing is worn by people").
+MASS_NOUNS = frozenset("clothing furniture jewelry jewellery seafood food rice corn asparagus "
+                       "garlic celery spinach broccoli cauliflower lettuce parsley cheese bread "
+                       "equipment".split())
+#: First words of features that are participles or nouns: "is made of", "is part of".
+_IS_FIRST = frozenset("made used worn found eaten owned hunted killed herded dropped launched "
+                      "associated part symbol bought sold kept grown ridden held driven seen "
+                      "built played".split())
+
+
+@dataclass
+class NormRow:
+    concept: str
+    feature: str
+    br_label: str
+    prod_freq: int
+
+    def to_json(self) -> dict:
+        return {"concept": self.concept, "feature": self.feature, "BR_Label": self.br_label,
+                "Prod_Freq": self.prod_freq}
+
+
+@dataclass
+class Norms:
+    rows: list[NormRow]
+    features: dict[str, dict[str, NormRow]] = field(default_factory=dict)  # concept → feature → row
+    categories: dict[str, dict[str, NormRow]] = field(default_factory=dict)  # concept → category → row
+
+
+def read_norms(path: str | Path) -> Norms:
+    """The McRae concept–feature file (or its folder), read by the shared norms loader."""
+    loaded = load_mcrae(path)
+    # File order, not the loader's most-produced-first order: the seeded generation walks it.
+    rows = [NormRow(f.concept, f.feature, f.category, f.pf)
+            for f in sorted(loaded.features, key=lambda f: f.order)]
+    norms = Norms(rows)
+    for r in rows:
+        if r.br_label == "taxonomic":
+            cat = category_name(r.feature)
+            if cat:
+                norms.categories.setdefault(r.concept, {})[cat] = r
+            continue
+        if r.feature.startswith("eg_"):
+            continue
+        norms.features.setdefault(r.concept, {})[r.feature] = r
+    return norms
+
+
+def category_name(feature: str) -> str | None:
+    """``a_musical_instrument`` → ``musical instrument``; examples and attributes → None."""
+    if feature.startswith(("eg_", "is_", "has_")):
+        return None
+    name = re.sub(r"^(an?)_", "", feature)
+    return name.replace("_", " ").strip() or None
+
+
+def concept_name(concept: str) -> str:
+    """``bat_(animal)`` → ``bat``; ``fire_truck`` → ``fire truck``."""
+    return re.sub(r"\s*\(.*?\)", "", concept.replace("_", " ")).strip()
+
+
+@lru_cache(maxsize=1)
+def _inflect():
+    import inflect
+
+    return inflect.engine()
+
+
+@lru_cache(maxsize=None)
+def plural(noun: str) -> tuple[str, bool]:
+    """(subject form, takes a plural verb) of a concept in a generic statement."""
+    eng = _inflect()
+    last = noun.split()[-1]
+    if last in MASS_NOUNS:
+        return noun, False
+    singular = eng.singular_noun(last)
+    if singular == last:  # sheep, scissors
+        return noun, True
+    if singular and last.endswith("s") and not last.endswith("us"):  # beans, pants
+        return noun, True
+    return eng.plural_noun(noun), True
+
+
+@lru_cache(maxsize=None)
+def predicate(feature: str, plural_verb: bool) -> str:
+    """The verb phrase of a feature: ``has_fur`` → ``have fur`` (plural) / ``has fur``."""
+    text = re.sub(r"^(in)?beh_-_", "", feature)
+    words = [w for w in text.replace("/", "_or_").replace(">", "more_than").split("_") if w and w != "-"]
+    if not words:
+        return feature
+    first, rest = words[0], words[1:]
+    if first == "different":
+        return " ".join(["come" if plural_verb else "comes", "in", *words])
+    if first in ("like", "a", "an"):
+        return " ".join(["are" if plural_verb else "is", *words])
+    if first == "symbol":
+        return " ".join(["are" if plural_verb else "is", "a", *words])
+    if first in _IS_FIRST or (first.endswith("ed") and first not in ("needed", "used")) or first == "used":
+        return " ".join(["are" if plural_verb else "is", *words])
+    if not plural_verb:
+        return " ".join(words)
+    irregular = {"is": "are", "has": "have", "was": "were", "does": "do"}
+    head = irregular.get(first) or (_inflect().plural_verb(first) if first.endswith("s") else first)
+    return " ".join([head, *rest])
+
+
+def statement(concept: str, feature: str) -> tuple[str, tuple[int, int]]:
+    """("Dogs have fur .", word span of the concept)."""
+    subject, pl = plural(concept)
+    text = f"{subject[:1].upper()}{subject[1:]} {predicate(feature, pl)} ."
+    return text, (0, len(subject.split()))
+
+
+def category_parents(norms: Norms) -> tuple[dict[str, set[str]], dict[str, str]]:
+    """(members per category, the parent of each category with enough members)."""
+    members: dict[str, set[str]] = defaultdict(set)
+    for concept, cats in norms.categories.items():
+        for cat in cats:
+            members[cat].add(concept)
+    parent: dict[str, str] = {}
+    for cat, mem in members.items():
+        if len(mem) < MIN_MEMBERS:
+            continue
+        best: tuple[float, int, str] | None = None
+        for other, omem in members.items():
+            if other == cat or len(omem) <= len(mem):
+                continue
+            share = len(mem & omem) / len(mem)
+            if share >= 0.5 and (best is None or (share, len(omem), other) > best):
+                best = (share, len(omem), other)
+        if best:
+            parent[cat] = best[2]
+    return members, parent
+
+
+def concept_chain(concept: str, norms: Norms, members: dict[str, set[str]],
+                  parent: dict[str, str]) -> list[str]:
+    """The longest path through the categories `concept` lists: [concept, S1, S2, …]; among
+    equally long ones the one whose first category has most members (dog → mammal → animal
+    rather than dog → pet → animal)."""
+    own = {c for c in norms.categories.get(concept, {}) if len(members[c]) >= MIN_MEMBERS}
+    best: list[str] = []
+    best_key: tuple = ()
+    for start in sorted(own):
+        path = [start]
+        while parent.get(path[-1]) in own and parent[path[-1]] not in path:
+            path.append(parent[path[-1]])
+        key = (len(path), len(members[path[0]]), [-ord(ch) for ch in path[0]])
+        if not best or key > best_key:
+            best, best_key = path, key
+    return [concept, *best]
+
+
+def generate_cpj(norms: Norms, *, seed: int = 0) -> tuple[list[CPJItem], GenerationReport]:
+    """CPJ items from the norms (see the module docstring)."""
+    report = GenerationReport()
+    members, parent = category_parents(norms)
+    concepts = sorted(norms.features)
+    chains = {c: concept_chain(c, norms, members, parent) for c in concepts}
+    def root(cat: str) -> str:
+        seen = {cat}
+        while parent.get(cat) and parent[cat] not in seen:
+            cat = parent[cat]
+            seen.add(cat)
+        return cat
+
+    # The split unit is the root of the category hierarchy, even where a concept does not
+    # list it (a bird that lists only a_bird still falls under animal).
+    top = {c: (root(chains[c][-1]) if len(chains[c]) > 1 else "(no category)") for c in concepts}
+    weights: dict[str, int] = defaultdict(int)
+    for c in concepts:
+        weights[top[c]] += 1
+    sides = split_top_levels(weights, seed=seed)
+    items: list[CPJItem] = []
+
+    def add(text_concept: str, feature: str, label: int, group: str, chain_ids: list[str],
+            prov: dict, split: str) -> None:
+        text, span = statement(text_concept, feature)
+        items.append(CPJItem("", split, text, span, label, chain_ids, text_concept, prov, group))
+
+    by_side: dict[str, list[str]] = defaultdict(list)
+    for c in concepts:
+        by_side[sides[top[c]]].append(c)
+    for c in concepts:
+        side = sides[top[c]]
+        rng = random.Random(f"{seed}|cpj|{c}")
+        name = concept_name(c)
+        chain = chains[c]
+        for feature, row in sorted(norms.features[c].items()):
+            chain_id = ""
+            chain_rows: list[tuple[str, int, dict]] = []
+            if len(chain) > 1:
+                labels, decided = [1], True
+                for cat in chain[1:]:
+                    mem = sorted(members[cat])
+                    having = [m for m in mem if feature in norms.features.get(m, {})]
+                    share = len(having) / len(mem)
+                    lab = 1 if share >= TRUE_SHARE else 0 if share < FALSE_SHARE else None
+                    if lab is None or (lab == 1 and labels[-1] == 0):
+                        decided = False
+                        break
+                    labels.append(lab)
+                    chain_rows.append((cat, lab, {"category": cat, "members": len(mem),
+                                                  "members_with_feature": having[:10],
+                                                  "share": round(share, 3),
+                                                  "membership": [norms.categories[c][cat].to_json()]}))
+                if decided:
+                    chain_id = ">".join(chain) + "|" + feature
+                else:
+                    report.add("chains left out: a category's label is undecided or not monotone")
+                    chain_rows = []
+            group = f"{c}|{feature}"  # the statement, its chain and its negative go together
+            add(name, feature, 1, group, [chain_id] if chain_id else [],
+                {"rule": "feature listed in the norms", "norm_rows": [row.to_json()]}, side)
+            for cat, lab, info in chain_rows:
+                rule = (f"{int(TRUE_SHARE * 100)}%+ of the category's concepts list the feature" if lab
+                        else f"under {int(FALSE_SHARE * 100)}% of the category's concepts list it")
+                add(cat, feature, lab, group, [chain_id], {"rule": rule, "norm_rows": [row.to_json()],
+                                                       **info}, side)
+            if chain_id:
+                report.add("chains")
+            # a negative: another concept that lacks the feature, from another top-level category
+            others = [o for o in by_side[side] if o != c and top[o] != top[c]
+                      and feature not in norms.features.get(o, {})]
+            if not others:
+                report.add("negatives skipped: no concept of another category lacks the feature")
+                continue
+            other = rng.choice(others)
+            add(concept_name(other), feature, 0, group, [],
+                {"rule": "concept swapped for one that lacks the feature",
+                 "norm_rows": [row.to_json()], "swapped_from": c, "swapped_to": other,
+                 "lacking_concept_features": len(norms.features.get(other, {}))}, side)
+    split_train_dev(items, seed=seed)
+    for i, it in enumerate(items):
+        it.id = f"cpj-{it.split}-{i:05d}"
+    report.add("items", len(items))
+    report.add("positives", sum(it.label == 1 for it in items))
+    report.notes.append("top-level categories: " + ", ".join(
+        f"{k}={v}" for k, v in sorted(sides.items(), key=lambda x: (x[1], x[0]))))
+    report.notes.append("category parents: " + ", ".join(f"{k} < {v}" for k, v in sorted(parent.items())))
+    return items, report

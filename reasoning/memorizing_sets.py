@@ -1,0 +1,101 @@
+"""Memorizing probe sets ready to score: records, their candidate labels, template metas.
+
+The paper's bundled sets, sets written by `kgprobe generate memorizing`, and sets generated
+from any ontology. Shared by the memorization study and premise classification in the
+premise-ablation study (so neither study imports the other).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+from kgprobe.errors import KgprobeError
+from kgprobe.ontology.loaders import bundled_source
+from kgprobe.ontology.model import Ontology
+from kgprobe.ontology.verbalize import (
+    default_pattern,
+    load_templates,
+    normalize_label,
+    property_meta,
+)
+from kgprobe.reasoning.memorizing import (
+    RELATIONS,
+    MemorizingRecord,
+    candidate_sets,
+    generate_memorizing,
+    load_reference,
+    relation_name,
+)
+
+
+@dataclass
+class MemorizingSet:
+    relation: str
+    records: list[MemorizingRecord]
+    candidates: list[str]
+    metas: dict[str, dict]  # record id → meta fields for its template (domain/range prompts)
+
+
+def _property_metas(records: Sequence[MemorizingRecord], onto: Ontology) -> dict[str, dict]:
+    by_label = {normalize_label(p.label): p for p in onto.properties.values()}
+    metas = {}
+    for rec in records:
+        prop = by_label.get(normalize_label(rec.subject))
+        dom = onto.label(prop.domain[0]) if prop and prop.domain else None
+        rng = onto.label(prop.range[0]) if prop and prop.range else None
+        metas[rec.id] = property_meta(rec.pattern or default_pattern(rec.subject),
+                                      dom and normalize_label(dom), rng and normalize_label(rng))
+    return metas
+
+
+def reference_sets(tasks: Sequence[str] = RELATIONS) -> dict[str, MemorizingSet]:
+    """The paper's sets over the bundled ontology's candidate labels."""
+    onto = bundled_source().ontology
+    cands, kinds = candidate_sets(onto), load_templates()
+    out = {}
+    for relation in (relation_name(t) for t in tasks):
+        records = load_reference(relation)
+        base = cands[kinds[relation].candidates]
+        # A few gold labels of the paper's files name no class of class.json ('Legal Case'):
+        # they join the candidates so every item stays answerable.
+        known = set(base)
+        extra = [a for r in records for a in r.answers if a not in known]
+        out[relation] = MemorizingSet(relation, records, base + list(dict.fromkeys(extra)),
+                                      _property_metas(records, onto))
+    return out
+
+
+def generated_sets(directory: str | Path, tasks: Sequence[str] = RELATIONS) -> dict[str, MemorizingSet]:
+    """Sets written by `kgprobe generate memorizing`."""
+    directory = Path(directory)
+    try:
+        cands = json.loads((directory / "candidates.json").read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise KgprobeError(f"{directory}: no candidates.json; write the set with "
+                           "`kgprobe generate memorizing --out DIR`") from None
+    kinds = load_templates()
+    out = {}
+    for relation in (relation_name(t) for t in tasks):
+        path = directory / f"{relation}.jsonl"
+        if not path.exists():
+            continue
+        records = [MemorizingRecord(**json.loads(line))
+                   for line in path.read_text(encoding="utf-8").splitlines()]
+        metas = {r.id: property_meta(r.pattern or default_pattern(r.subject), None, None)
+                 for r in records}
+        out[relation] = MemorizingSet(relation, records, cands[kinds[relation].candidates], metas)
+    return out
+
+
+def generated_memorizing_sets(onto: Ontology, tasks: Sequence[str] = RELATIONS, *,
+                              seed: int = 0) -> dict[str, MemorizingSet]:
+    """Sets generated from any ontology (seeded split), over its own candidate labels."""
+    cands, kinds = candidate_sets(onto), load_templates()
+    out = {}
+    for relation, records in generate_memorizing(onto, tasks, seed=seed).items():
+        out[relation] = MemorizingSet(relation, records, cands[kinds[relation].candidates],
+                                      _property_metas(records, onto))
+    return out

@@ -1,0 +1,127 @@
+"""The memorization study: does a model complete TP/SCO/SPO/DM/RG cloze prompts?
+
+Each (task, template, masks, pooling) is one resumable unit: every test prompt is scored
+against the task's whole candidate set and ranked (R@1, R@5, R@10, MRR, MRRa).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+from kgprobe.errors import KgprobeError
+from kgprobe.ontology.verbalize import (
+    TemplateSet,
+    capitalize,
+    load_templates,
+)
+from kgprobe.reasoning.memorizing import (
+    RELATIONS,
+    MemorizingRecord,
+)
+from kgprobe.reasoning.memorizing_sets import (  # noqa: F401 (re-exported)
+    MemorizingSet,
+    generated_memorizing_sets,
+    generated_sets,
+    reference_sets,
+)
+from kgprobe.studies.metrics import (
+    FrequencyBaseline,
+    RandomBaseline,
+    evaluate,
+    gold_indices,
+)
+from kgprobe.studies.runner import Unit, run_units
+
+COLUMNS = ["task", "template", "masks", "pooling", "split", "n", "R@1", "R@5", "R@10", "MRR", "MRRa"]
+#: The paper evaluates TP and SCO on test records 20–519 and the other tasks on all of them.
+PAPER_LIMITS = {"type": 500, "subClassOf": 500}
+BASELINES = ("frequency", "random")
+
+
+def prompts_for(mset: MemorizingSet, records: Sequence[MemorizingRecord], templates: TemplateSet,
+                template: int) -> list[str]:
+    tmpl = templates[mset.relation].manual[template]
+    return [capitalize(tmpl.render(text_a=r.subject, meta=mset.metas.get(r.id))) for r in records]
+
+
+def select(records: Sequence[MemorizingRecord], split: str, limit: int | None) -> list[MemorizingRecord]:
+    chosen = [r for r in records if r.split == split]
+    return chosen[:limit] if limit is not None else chosen
+
+
+def make_scorer(model: str, loaded, mset: MemorizingSet, *, masks: str, pooling: str | None,
+                seed: int):
+    """A model's scorer, or a baseline pseudo-model fitted to this task's train split."""
+    if model == "frequency":
+        return FrequencyBaseline([r.answers for r in mset.records if r.split == "train"], seed=seed)
+    if model == "random":
+        return RandomBaseline(seed=seed)
+    from kgprobe.models.scoring import make_scorer as model_scorer
+
+    return model_scorer(loaded, masks=masks, pooling=pooling)
+
+
+def score_unit(scorer, prompts: list[str], records: Sequence[MemorizingRecord],
+               candidates: list[str], batch_size: int) -> tuple[dict, list[dict]]:
+    scores = scorer.score(prompts, candidates, batch_size=batch_size) if prompts else np.zeros((0, 0))
+    golds = [gold_indices(candidates, r.answers) for r in records]
+    metrics = evaluate(scores, golds, ks=(1, 5, 10))
+    preds = []
+    for rec, prompt, row, gold in zip(records, prompts, scores, golds):
+        order = np.argsort(-row, kind="stable")[:10]
+        ranks = [int(np.count_nonzero(row >= row[g])) for g in gold]
+        preds.append({"id": rec.id, "subject": rec.subject, "prompt": prompt,
+                      "answers": rec.answers, "gold_ranks": ranks,
+                      "top10": [[candidates[i], round(float(row[i]), 4)] for i in order]})
+    return metrics, preds
+
+
+def run_memorization(model: str, out: str | Path, *, tasks: Sequence[str] = RELATIONS,
+                     templates: str = "all", masks: str = "multi", pooling: str | None = None,
+                     split: str = "test", limit: int | None = None, seed: int = 0,
+                     probes: str | Path | None = None, device: str = "cpu",
+                     batch_size: int = 64, progress: bool = True) -> list[dict]:
+    """Run (or resume) the study and return the result rows."""
+    tmpl_set = load_templates()
+    sets = generated_sets(probes, tasks=tasks) if probes else reference_sets(tasks)
+    loaded = None
+    if model not in BASELINES:
+        from kgprobe.models.loading import load_model
+
+        loaded = load_model(model, device=device)
+    pooling_name = pooling or ("mean" if loaded is not None and loaded.kind == "masked" else
+                               "sum" if loaded is not None else "-")
+    masks_name = masks if loaded is not None and loaded.kind == "masked" else "-"
+    units = []
+    for relation, mset in sets.items():
+        n_templates = len(tmpl_set[relation].manual)
+        chosen = range(n_templates) if templates == "all" else [int(templates)]
+        task_limit = limit if limit is not None else (PAPER_LIMITS.get(relation) if probes is None else None)
+        records = select(mset.records, split, task_limit)
+        for t in chosen:
+            if not 0 <= t < n_templates:
+                raise KgprobeError(f"task {relation} has templates 0–{n_templates - 1}, not {t}")
+
+            def run(mset=mset, records=records, t=t):
+                scorer = make_scorer(model, loaded, mset, masks=masks, pooling=pooling, seed=seed)
+                return score_unit(scorer, prompts_for(mset, records, tmpl_set, t), records,
+                                  mset.candidates, batch_size)
+
+            units.append(Unit({"task": relation, "template": t, "masks": masks_name,
+                               "pooling": pooling_name, "split": split}, run, len(records)))
+    return run_units(Path(out), units, COLUMNS, progress=progress)
+
+
+def format_table(rows: Sequence[dict]) -> str:
+    keys = ["task", "template", "n", "R@1", "R@5", "R@10", "MRR", "MRRa"]
+    lines = ["  ".join(f"{k:>12}" if i else f"{k:14}" for i, k in enumerate(keys))]
+    for row in rows:
+        cells = []
+        for i, k in enumerate(keys):
+            v = row.get(k, "")
+            v = f"{100 * float(v):.1f}" if k.startswith(("R@", "MRR")) else str(v)
+            cells.append(f"{v:>12}" if i else f"{v:14}")
+        lines.append("  ".join(cells))
+    return "\n".join(lines)

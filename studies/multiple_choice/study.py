@@ -1,0 +1,180 @@
+"""The OntoProbe paper's §5 probe: 20-option multiple-choice questions, accuracy per set.
+
+The paper asked ChatGPT; here any causal (instruct) model answers by the option letter it
+finds most likely (`kgprobe.prompts.multiple_choice`), or, with ``answer="text"``, any model
+ranks the options' texts in an ``Answer: [MASK]`` slot after the question's stem (the cloze
+form small models need). Memorizing sets (TP…RG) ask for the
+finest-grained gold; reasoning sets (``rdfs9-12`` …) state premise P2 and give P1 not at all
+(``-02``), implicitly (``-12``) or explicitly (``-22``): the rows of the paper's Table 6.
+
+Besides accuracy, each row reports the most often predicted letter and its share: a small
+model that always answers "(a)" scores near chance (5%) for a reason worth seeing. The
+calibrated accuracy takes that letter preference out: each letter's mean log-probability over
+the set's questions is subtracted before the argmax (a prior correction in the spirit of Zhao
+et al. 2021's contextual calibration; it uses no gold labels, and gold letters are spread
+over the options).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Sequence
+
+from kgprobe.errors import KgprobeError
+from kgprobe.reasoning.memorizing import RELATIONS, relation_name
+from kgprobe.studies.runner import Unit, run_units
+
+COLUMNS = ["set", "task", "p1", "answer", "n", "accuracy", "calibrated_accuracy", "top_letter", "top_letter_share"]
+SETS = ("memorizing", "reasoning")
+ANSWERS = ("letter", "text")
+P1_SETTINGS = {"0": "not given", "1": "implicit", "2": "explicit"}
+_REASONING = re.compile(r"^(rdfs\d+)-([012])2$")
+
+
+@dataclass(frozen=True)
+class QuestionSet:
+    set: str  # memorizing | reasoning
+    task: str  # type … range, or rdfs2 … rdfs11
+    p1: str  # "-" for memorizing; not given | implicit | explicit
+    path: Path
+
+
+def bundled_dir() -> Path:
+    return Path(str(resources.files("kgprobe.ontology") / "data" / "multiple_choice"))
+
+
+def find_sets(directory: str | Path | None = None) -> list[QuestionSet]:
+    """The question files under ``memorizing/`` and ``reasoning/`` of a directory (default: bundled)."""
+    root = Path(directory) if directory is not None else bundled_dir()
+    found = []
+    for path in sorted((root / "memorizing").glob("*.jsonl")):
+        found.append(QuestionSet("memorizing", relation_name(path.stem), "-", path))
+    for path in sorted((root / "reasoning").glob("*.jsonl")):
+        m = _REASONING.match(path.stem)
+        if not m:
+            raise KgprobeError(f"{path}: reasoning files are named rdfsN-P2 with P in 0, 1, 2 "
+                               "(for example rdfs9-12.jsonl); rename it")
+        found.append(QuestionSet("reasoning", m.group(1), P1_SETTINGS[m.group(2)], path))
+    if not found:
+        raise KgprobeError(f"{root}: no memorizing/*.jsonl or reasoning/*.jsonl question files; "
+                           "give --data a directory laid out like the bundled one")
+    order = {r: i for i, r in enumerate(RELATIONS)}
+    return sorted(found, key=lambda q: (SETS.index(q.set), order.get(q.task, 0),
+                                        int(q.task[4:]) if q.set == "reasoning" else 0,
+                                        list(P1_SETTINGS.values()).index(q.p1) if q.p1 != "-" else 0))
+
+
+def choose(sets: Sequence[QuestionSet], spec: str) -> list[QuestionSet]:
+    """``all``, ``memorizing``, ``reasoning``, or a comma list of tasks (TP, type, rdfs9, rdfs9-12)."""
+    if spec in ("all", *SETS):
+        return [q for q in sets if spec in ("all", q.set)]
+    chosen = []
+    for name in (s.strip() for s in spec.split(",") if s.strip()):
+        m = _REASONING.match(name)
+        hits = [q for q in sets if (m and q.task == m.group(1) and q.p1 == P1_SETTINGS[m.group(2)])
+                or (not m and q.task in (name, _relation_or_none(name)))]
+        if not hits:
+            raise KgprobeError(f"--task {name}: no such question set; use all, memorizing, reasoning, "
+                               "a relation (type … range, TP … RG), a rule (rdfs9) or a file (rdfs9-12)")
+        chosen.extend(q for q in hits if q not in chosen)
+    return chosen
+
+
+def _relation_or_none(name: str) -> str | None:
+    try:
+        return relation_name(name)
+    except KgprobeError:
+        return None
+
+
+def letter_bias(predictions: Sequence[str]) -> tuple[str, float]:
+    if not predictions:
+        return "-", 0.0
+    letter, count = Counter(predictions).most_common(1)[0]
+    return letter, count / len(predictions)
+
+
+def calibrated(scores: Sequence[dict[str, float]]) -> list[str]:
+    """Per question, the letter with the highest log-probability minus that letter's mean
+    over all questions (letters missing from a question are not candidates for it)."""
+    totals: dict[str, list[float]] = {}
+    for row in scores:
+        for letter, value in row.items():
+            totals.setdefault(letter, []).append(value)
+    prior = {letter: sum(v) / len(v) for letter, v in totals.items()}
+    return [max(row, key=lambda l: row[l] - prior[l]) for row in scores]
+
+
+def run_multiple_choice(model: str, out: str | Path, *, tasks: str = "all",
+                        data: str | Path | None = None, limit: int | None = None,
+                        instruction: str | None = None, chat: bool | None = None,
+                        answer: str = "letter", device: str = "cpu", batch_size: int = 4,
+                        progress: bool = True) -> list[dict]:
+    """Run (or resume) the probe; return one row per question set."""
+    from kgprobe.models.loading import load_model
+    from kgprobe.models.scoring import make_scorer
+    from kgprobe.prompts.multiple_choice import (
+        DEFAULT_INSTRUCTION,
+        load_multiple_choice,
+        score_multiple_choice,
+        score_option_texts,
+    )
+
+    if answer not in ANSWERS:
+        raise KgprobeError(f"--answer {answer}: use letter or text")
+    chosen = choose(find_sets(data), tasks)
+    loaded = load_model(model, device=device)
+    if answer == "letter" and loaded.kind != "causal":
+        raise KgprobeError(f"letter answers need a causal (instruct) model; '{model}' is a masked LM: "
+                           "use --answer text")
+    scorer = make_scorer(loaded) if answer == "text" else None
+
+    def unit(q: QuestionSet) -> Unit:
+        prompts, golds = load_multiple_choice(q.path)
+        prompts, golds = prompts[:limit], golds[:limit]
+
+        def run():
+            if scorer is not None:
+                result = score_option_texts(scorer, prompts, golds)
+            else:
+                result = score_multiple_choice(
+                    loaded, prompts, golds, batch_size=batch_size, use_chat_template=chat,
+                    instruction=DEFAULT_INSTRUCTION if instruction is None else instruction)
+            letter, share = letter_bias(result.predictions)
+            # Calibration removes a preference for letters; option texts have none to remove.
+            fixed = calibrated(result.scores) if scorer is None else None
+            preds = []
+            for k, (p, g, pred, row) in enumerate(zip(prompts, result.golds, result.predictions,
+                                                      result.scores)):
+                rec = {"prompt": p, "gold": g, "predicted": pred,
+                       "scores": {l: round(v, 4) for l, v in row.items()}}
+                if fixed is not None:
+                    rec["calibrated"] = fixed[k]
+                preds.append(rec)
+            cal_acc: float | str = "-"
+            if fixed is not None:
+                cal_acc = sum(c == g for c, g in zip(fixed, result.golds)) / max(1, len(prompts))
+            return {"n": len(prompts), "accuracy": result.accuracy, "calibrated_accuracy": cal_acc,
+                    "top_letter": letter, "top_letter_share": share}, preds
+
+        return Unit({"set": q.set, "task": q.task, "p1": q.p1, "answer": answer}, run, len(prompts))
+
+    return run_units(Path(out), [unit(q) for q in chosen], COLUMNS, progress=progress)
+
+
+def format_table(rows: Sequence[dict]) -> str:
+    def pct(v) -> str:
+        return "-" if v == "-" else f"{100 * float(v):.1f}%"
+
+    lines = [f"{'set':11s} {'task':14s} {'P1':10s} {'answer':6s} {'n':>5s} {'accuracy':>9s} "
+             f"{'calibrated':>11s}  most chosen letter"]
+    for r in rows:
+        lines.append(f"{r['set']:11s} {r['task']:14s} {r['p1']:10s} {r['answer']:6s} {int(r['n']):5d} "
+                     f"{pct(r['accuracy']):>9s} {pct(r['calibrated_accuracy']):>11s}"
+                     f"  ({r['top_letter']}) {100 * float(r['top_letter_share']):.0f}%")
+    lines.append("chance: 5.0% with 20 options")
+    return "\n".join(lines)

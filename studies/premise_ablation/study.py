@@ -1,0 +1,240 @@
+"""The premise-ablation study (OntoProbe §2.3, §3.2, §4.2–4.3): can a model reason with
+ontological knowledge when a premise is not given, only known implicitly, or written out?
+
+For every reasoning item (one RDFS derivation, entities as pseudowords) each premise is
+- **explicit**: written into the prompt;
+- **implicit**: not written, but the model knows it (its memorizing probe ranks the gold
+  answer in the top half of all premises of that kind, by reciprocal rank);
+- **not** given: not written and not known.
+So an item whose P1 is known lands in the P1 = implicit and explicit cells, one whose P1 is
+not known in the not and explicit cells; likewise for P2. The conjunction ("Therefore ,")
+stays in every prompt, written premises or not, as in the paper.
+
+Work is split into resumable units (rule × template kind × P1 × P2), written as they finish.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from kgprobe.atomic import write_json
+from kgprobe.ontology.loaders import Source, bundled_source
+from kgprobe.ontology.verbalize import TemplateSet, capitalize, load_templates
+from kgprobe.reasoning.items import ReasoningItem, Verbalizer, reasoning_items
+from kgprobe.reasoning.memorizing import candidate_sets
+from kgprobe.reasoning.rdfs import closure
+from kgprobe.studies.metrics import evaluate, gold_indices, gold_ranks, reciprocal_rank
+from kgprobe.studies.runner import Unit, run_units
+from kgprobe.studies.settings import pin_settings
+
+from .config import COLUMNS, SETTINGS, TEMPLATE_KINDS, AblationConfig  # noqa: F401
+
+
+@dataclass
+class Study:
+    """Everything a run needs, built once: items, candidates, templates, the model."""
+
+    config: AblationConfig
+    items: dict[str, list[ReasoningItem]]  # the evaluated sample
+    all_items: dict[str, list[ReasoningItem]]  # every item (soft conjunctions train on the rest)
+    candidates: dict[str, list[str]]
+    templates: TemplateSet
+    verbalizer: Verbalizer
+    memorizing: dict  # relation → MemorizingSet, for training soft templates
+    loaded: object
+    scorer: object
+    pseudowords: list[dict]
+
+
+def select_items(items: dict[str, list[ReasoningItem]], limit: int | None, seed: int) -> dict[str, list[ReasoningItem]]:
+    """A seeded sample of `limit` items per rule, kept in item order."""
+    out = {}
+    for rule, rule_items in items.items():
+        if limit is None or len(rule_items) <= limit:
+            out[rule] = list(rule_items)
+        else:
+            keep = sorted(random.Random(f"{seed}:{rule}").sample(range(len(rule_items)), limit))
+            out[rule] = [rule_items[i] for i in keep]
+    return out
+
+
+def build_study(config: AblationConfig, source: Source | None = None) -> Study:
+    """Items from an ontology source (the bundled one by default), the model, its pseudowords.
+
+    On the bundled ontology soft templates train on the paper's memorizing sets; on any
+    other, on memorizing sets generated from it (seeded split).
+    """
+    from kgprobe.models.loading import load_model
+    from kgprobe.models.scoring import make_scorer
+    from kgprobe.pseudowords.sampler import sample_pseudoword_sets
+    from kgprobe.reasoning.memorizing_sets import (
+        generated_memorizing_sets,
+        reference_sets,
+    )
+
+    bundled = source is None
+    source = source or bundled_source()
+    onto = source.ontology
+    templates = load_templates()
+    all_items = reasoning_items(onto, closure(source.triples), templates, rules=config.rules)
+    items = select_items(all_items, config.limit, config.seed)
+    memorizing = reference_sets() if bundled else generated_memorizing_sets(onto, seed=config.seed)
+    loaded = load_model(config.model, device=config.device)
+    scorer = make_scorer(loaded, masks="multi", pooling="mean" if loaded.kind == "masked" else None)
+    pseudowords = sample_pseudoword_sets(loaded, config.pairs, seed=config.seed)
+    return Study(config, items, all_items, candidate_sets(onto), templates,
+                 Verbalizer(onto, templates), memorizing, loaded, scorer, pseudowords)
+
+
+# ------------------------------------------------------------------ memorized or not
+
+
+def premise_key(item: ReasoningItem, role: str, pair: int) -> str:
+    p = item.premises[0 if role == "P1" else 1]
+    # Schema premises (P1) do not involve pseudowords, so one test serves every pair.
+    return f"{item.rule}|{role}|{p.relation}|{p.subject}|{p.answer}|{pair if role == 'P2' else '-'}"
+
+
+def memorization_prompt(study: Study, item: ReasoningItem, role: str) -> tuple[str, str]:
+    """The memorizing probe of a premise: (prompt, candidates key)."""
+    p = item.premises[0 if role == "P1" else 1]
+    rel = study.templates[p.relation]
+    tmpl = rel.manual[rel.hypothesis]
+    meta = None
+    if p.relation in ("domain", "range"):
+        meta = study.verbalizer.property_meta(p.triple[0])
+    text_b = "[Y]" if p.relation == "property" else ""
+    return capitalize(tmpl.render(text_a=p.subject, text_b=text_b, meta=meta)), rel.candidates
+
+
+def classify_premises(study: Study, out: Path) -> dict[str, dict]:
+    """Reciprocal rank of every premise's gold under its memorizing probe, and whether it
+    counts as known. Cached in OUT/memorized.json (per model and run)."""
+    path = out / "memorized.json"
+    if path.exists():
+        cached = json.loads(path.read_text(encoding="utf-8"))
+        if cached.get("model") == study.config.model:
+            return cached["premises"]
+    requests: dict[str, tuple[str, str, str, int]] = {}
+    for rule, items in study.items.items():
+        for item in items:
+            for role in ("P1", "P2"):
+                for pair in range(len(study.pseudowords)):
+                    key = premise_key(item, role, pair)
+                    if key not in requests:
+                        prompt, cands = memorization_prompt(study, item, role)
+                        answer = item.premises[0 if role == "P1" else 1].answer
+                        requests[key] = (prompt, cands, answer, pair)
+    rr: dict[str, float] = {}
+    by_group: dict[tuple[str, int], list[str]] = {}
+    for key, (prompt, cands, answer, pair) in requests.items():
+        by_group.setdefault((cands, pair), []).append(key)
+    for (cands, pair), keys in by_group.items():
+        candidates = study.candidates[cands]
+        prompts = [requests[k][0] for k in keys]
+        scores = study.scorer.score(prompts, candidates, pseudowords=study.pseudowords[pair],
+                                    batch_size=study.config.batch_size)
+        for key, row in zip(keys, scores):
+            gold = gold_indices(candidates, [requests[key][2]])
+            rr[key] = reciprocal_rank(row, gold) if gold else 0.0
+    # Split each kind (rule × role) at the configured fraction, best reciprocal ranks first.
+    known: dict[str, bool] = {}
+    kinds: dict[tuple[str, str], list[str]] = {}
+    for key in rr:
+        rule, role = key.split("|")[:2]
+        kinds.setdefault((rule, role), []).append(key)
+    for keys in kinds.values():
+        ranked = sorted(keys, key=lambda k: (-rr[k], k))
+        cut = int(round(len(ranked) * study.config.memorized_fraction))
+        for i, key in enumerate(ranked):
+            known[key] = i < cut
+    premises = {k: {"rr": rr[k], "known": known[k], "prompt": requests[k][0]} for k in rr}
+    write_json(path, {"model": study.config.model, "fraction": study.config.memorized_fraction,
+                      "premises": premises})
+    return premises
+
+
+# ------------------------------------------------------------------ prompts per setting
+
+
+def settings_of(item: ReasoningItem, premises: dict[str, dict], pair: int) -> tuple[set, set]:
+    """The P1 and P2 settings an item takes part in."""
+    out = []
+    for role in ("P1", "P2"):
+        known = premises[premise_key(item, role, pair)]["known"]
+        out.append({"explicit", "implicit" if known else "not"})
+    return out[0], out[1]
+
+
+def reasoning_prompt(study: Study, item: ReasoningItem, p1: str, p2: str, kind: str,
+                     soft: dict | None = None) -> str:
+    """Written premises (P1 then P2, as in the paper's Table 2), the conjunction, the hypothesis."""
+    if kind == "manual":
+        written = [p.text for p, s in zip(item.premises, (p1, p2)) if s == "explicit"]
+        return " ".join(written + [study.templates.conjunction, item.conclusion["text"]])
+    from kgprobe.prompts.soft import soft_reasoning_prompt
+
+    return soft_reasoning_prompt(study, item, p1, p2, soft)
+
+
+def run_cell(study: Study, rule: str, p1: str, p2: str, kind: str, premises: dict,
+             soft: dict | None) -> tuple[dict, list[dict]]:
+    prompts, golds, maps, meta = [], [], [], []
+    items = study.items[rule]
+    if not items:
+        return {"n": 0}, []
+    candidates = study.candidates[items[0].candidates_key]
+    for item in items:
+        for pair, vectors in enumerate(study.pseudowords):
+            s1, s2 = settings_of(item, premises, pair)
+            if p1 in s1 and p2 in s2:
+                prompts.append(reasoning_prompt(study, item, p1, p2, kind, soft))
+                golds.append(gold_indices(candidates, item.answers))
+                maps.append({**vectors, **(soft["vectors"] if soft else {})})
+                meta.append((item, pair))
+    if not prompts:
+        return {"n": 0}, []  # an empty setting is reported as empty
+    scores = study.scorer.score(prompts, candidates, pseudowords=maps,
+                                batch_size=study.config.batch_size)
+    metrics = evaluate(scores, golds, ks=(1, 5))
+    preds = []
+    for (item, pair), prompt, row, gold in zip(meta, prompts, scores, golds):
+        order = np.argsort(-row, kind="stable")[:5]
+        preds.append({"item": item.id, "pair": pair, "prompt": prompt, "answers": item.answers,
+                      "gold_rank": int(gold_ranks(row, gold).min()),
+                      "top5": [candidates[i] for i in order]})
+    return {k: v for k, v in metrics.items() if k in COLUMNS}, preds
+
+
+def run_premise_ablation(config: AblationConfig, out: str | Path, *, source: Source | None = None,
+                         progress: bool = True) -> list[dict]:
+    """Run (or resume) the study on `source` (the bundled ontology by default)."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    pin_settings(out, config.to_json())
+    study = build_study(config, source)
+    premises = classify_premises(study, out)
+    softs = {}
+    if "soft" in config.templates:
+        from kgprobe.prompts.soft import train_soft_prompts
+
+        softs = train_soft_prompts(study, out, progress=progress)
+    units = []
+    for rule in config.rules:
+        for kind in config.templates:
+            for p1 in SETTINGS:
+                for p2 in SETTINGS:
+                    def run(rule=rule, kind=kind, p1=p1, p2=p2):
+                        return run_cell(study, rule, p1, p2, kind, premises, softs or None)
+
+                    units.append(Unit({"rule": rule, "p1": p1, "p2": p2, "template": kind}, run,
+                                      len(study.items[rule]) * config.pairs))
+    rows = run_units(out, units, COLUMNS, progress=progress)
+    from kgprobe.studies.premise_ablation.report import write_report
+
+    write_report(out)
+    return rows
