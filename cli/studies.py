@@ -11,6 +11,8 @@ import importlib
 import sys
 from pathlib import Path
 
+from kgprobe.errors import StudyError
+
 from .registry import command
 
 #: The main job's model and size, chosen so `make demo` ends in about 15 minutes on 2 cores
@@ -32,11 +34,35 @@ def study_cli(name: str):
     return importlib.import_module(f"kgprobe.studies.{STUDIES[name]}.cli")
 
 
+#: The results.csv column that tells which study wrote a run folder (checked in this order).
+STUDY_COLUMNS = (("rule", "premise-ablation"), ("masks", "memorization"),
+                 ("calibrated_accuracy", "multiple-choice"), ("method", "copen"),
+                 ("condition", "sta"))
+
+
+def study_of(run: Path) -> str:
+    """The study whose run folder `run` is, read from its results.csv header."""
+    import csv
+
+    try:
+        with open(run / "results.csv", newline="", encoding="utf-8") as fh:
+            header = next(csv.reader(fh), [])
+    except OSError:
+        raise StudyError(f"{run}: no results.csv; pass the --out folder of a kgprobe study "
+                         "run") from None
+    for column, study in STUDY_COLUMNS:
+        if column in header:
+            return study
+    raise StudyError(f"{run}/results.csv: not written by a kgprobe study; pass the --out "
+                     "folder of one")
+
+
 @command("report")
 def cmd_report(args: argparse.Namespace) -> int:
-    from kgprobe.studies.premise_ablation.report import write_report
-
-    print(f"wrote {write_report(args.dir)}")
+    """Rebuild report.md (and figures) of any study's run folder from the files on disk."""
+    study = study_of(args.dir)
+    report = importlib.import_module(f"kgprobe.studies.{STUDIES[study]}.report")
+    print(f"wrote {report.write_report(args.dir)} ({study})")
     return 0
 
 
@@ -85,7 +111,7 @@ def add_parsers(sub) -> None:
     study_cli("memorization").register_cli(probe_sub, "memorizing")
     study_cli("multiple-choice").register_cli(probe_sub, "multiple-choice")
 
-    p = sub.add_parser("report", help="rebuild report.md and figures of a premise-ablation run")
+    p = sub.add_parser("report", help="rebuild report.md and figures of a study's run folder")
     p.add_argument("dir", type=Path)
 
     p = sub.add_parser("demo", help="the main job: the premise-ablation study, default model")

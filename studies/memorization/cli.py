@@ -32,6 +32,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run_cli(args: argparse.Namespace) -> int:
+    from .report import write_report
     from .study import RELATIONS, format_table, run_memorization
 
     tasks = list(RELATIONS) if args.task == "all" else [args.task]
@@ -40,7 +41,8 @@ def run_cli(args: argparse.Namespace) -> int:
                             limit=args.limit, seed=args.seed, probes=args.probes,
                             device=args.device, batch_size=args.batch_size)
     print(format_table(rows))
-    print(f"wrote {args.out}/results.csv and predictions.jsonl")
+    write_report(args.out)
+    print(f"wrote {args.out}/results.csv, predictions.jsonl and report.md")
     return 0
 
 

@@ -34,6 +34,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run_cli(args: argparse.Namespace) -> int:
+    from .report import write_report
     from .study import format_table, run_multiple_choice
 
     chat = {"auto": None, "on": True, "off": False}[args.chat]
@@ -41,7 +42,8 @@ def run_cli(args: argparse.Namespace) -> int:
                                limit=args.limit, instruction=args.instruction, chat=chat,
                                answer=args.answer, device=args.device, batch_size=args.batch_size)
     print(format_table(rows))
-    print(f"wrote {args.out}/results.csv and predictions.jsonl")
+    write_report(args.out)
+    print(f"wrote {args.out}/results.csv, predictions.jsonl and report.md")
     return 0
 
 
