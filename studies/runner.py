@@ -110,3 +110,16 @@ def rows_to_csv(rows: Sequence[dict], columns: Sequence[str]) -> str:
 def read_results(path: Path) -> list[dict]:
     with open(path, newline="", encoding="utf-8") as fh:
         return list(csv.DictReader(fh))
+
+
+def write_table_report(out: str | Path, title: str, format_table: Callable[[list[dict]], str]) -> Path:
+    """``out/report.md``: a title and the study's table, rebuilt from ``out/results.csv``.
+
+    For studies whose table says everything (memorization, multiple choice); the runs write it
+    and `kgprobe report RUN` rebuilds it the same way.
+    """
+    out = Path(out)
+    table = format_table(read_results(out / "results.csv"))
+    path = out / "report.md"
+    write_text(path, f"# {title}\n\nRun: `{out}`\n\n```\n{table}\n```\n")
+    return path

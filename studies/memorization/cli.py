@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from kgprobe.studies.options import threads_option
+from kgprobe.studies.options import finish, threads_option
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -40,10 +40,7 @@ def run_cli(args: argparse.Namespace) -> int:
                             masks=args.masks, pooling=args.pooling, split=args.split,
                             limit=args.limit, seed=args.seed, probes=args.probes,
                             device=args.device, batch_size=args.batch_size)
-    print(format_table(rows))
-    write_report(args.out)
-    print(f"wrote {args.out}/results.csv, predictions.jsonl and report.md")
-    return 0
+    return finish(args.out, format_table(rows), write_report)
 
 
 def register_cli(sub, name: str = "memorization") -> None:

@@ -4,15 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kgprobe.atomic import write_text
-from kgprobe.studies.runner import read_results
+from kgprobe.studies.runner import write_table_report
 
 from .study import format_table
 
+TITLE = "Memorization study (TP, SCO, SPO, DM, RG)"
+
 
 def write_report(out: str | Path) -> Path:
-    out = Path(out)
-    rows = read_results(out / "results.csv")
-    path = out / "report.md"
-    write_text(path, f"# Memorization study (TP, SCO, SPO, DM, RG)\n\nRun: `{out}`\n\n```\n{format_table(rows)}\n```\n")
-    return path
+    return write_table_report(out, TITLE, format_table)

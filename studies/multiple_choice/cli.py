@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from kgprobe.studies.options import threads_option
+from kgprobe.studies.options import finish, threads_option
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -41,10 +41,7 @@ def run_cli(args: argparse.Namespace) -> int:
     rows = run_multiple_choice(args.model, args.out, tasks=args.task, data=args.data,
                                limit=args.limit, instruction=args.instruction, chat=chat,
                                answer=args.answer, device=args.device, batch_size=args.batch_size)
-    print(format_table(rows))
-    write_report(args.out)
-    print(f"wrote {args.out}/results.csv, predictions.jsonl and report.md")
-    return 0
+    return finish(args.out, format_table(rows), write_report)
 
 
 def register_cli(sub, name: str = "multiple-choice") -> None:
