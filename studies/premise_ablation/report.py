@@ -13,7 +13,8 @@ from kgprobe.atomic import write_text
 from kgprobe.errors import KgprobeError
 from kgprobe.studies.runner import read_results
 
-SETTINGS = ("not", "implicit", "explicit")
+from .config import SETTINGS
+
 WORDS = {"not": "not given", "implicit": "implicitly given", "explicit": "explicitly given"}
 RULE_TITLES = {
     "rdfs2": "rdfs2: type from a property's domain",
@@ -155,7 +156,7 @@ def reading(rows: list[dict], template: str) -> list[str]:
 def write_report(out: str | Path) -> Path:
     out = Path(out)
     rows = load_rows(out)
-    paths = figures(out, rows)
+    figures(out, rows)
     config = {}
     if (out / "config.json").exists():
         config = json.loads((out / "config.json").read_text(encoding="utf-8"))
