@@ -25,11 +25,14 @@ Algorithm (chosen by measurement; the numbers are in the comment after the impor
   affected operators to re-run in full.  The usual graph needs two passes, the
   second of which sees no new input for any operator and costs nothing.
 
-Two choices where the rules are silent, matching owlrl's generalized-triple
-handling where possible: rdfs3 is skipped when the object is a literal (a literal
-cannot be a subject; owlrl does emit ``"lit" rdf:type C`` here, `reasonable` does
-not), and rdfs7 is skipped when the super-property is a literal (a literal cannot
-be a predicate; owlrl does the same).  Blank nodes are ordinary terms everywhere.
+Generalized triples (RDF 1.1 Semantics, section 9.2.1): the rules apply to triples
+with literal subjects and blank-node predicates, because RDFS entailment is defined
+over them, so rdfs3 types literal objects (``"lit" rdf:type C``) and those triples
+feed every rule (with ``rdf:type rdfs:range R`` they yield ``C rdf:type R``, as owlrl
+derives).  `Closure.inferred` holds them all; `Closure.held_back` names the ones that
+are not legal RDF (literal subject, non-IRI predicate), which a store must not hold.
+One choice where the rules are silent: rdfs7 is skipped when the super-property is a
+literal (owlrl does the same).  Blank nodes are ordinary terms everywhere.
 """
 
 from __future__ import annotations
@@ -115,6 +118,16 @@ class Closure:
     def __post_init__(self):
         self.rules = _check_rules(self.rules)
 
+    @property
+    def held_back(self) -> frozenset[Triple]:
+        """Inferred generalized triples that are not legal RDF (see `is_rdf_triple`)."""
+        return frozenset(t for t in self.inferred if not is_rdf_triple(t))
+
+    @property
+    def rdf_inferred(self) -> frozenset[Triple]:
+        """The inferred triples a store can hold: `inferred` minus `held_back`."""
+        return frozenset(t for t in self.inferred if is_rdf_triple(t))
+
     # -- index ----------------------------------------------------------------------
     def _index(self) -> tuple[Engine, dict[int, np.ndarray]]:
         if self._engine is None:
@@ -178,7 +191,6 @@ class Closure:
                     ends = dedup_sorted(facts // n)
                 else:
                     ends = np.unique(facts % n)
-                    ends = ends[~eng.is_literal[ends]]
                 out.append((ends[:, None] * n + classes[None, :]).ravel())
             return {eng.TYPE: np.concatenate(out) if out else EMPTY}
         if rule in ("rdfs5", "rdfs11"):
@@ -240,8 +252,6 @@ class Closure:
                         p1 = (ta, decl_p, T[x])
                         for k in facts:
                             u, v = divmod(k, n)
-                            if rule == "rdfs3" and eng.is_literal[v]:
-                                continue
                             yield Derivation(rule, (T[v if rule == "rdfs3" else u], TYPE, T[x]), (p1, (T[u], ta, T[v])))
             elif rule in ("rdfs5", "rdfs11"):
                 p, pid = (SPO, eng.SPO) if rule == "rdfs5" else (SCO, eng.SCO)
@@ -297,6 +307,12 @@ class Closure:
                 pass
             raise
         return count
+
+
+def is_rdf_triple(triple: Triple) -> bool:
+    """Legal RDF 1.1: the subject is an IRI or blank node and the predicate an IRI."""
+    s, p, _ = triple
+    return not s.startswith('"') and not p.startswith(('"', "_:"))
 
 
 def closure(triples: Iterable[Triple], rules: Iterable[str] = RULES) -> Closure:

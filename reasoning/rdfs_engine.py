@@ -155,7 +155,7 @@ class _SubProp(_Op):
 
 
 class _DomRange(_Op):
-    """rdfs2 (domain: subjects) / rdfs3 (range: non-literal objects) of each property's facts."""
+    """rdfs2 (domain: subjects) / rdfs3 (range: objects, literals included) of each property's facts."""
 
     def __init__(self, eng, rule, pred, objects):
         super().__init__(eng)
@@ -179,8 +179,7 @@ class _DomRange(_Op):
             if facts.size == 0:
                 continue
             if self.objects:
-                ends = np.unique(facts % n)
-                ends = ends[~eng.is_literal[ends]]
+                ends = np.unique(facts % n)  # literals too: generalized triples (module docstring)
             else:
                 ends = dedup_sorted(facts // n)  # sorted by subject (a delta per chunk; repeats are harmless)
             if ends.size:
