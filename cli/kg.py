@@ -7,8 +7,10 @@ once and never load torch or a language model.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import json
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -36,28 +38,71 @@ def open_store(args: argparse.Namespace, *, create: bool = False) -> KnowledgeGr
 # ------------------------------------------------------------------------------ kg
 
 
-def load_sources(kg: KnowledgeGraph, paths: Sequence[str], default: bool) -> list[Source]:
-    """Parse every source first, then write them all in one transaction."""
+def parse_sources(paths: Sequence[str], default: bool, name: str | None) -> list[Source]:
+    """Parse every source before the store is opened: a bad file changes nothing."""
     sources = [bundled_source()] if default else []
     sources += [load_source(p) for p in paths]
     if not sources:
         raise OntologyError("nothing to load; give SOURCE paths or --default")
+    if name is not None:
+        if len(sources) != 1:
+            raise OntologyError(f"--name {name}: names one source, but {len(sources)} were given; "
+                                "load them one at a time")
+        sources[0].name = name
     for src in sources:
         for w in src.ontology.warnings:
             warn(f"{src.path}: {w}")
-    kg.add_sources(sources)
     return sources
+
+
+def load_sources(kg: KnowledgeGraph, paths: Sequence[str], default: bool,
+                 name: str | None = None, replace: bool = False) -> list[Source]:
+    """Parse every source first, then write them all in one transaction."""
+    sources = parse_sources(paths, default, name)
+    kg.add_sources(sources, replace=replace)
+    return sources
+
+
+@contextlib.contextmanager
+def created_store(args: argparse.Namespace):
+    """Open (or create) the store for writing; a store this command created is removed
+    again if the command fails, so a failed first load leaves nothing behind."""
+    path = Path(args.store or default_store_path())
+    fresh = not path.exists()
+    try:
+        with KnowledgeGraph(path, create=True) as kg:
+            yield kg
+    except BaseException:
+        if fresh and path.exists():
+            shutil.rmtree(path, ignore_errors=True)
+        raise
 
 
 @command("kg load")
 def cmd_kg_load(args: argparse.Namespace) -> int:
-    with open_store(args, create=True) as kg:
-        for src in load_sources(kg, args.sources, args.default):
+    sources = parse_sources(args.sources, args.default, args.name)
+    with created_store(args) as kg:
+        kg.add_sources(sources, replace=args.replace)
+        for src in sources:
             o = src.ontology
             print(f"loaded {src.path} into graph '{src.name}': {len(src.triples)} triples, "
                   f"{len(o.classes)} classes, {len(o.properties)} properties, "
                   f"{len(o.instances)} instances")
+        if args.reason:
+            print_reason(kg, RULES)
+        elif kg.inferred_state() == "stale":
+            print("inferences are now stale; run `kgprobe reason` before generating probes")
         print(f"store {kg.path}: {kg.count()} triples")
+    return 0
+
+
+@command("kg remove")
+def cmd_kg_remove(args: argparse.Namespace) -> int:
+    with open_store(args) as kg:
+        record = kg.remove_source(args.name)
+        print(f"removed graph '{args.name}' ({record.path})")
+        if kg.inferred_state() == "stale":
+            print("inferences are now stale; run `kgprobe reason` before generating probes")
     return 0
 
 
@@ -125,6 +170,7 @@ def print_stats(kg: KnowledgeGraph) -> None:
 @command("kg stats")
 def cmd_kg_stats(args: argparse.Namespace) -> int:
     with open_store(args) as kg:
+        kg.require_fresh()
         print_stats(kg)
     return 0
 
@@ -143,23 +189,30 @@ def cmd_kg_export(args: argparse.Namespace) -> int:
 # ------------------------------------------------------------------------------ reason
 
 
+def print_reason(kg: KnowledgeGraph, rules, provenance: Path | None = None) -> None:
+    from kgprobe.reasoning.materialize import materialize
+
+    report = materialize(kg, rules)
+    print(f"reasoned over {report.asserted} asserted triples with {', '.join(report.rules)} "
+          f"in {report.seconds:.2f} s")
+    for rule in report.rules:
+        print(f"  {rule:7s} {report.derived_by.get(rule, 0):>9} triples")
+    print(f"inferred graph: {report.inferred} triples ({report.added} new); "
+          f"{report.held_back} generalized triples held back (not legal RDF)")
+    if provenance:
+        n = report.closure.write_jsonl(provenance)
+        print(f"wrote {n} derivations to {provenance}")
+
+
 @command("reason")
 def cmd_reason(args: argparse.Namespace) -> int:
-    from kgprobe.reasoning.materialize import clear, materialize
+    from kgprobe.reasoning.materialize import clear
 
     with open_store(args) as kg:
         if args.clear:
             print(f"removed the inferred graph ({clear(kg)} triples)")
             return 0
-        report = materialize(kg, comma_list(args.rules))
-        print(f"reasoned over {report.asserted} asserted triples with {', '.join(report.rules)} "
-              f"in {report.seconds:.2f} s")
-        for rule in report.rules:
-            print(f"  {rule:7s} {report.derived_by.get(rule, 0):>9} triples")
-        print(f"inferred graph: {report.inferred} triples ({report.added} new)")
-        if args.provenance:
-            n = report.closure.write_jsonl(args.provenance)
-            print(f"wrote {n} derivations to {args.provenance}")
+        print_reason(kg, comma_list(args.rules), args.provenance)
     return 0
 
 
@@ -172,6 +225,8 @@ def cmd_generate_memorizing(args: argparse.Namespace) -> int:
     from kgprobe.reasoning.memorizing import candidate_sets, generate_memorizing
 
     with open_store(args) as kg:
+        if args.reason and kg.inferred_state() == "stale":
+            print_reason(kg, RULES)
         onto = kg.ontology()
     records = generate_memorizing(onto, seed=args.seed)
     out = Path(args.out)
@@ -235,8 +290,8 @@ DEMO_QUERY = """SELECT DISTINCT ?ancestor ?label ?depth WHERE {
 def cmd_kg_tour(args: argparse.Namespace) -> int:
     """Build the knowledge graph from the bundled ontology and look at it."""
     start = time.perf_counter()
-    with open_store(args, create=True) as kg:
-        load_sources(kg, [], default=True)
+    with created_store(args) as kg:
+        load_sources(kg, [], default=True, replace=True)
         print(f"built the knowledge graph in {kg.path} "
               f"({time.perf_counter() - start:.1f} s)\n")
         print_stats(kg)
@@ -258,6 +313,14 @@ def add_parsers(sub) -> None:
     p.add_argument("sources", nargs="*", help="an RDF file, or a directory with class.json and "
                    "property.json")
     p.add_argument("--default", action="store_true", help="load the bundled OntoProbe ontology")
+    p.add_argument("--name", default=None, help="graph name for the one source (default: the "
+                   "file name without suffix)")
+    p.add_argument("--replace", action="store_true",
+                   help="let a source replace a graph that holds a different file")
+    p.add_argument("--reason", action="store_true", help="materialize the RDFS closure afterwards")
+    store_arg(p)
+    p = kg_sub.add_parser("remove", help="remove a source graph (inferences become stale)")
+    p.add_argument("name", help="the graph name, as `kg stats` shows it after urn:kgprobe:source:")
     store_arg(p)
     p = kg_sub.add_parser("query", help="run a SPARQL SELECT/ASK/CONSTRUCT over all graphs")
     p.add_argument("query", help="the query text, or @FILE")
@@ -285,6 +348,8 @@ def add_parsers(sub) -> None:
     p = gen_sub.add_parser("memorizing", help="TP/SCO/SPO/DM/RG records, one JSONL per relation")
     p.add_argument("--out", required=True, type=Path)
     p.add_argument("--seed", type=int, default=0, help="seed of the train/dev/test split")
+    p.add_argument("--reason", action="store_true", help="re-run `kgprobe reason` first if the "
+                   "inferences are stale")
     store_arg(p)
     p = gen_sub.add_parser("reasoning", help="premise/hypothesis items, one JSONL per rule")
     p.add_argument("--out", required=True, type=Path)

@@ -1,7 +1,17 @@
-"""The Oxigraph knowledge graph: one named graph per loaded source, SPARQL over their union."""
+"""The Oxigraph knowledge graph: one named graph per loaded source, SPARQL over their union.
+
+What the store guarantees (the README's "Bad input" paragraph; tests/test_store_guarantees.py):
+every change is staged into `urn:kgprobe:staging:*` graphs and made visible by ONE SPARQL
+update (`MOVE` keeps blank-node identity, and an Oxigraph update is one transaction), so a
+crash leaves the old or the new state; staging left by a crash is dropped on the next open.
+The `urn:kgprobe:meta` graph (never part of the union) records each source graph's path
+and content hash, and the fingerprint of the sources the inferred graph was computed from:
+inferences whose fingerprint differs from the current sources are stale.
+"""
 
 from __future__ import annotations
 
+import hashlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +35,9 @@ from kgprobe.ontology.model import (
 
 GRAPH_NS = "urn:kgprobe:source:"
 INFERRED_GRAPH = "urn:kgprobe:inferred"
+META_GRAPH = "urn:kgprobe:meta"
+STAGING_NS = "urn:kgprobe:staging:"
+_PATH, _HASH, _FROM = (KGP + "sourcePath", KGP + "sourceHash", KGP + "computedFrom")
 
 #: Prefixes every query may use without declaring them.
 PREFIXES = {
@@ -58,6 +71,35 @@ def to_ox(term: str) -> ox.NamedNode | ox.BlankNode | ox.Literal:
 
 def _nt(term: str) -> str:
     return term if term.startswith(('"', "_:")) else f"<{term}>"
+
+
+class StaleInferencesError(StoreError):
+    """The inferred graph was computed from other versions of the sources."""
+
+
+class GraphNameError(StoreError):
+    """A load would put a second file into an existing source graph."""
+
+
+@dataclass(frozen=True)
+class SourceRecord:
+    """What the meta graph says about one source graph."""
+
+    graph: str
+    path: str
+    content_hash: str
+
+
+def content_hash(triples: Iterable[Triple]) -> str:
+    """sha256 of the sorted N-Triples lines: the same content gives the same hash."""
+    digest = hashlib.sha256()
+    for s, p, o in sorted(set(triples)):
+        digest.update(f"{_nt(s)} {_nt(p)} {_nt(o)} .\n".encode())
+    return digest.hexdigest()
+
+
+def _lit(text: str) -> str:
+    return str(ox.Literal(text))  # N-Triples escaping, valid in SPARQL
 
 
 @dataclass
@@ -98,6 +140,7 @@ class KnowledgeGraph:
                                      "or pass --store")
                 self.path.parent.mkdir(parents=True, exist_ok=True)
                 self._store = ox.Store(str(self.path))
+            self._drop_staging()
         except OSError as err:
             if "lock" in str(err).lower():
                 raise StoreError(f"{self.path}: the store is in use by another process; wait for "
@@ -118,44 +161,132 @@ class KnowledgeGraph:
 
     # ------------------------------------------------------------------ writing
 
-    def add_sources(self, sources: Iterable[Source]) -> list[str]:
-        """Load sources, each into its own named graph (replacing an earlier load of it).
+    def add_sources(self, sources: Iterable[Source], *, replace: bool = False) -> list[str]:
+        """Load sources, each into its own named graph, all in one transaction.
 
-        All sources are written in one transaction: a failure leaves the store as it was.
+        A graph already holding another file needs ``replace=True``; reloading the same
+        path replaces it.  Inferences become stale (the sources' fingerprint changes).
         """
-        graphs = {graph_iri(src.name): src.triples for src in sources}
-        self.replace_graphs(graphs)
+        sources = list(sources)
+        known = self.source_records()
+        graphs: dict[str, Source] = {}
+        for src in sources:
+            graph, path = graph_iri(src.name), _source_path(src.path)
+            if graph in graphs:
+                raise GraphNameError(f"{src.path}: graph '{src.name}' would also hold "
+                                     f"{graphs[graph].path}; load one of them with --name")
+            old = known.get(graph)
+            if old is not None and old.path != path and not replace:
+                raise GraphNameError(f"{src.path}: graph '{src.name}' already holds {old.path}; "
+                                     "pass --replace to replace it, or --name to load it beside")
+            graphs[graph] = src
+        meta = {g: SourceRecord(g, _source_path(s.path), content_hash(s.triples))
+                for g, s in graphs.items()}
+        self._commit({g: _scoped(g, s.triples) for g, s in graphs.items()}, meta)
         return list(graphs)
+
+    def remove_source(self, name: str) -> SourceRecord:
+        """Drop a source graph and its record in one transaction."""
+        graph = name if name.startswith(GRAPH_NS) else graph_iri(name)
+        record = self.source_records().get(graph)
+        if record is None and graph not in self.graphs():
+            names = ", ".join(g[len(GRAPH_NS):] for g in self.asserted_graphs()) or "none"
+            raise GraphNameError(f"no source graph named '{name}'; loaded: {names}")
+        self._commit({}, {}, drop=[graph])
+        return record or SourceRecord(graph, "?", "?")
+
+    def replace_inferred(self, triples: Iterable[Triple]) -> None:
+        """Make the inferred graph hold exactly `triples`, computed from the current sources."""
+        self._commit({INFERRED_GRAPH: triples}, {}, fingerprint=self.fingerprint())
+
+    def clear_inferred(self) -> None:
+        self._commit({}, {}, drop=[INFERRED_GRAPH], fingerprint="")
 
     def replace_graphs(self, graphs: dict[str, Iterable[Triple]]) -> None:
         """Make each named graph hold exactly its triples, in one transaction (all or nothing)."""
+        self._commit(graphs, {})
+
+    def _commit(self, graphs: dict[str, Iterable[Triple]], meta: dict[str, SourceRecord], *,
+                drop: Iterable[str] = (), fingerprint: str | None = None) -> None:
+        """Stage every graph, then publish all of it with one SPARQL update (one transaction)."""
         ops = []
-        for graph, triples in graphs.items():
-            body = "\n".join(f"{_nt(s)} {_nt(p)} {_nt(o)} ." for s, p, o in triples)
-            ops.append(f"DROP SILENT GRAPH <{graph}> ;\n"
-                       f"INSERT DATA {{ GRAPH <{graph}> {{\n{body}\n}} }}")
         try:
-            self._store.update(" ;\n".join(ops))
-        except (SyntaxError, OSError) as err:
-            raise StoreError(f"graph(s) {', '.join(graphs)}: could not be written "
-                             f"({_first_line(err)}); the store is unchanged") from None
+            for n, (graph, triples) in enumerate(graphs.items()):
+                staging = f"{STAGING_NS}{n}"
+                self._store.add_graph(ox.NamedNode(staging))
+                self._store.extend(ox.Quad(to_ox(s), to_ox(p), to_ox(o), ox.NamedNode(staging))
+                                   for s, p, o in triples)
+                ops.append(f"MOVE SILENT GRAPH <{staging}> TO <{graph}>")
+            for graph in drop:
+                ops.append(f"DROP SILENT GRAPH <{graph}>")
+            for graph in [*meta, *drop]:
+                ops.append(f"DELETE WHERE {{ GRAPH <{META_GRAPH}> {{ <{graph}> <{_PATH}> ?a }} }}")
+                ops.append(f"DELETE WHERE {{ GRAPH <{META_GRAPH}> {{ <{graph}> <{_HASH}> ?b }} }}")
+            rows = [f"<{r.graph}> <{_PATH}> {_lit(r.path)} . <{r.graph}> <{_HASH}> {_lit(r.content_hash)} ."
+                    for r in meta.values()]
+            if fingerprint is not None:
+                ops.append(f"DELETE WHERE {{ GRAPH <{META_GRAPH}> {{ <{INFERRED_GRAPH}> <{_FROM}> ?c }} }}")
+                if fingerprint:
+                    rows.append(f"<{INFERRED_GRAPH}> <{_FROM}> {_lit(fingerprint)} .")
+            if rows:
+                ops.append(f"INSERT DATA {{ GRAPH <{META_GRAPH}> {{ {' '.join(rows)} }} }}")
+            if ops:
+                self._store.update(" ;\n".join(ops))
+        except (SyntaxError, OSError, RuntimeError, TypeError, ValueError) as err:
+            self._drop_staging()
+            raise StoreError(f"graph(s) {', '.join(graphs) or ', '.join(drop)}: could not be "
+                             f"written ({_first_line(err)}); the store is unchanged") from None
 
-    def add_triples(self, graph: str, triples: Iterable[Triple]) -> None:
-        """Add triples to a graph in one transaction; triples already there are no-ops."""
-        self._store.extend(ox.Quad(to_ox(s), to_ox(p), to_ox(o), ox.NamedNode(graph))
-                           for s, p, o in triples)
+    def _has(self, graph: str) -> bool:
+        return self._store.contains_named_graph(ox.NamedNode(graph))
 
-    def drop_graph(self, graph: str) -> None:
-        self._store.update(f"DROP SILENT GRAPH <{graph}>")
+    def _drop_staging(self) -> None:
+        """Staging graphs are never published state: left over only by a crash."""
+        for g in list(self._store.named_graphs()):
+            if g.value.startswith(STAGING_NS):
+                self._store.remove_graph(g)
+
+    # ------------------------------------------------------------------ bookkeeping
+
+    def source_records(self) -> dict[str, SourceRecord]:
+        rows = self._store.query(
+            f"SELECT ?g ?path ?hash WHERE {{ GRAPH <{META_GRAPH}> {{ ?g <{_PATH}> ?path ; "
+            f"<{_HASH}> ?hash }} }}")
+        return {r["g"].value: SourceRecord(r["g"].value, r["path"].value, r["hash"].value)
+                for r in rows}
+
+    def fingerprint(self) -> str:
+        """Hash of the (graph, content hash) pairs of every source graph now in the store."""
+        records = self.source_records()
+        lines = sorted(f"{g} {records[g].content_hash if g in records else content_hash(self.triples(g))}"
+                       for g in self.asserted_graphs())
+        return hashlib.sha256("\n".join(lines).encode()).hexdigest()
+
+    def inferred_state(self) -> str:
+        """'none' (never reasoned), 'fresh', or 'stale' (sources changed since `reason`)."""
+        rows = list(self._store.quads_for_pattern(ox.NamedNode(INFERRED_GRAPH), ox.NamedNode(_FROM),
+                                                  None, ox.NamedNode(META_GRAPH)))
+        if not rows:
+            return "stale" if self._has(INFERRED_GRAPH) else "none"
+        return "fresh" if rows[0].object.value == self.fingerprint() else "stale"
+
+    def require_fresh(self) -> None:
+        """Refuse to read inferences computed from other versions of the sources."""
+        if self.inferred_state() == "stale":
+            raise StaleInferencesError(
+                f"{self.path or 'store'}: the inferred graph is stale (sources were loaded, "
+                "replaced or removed since); run `kgprobe reason` (or pass --reason)")
 
     # ------------------------------------------------------------------ reading
 
     def asserted_graphs(self) -> list[str]:
-        """Every graph but the inferred one: what reasoning starts from."""
+        """Every data graph but the inferred one: what reasoning starts from."""
         return [g for g in self.graphs() if g != INFERRED_GRAPH]
 
     def graphs(self) -> list[str]:
-        return sorted(g.value for g in self._store.named_graphs())
+        """The data graphs (sources and inferred; not the meta or staging graphs)."""
+        return sorted(g.value for g in self._store.named_graphs()
+                      if g.value != META_GRAPH and not g.value.startswith(STAGING_NS))
 
     def triples(self, graph: str | None = None) -> Iterator[Triple]:
         """Triples of one named graph, or of the union of all graphs (deduplicated)."""
@@ -166,6 +297,8 @@ class KnowledgeGraph:
             return
         seen: set[Triple] = set()
         for q in self._store:
+            if q.graph_name.value == META_GRAPH:
+                continue
             t = (from_ox(q.subject), from_ox(q.predicate), from_ox(q.object))
             if t not in seen:
                 seen.add(t)
@@ -173,14 +306,21 @@ class KnowledgeGraph:
 
     def count(self, graph: str | None = None) -> int:
         if graph is None:
-            return len(self._store)
+            return len(self._store) - self._meta_count()
         answer = self.query(f"SELECT (COUNT(*) AS ?n) WHERE {{ GRAPH <{graph}> {{ ?s ?p ?o }} }}")
         return int(_lexical(answer.rows[0][0]))
+
+    def _meta_count(self) -> int:
+        return sum(1 for _ in self._store.quads_for_pattern(None, None, None, ox.NamedNode(META_GRAPH)))
+
+    def _union(self) -> dict:
+        """Query options: the default graph is the union of the data graphs (never meta)."""
+        return {"default_graph": [ox.NamedNode(g) for g in self.graphs()] or [ox.DefaultGraph()]}
 
     def query(self, sparql: str) -> QueryResult:
         """Run a SELECT, ASK or CONSTRUCT query over the union of all graphs."""
         try:
-            result = self._store.query(sparql, prefixes=PREFIXES, use_default_graph_as_union=True)
+            result = self._store.query(sparql, prefixes=PREFIXES, **self._union())
         except SyntaxError as err:
             raise QueryError(f"invalid SPARQL query ({_first_line(err)}); check the syntax") from None
         except OSError as err:
@@ -196,7 +336,12 @@ class KnowledgeGraph:
         return QueryResult("select", variables, rows)
 
     def ontology(self, name: str = "store", graphs: list[str] | None = None) -> Ontology:
-        """The typed model of the union graph (asserted ∪ inferred), or of some graphs."""
+        """The typed model of the union graph (asserted ∪ inferred), or of some graphs.
+
+        Refuses stale inferences: a model built from them gives wrong gold answers.
+        """
+        if graphs is None or INFERRED_GRAPH in graphs:
+            self.require_fresh()
         if graphs is None:
             return build_ontology(name, self.triples())
         return build_ontology(name, (t for g in graphs for t in self.triples(g)))
@@ -216,14 +361,30 @@ class KnowledgeGraph:
         formats = {"turtle": ox.RdfFormat.TURTLE, "ntriples": ox.RdfFormat.N_TRIPLES}
         if fmt not in formats:
             raise StoreError(f"unknown export format '{fmt}'; use turtle or ntriples")
-        result = self._store.query("CONSTRUCT { ?s ?p ?o } WHERE { ?s ?p ?o }",
-                                   use_default_graph_as_union=True)
+        result = self._store.query("CONSTRUCT { ?s ?p ?o } WHERE { ?s ?p ?o }", **self._union())
         if out is None:
             return result.serialize(format=formats[fmt])
         tmp = Path(f"{out}.part")
         result.serialize(str(tmp), format=formats[fmt])
         tmp.replace(out)
         return None
+
+
+def _scoped(graph: str, triples: Iterable[Triple]) -> Iterator[Triple]:
+    """Blank-node labels are local to their file: prefix them per graph so two sources never
+    share a node by accident (a reload of the same source gets the same labels)."""
+    tag = hashlib.sha256(graph.encode()).hexdigest()[:8]
+
+    def term(x: str) -> str:
+        return f"_:g{tag}{x[2:]}" if x.startswith("_:") else x
+
+    for s, p, o in triples:
+        yield term(s), p, term(o)
+
+
+def _source_path(path: str) -> str:
+    """A source's identity: its absolute path (names like '(bundled)' stay as they are)."""
+    return str(Path(path).resolve()) if Path(path).exists() else path
 
 
 def _lexical(term: str) -> str:

@@ -132,6 +132,8 @@ def reasoning_items(onto: Ontology, closure: Closure, templates: TemplateSet, *,
         by_text: dict[tuple, ReasoningItem] = {}
         by_shape: dict[tuple, ReasoningItem | None] = {}
         for d in closure.derivations(rule):
+            if any(t[0].startswith('"') for t in (d.conclusion, *d.premises)):
+                continue  # generalized triples (a literal subject) have no words
             if pseudowords:
                 # Derivations that differ only in the entity behind a slot read the same:
                 # count them without rendering each one again.

@@ -25,16 +25,18 @@ Algorithm (chosen by measurement; the numbers are in the comment after the impor
   affected operators to re-run in full.  The usual graph needs two passes, the
   second of which sees no new input for any operator and costs nothing.
 
-Two choices where the rules are silent, matching owlrl's generalized-triple
-handling where possible: rdfs3 is skipped when the object is a literal (a literal
-cannot be a subject; owlrl does emit ``"lit" rdf:type C`` here, `reasonable` does
-not), and rdfs7 is skipped when the super-property is a literal (a literal cannot
-be a predicate; owlrl does the same).  Blank nodes are ordinary terms everywhere.
+Generalized triples (RDF 1.1 Semantics, section 9.2.1): the rules apply to triples
+with literal subjects and blank-node predicates, because RDFS entailment is defined
+over them, so rdfs3 types literal objects (``"lit" rdf:type C``) and those triples
+feed every rule (with ``rdf:type rdfs:range R`` they yield ``C rdf:type R``, as owlrl
+derives).  `Closure.inferred` holds them all; `Closure.held_back` names the ones that
+are not legal RDF (literal subject, non-IRI predicate), which a store must not hold.
+One choice where the rules are silent: rdfs7 is skipped when the super-property is a
+literal (owlrl does the same).  Blank nodes are ordinary terms everywhere.
 """
 
 from __future__ import annotations
 
-import bisect
 import json
 import os
 import tempfile
@@ -44,27 +46,7 @@ from itertools import chain, repeat
 
 import numpy as np
 from kgprobe.errors import KgprobeError
-
-# Measurements behind the design (bench/rdfs_closure.py graph, seed 0, on the 2-core
-# development machine while it was otherwise idle; the 1M graph has 1,000,000 asserted
-# and 4,681,306 closure triples, 187k terms):
-#
-# * pure-Python stratified prototype (dict predicate -> set of (s, o) str pairs, per-node
-#   DFS for the hierarchies, every stratum re-run in full until a pass adds nothing):
-#   16.1 s for the saturation alone (2 passes), 1.25 GB peak, before building the
-#   output sets (~2 s more).  Too slow for the 30 s target with any headroom.
-# * this module (integer keys in numpy, semi-naive operators): 4.9 s end to end at 1M,
-#   of which interning 1.0-1.35 s, per-predicate store 0.09 s, saturation 1.4 s
-#   (rdfs7 0.9 s, rdfs9 0.5 s, Tarjan passes 0.4 s) and building the two frozensets of
-#   str triples ~2.3 s (the interface's cost, kept eager); 780 MB peak RSS with the
-#   175 MB input.  10k: 0.04 s, 50k: 0.15 s.
-# * interning variants at 1M: dict.setdefault list-comprehension 0.87-1.1 s (kept),
-#   dict.fromkeys + sort + map(dict.__getitem__) 1.2-1.6 s, explicit loop 1.3 s.
-# * references on the same graphs: owlrl 8.9 s at 10k (~260 s at 50k), `reasonable`
-#   (Rust, OWL 2 RL) 0.37 s at 10k, 2.3 s at 50k, 77 s and 6.8 GB peak at 1M; so
-#   ~200x faster than owlrl and 10-16x faster than reasonable, with identical closures
-#   (modulo the rules each implements beyond these six).
-from kgprobe.ontology.model import (  # noqa: E402  (the vocabulary lives with the model)
+from kgprobe.ontology.model import (
     RDF_TYPE,
     RDFS_DOMAIN,
     RDFS_RANGE,
@@ -72,11 +54,10 @@ from kgprobe.ontology.model import (  # noqa: E402  (the vocabulary lives with t
     RDFS_SUBPROPERTYOF,
     Triple,
 )
-
-_VOCAB = (RDF_TYPE, RDFS_DOMAIN, RDFS_RANGE, RDFS_SUBCLASSOF, RDFS_SUBPROPERTYOF)
+from kgprobe.reasoning.rdfs_engine import Engine, build_store, intern
+from kgprobe.reasoning.rdfs_keys import EMPTY, csr, dedup_sorted, expand, isin_sorted
 
 RULES: tuple[str, ...] = ("rdfs2", "rdfs3", "rdfs5", "rdfs7", "rdfs9", "rdfs11")
-
 
 
 class UnknownRuleError(KgprobeError, ValueError):
@@ -115,460 +96,6 @@ class Derivation:
 
 
 # --------------------------------------------------------------------------------------
-# integer store
-
-
-_EMPTY = np.zeros(0, dtype=np.int64)
-
-
-def _dedup_sorted(a: np.ndarray) -> np.ndarray:
-    if a.size < 2:
-        return a
-    keep = np.empty(a.size, dtype=bool)
-    keep[0] = True
-    np.not_equal(a[1:], a[:-1], out=keep[1:])
-    return a[keep]
-
-
-def _isin_sorted(values: np.ndarray, sorted_arr: np.ndarray) -> np.ndarray:
-    """Boolean mask: which of `values` occur in the sorted array."""
-    if sorted_arr.size == 0 or values.size == 0:
-        return np.zeros(values.size, dtype=bool)
-    pos = np.searchsorted(sorted_arr, values)
-    np.minimum(pos, sorted_arr.size - 1, out=pos)
-    return sorted_arr[pos] == values
-
-
-class _Store:
-    """Per-predicate sorted key arrays plus an append log for semi-naive evaluation."""
-
-    def __init__(self, n_terms: int):
-        self.n = n_terms
-        self.full: dict[int, np.ndarray] = {}
-        self.log: dict[int, list[np.ndarray]] = {}
-
-    def version(self, p: int) -> int:
-        log = self.log.get(p)
-        return len(log) if log else 0
-
-    def since(self, p: int, version: int) -> np.ndarray:
-        chunks = self.log.get(p, ())[version:]
-        if not chunks:
-            return _EMPTY
-        return chunks[0] if len(chunks) == 1 else np.concatenate(chunks)
-
-    def get(self, p: int) -> np.ndarray:
-        return self.full.get(p, _EMPTY)
-
-    def set_initial(self, p: int, keys: np.ndarray) -> None:
-        self.full[p] = keys
-        self.log[p] = [keys]
-
-    def add(self, p: int, cand: np.ndarray) -> int:
-        """Add candidate keys (any order, duplicates allowed); return how many were new."""
-        if cand.size == 0:
-            return 0
-        cand = _dedup_sorted(np.sort(cand))
-        old = self.full.get(p)
-        if old is None or old.size == 0:
-            new = cand
-            self.full[p] = new
-        else:
-            new = cand[~_isin_sorted(cand, old)]
-            if new.size == 0:
-                return 0
-            self.full[p] = np.insert(old, np.searchsorted(old, new), new)
-        self.log.setdefault(p, []).append(new)
-        return int(new.size)
-
-    def compact(self) -> None:
-        """Drop the append logs once saturated (each becomes one chunk: the full array)."""
-        self.log = {p: [k] for p, k in self.full.items()}
-
-    # decoding helpers
-    def pairs(self, p: int) -> tuple[np.ndarray, np.ndarray]:
-        k = self.get(p)
-        return k // self.n, k % self.n
-
-
-def _reach(src: np.ndarray, dst: np.ndarray) -> dict[int, frozenset[int]]:
-    """For each node with an out-edge, the nodes reachable by a path of length >= 1.
-
-    Iterative Tarjan: strongly connected components come out sinks first, so each
-    component's successors are finished before it.  A node reaches itself exactly
-    when it lies on a cycle (component of size > 1, or a self-loop).
-    """
-    adj: dict[int, list[int]] = {}
-    for a, b in zip(src.tolist(), dst.tolist()):
-        adj.setdefault(a, []).append(b)
-    reach: dict[int, frozenset[int]] = {}
-    index: dict[int, int] = {}
-    low: dict[int, int] = {}
-    on_stack: set[int] = set()
-    stack: list[int] = []
-    counter = 0
-    for root in adj:
-        if root in index:
-            continue
-        work = [(root, iter(adj.get(root, ())))]
-        index[root] = low[root] = counter
-        counter += 1
-        stack.append(root)
-        on_stack.add(root)
-        while work:
-            v, it = work[-1]
-            advanced = False
-            for w in it:
-                if w not in index:
-                    index[w] = low[w] = counter
-                    counter += 1
-                    stack.append(w)
-                    on_stack.add(w)
-                    work.append((w, iter(adj.get(w, ()))))
-                    advanced = True
-                    break
-                if w in on_stack and index[w] < low[v]:
-                    low[v] = index[w]
-            if advanced:
-                continue
-            work.pop()
-            if work:
-                u = work[-1][0]
-                if low[v] < low[u]:
-                    low[u] = low[v]
-            if low[v] == index[v]:
-                comp = []
-                while True:
-                    w = stack.pop()
-                    on_stack.discard(w)
-                    comp.append(w)
-                    if w == v:
-                        break
-                succ: set[int] = set()
-                for c in comp:
-                    succ.update(adj.get(c, ()))
-                if not succ:
-                    continue
-                members = set(comp)
-                out = set(succ)
-                for w in succ:
-                    if w not in members:
-                        r = reach.get(w)
-                        if r:
-                            out |= r
-                fr = frozenset(out)
-                for c in comp:
-                    if c in adj:
-                        reach[c] = fr
-    return reach
-
-
-def _csr(reach: dict[int, frozenset[int]]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Sorted node ids, per-node start offsets and lengths, and the concatenated targets."""
-    nodes = sorted(reach)
-    lens = np.fromiter((len(reach[v]) for v in nodes), dtype=np.int64, count=len(nodes))
-    starts = np.zeros(len(nodes), dtype=np.int64)
-    if len(nodes) > 1:
-        np.cumsum(lens[:-1], out=starts[1:])
-    targets = np.fromiter(chain.from_iterable(reach[v] for v in nodes), dtype=np.int64, count=int(lens.sum()))
-    return np.asarray(nodes, dtype=np.int64), starts, lens, targets
-
-
-def _expand(keys: np.ndarray, n: int, csr, by_object: bool) -> np.ndarray:
-    """For keys (s, o): produce s*n + t for every t in csr-targets of o (or of s, swapping)."""
-    nodes, starts, lens, targets = csr
-    if keys.size == 0 or nodes.size == 0:
-        return _EMPTY
-    s, o = keys // n, keys % n
-    look, keep = (o, s) if by_object else (s, o)
-    pos = np.searchsorted(nodes, look)
-    np.minimum(pos, nodes.size - 1, out=pos)
-    hit = nodes[pos] == look
-    if not hit.any():
-        return _EMPTY
-    pos, keep = pos[hit], keep[hit]
-    cnt = lens[pos]
-    total = int(cnt.sum())
-    if total == 0:
-        return _EMPTY
-    first = np.cumsum(cnt) - cnt
-    offs = np.repeat(starts[pos] - first, cnt) + np.arange(total, dtype=np.int64)
-    return np.repeat(keep, cnt) * n + targets[offs]
-
-
-# --------------------------------------------------------------------------------------
-# operators (one per rule; see the module docstring)
-
-
-class _Op:
-    rule = ""
-
-    def __init__(self, eng: _Engine):
-        self.eng = eng
-        self.seen: dict[int, int] = {}
-
-    def schema(self) -> tuple[int, ...]:
-        raise NotImplementedError
-
-    def inputs(self) -> set[int]:
-        raise NotImplementedError
-
-    def apply(self, full: bool, delta: dict[int, np.ndarray]) -> set[int]:
-        """Run once; return the predicates written to."""
-        raise NotImplementedError
-
-    def closed(self, written: set[int]) -> bool:
-        """True when this operator's own new outputs can give it nothing more."""
-        return True
-
-    def run(self) -> bool:
-        st = self.eng.store
-        added = False
-        while True:
-            ins = self.inputs()
-            delta = {}
-            for p in ins:
-                v = self.seen.get(p, 0)
-                if st.version(p) > v:
-                    delta[p] = st.since(p, v)
-            if not delta:
-                return added
-            full = any(p in delta for p in self.schema())
-            before = {p: st.version(p) for p in ins}
-            written = self.apply(full, delta)
-            if written:
-                added = True
-            if self.closed(written):
-                for p in self.inputs():
-                    self.seen[p] = st.version(p)
-            else:
-                self.seen.update(before)
-
-
-class _Transitive(_Op):
-    """rdfs5 / rdfs11: add the transitive closure of subPropertyOf / subClassOf."""
-
-    def __init__(self, eng, rule, pred):
-        super().__init__(eng)
-        self.rule, self.pred = rule, pred
-
-    def schema(self):
-        return (self.pred,)
-
-    def inputs(self):
-        return {self.pred}
-
-    def apply(self, full, delta):
-        nodes, starts, lens, targets = self.eng.csr(self.pred)
-        n = self.eng.store.n
-        cand = np.repeat(nodes, lens) * n + targets
-        if not self.eng.store.add(self.pred, cand):
-            return set()
-        self.eng.carry(self.pred)  # a relation and its transitive closure reach the same nodes
-        return {self.pred}
-
-
-class _SubProp(_Op):
-    """rdfs7: every fact of a property is a fact of each property it reaches via subPropertyOf."""
-
-    rule = "rdfs7"
-
-    def schema(self):
-        return (self.eng.SPO,)
-
-    def inputs(self):
-        return {self.eng.SPO} | set(self.eng.reach(self.eng.SPO))
-
-    def apply(self, full, delta):
-        eng, st = self.eng, self.eng.store
-        reach = eng.reach(eng.SPO)
-        lit = eng.is_literal
-        into: dict[int, list[np.ndarray]] = {}
-        for a, supers in reach.items():
-            facts = st.get(a) if full else delta.get(a, _EMPTY)
-            if facts.size == 0:
-                continue
-            for b in supers:
-                if b != a and not lit[b]:
-                    into.setdefault(b, []).append(facts)
-        written = set()
-        for b in sorted(into):
-            chunks = into[b]
-            if st.add(b, chunks[0] if len(chunks) == 1 else np.concatenate(chunks)):
-                written.add(b)
-        return written
-
-    def closed(self, written):
-        return self.eng.SPO not in written
-
-
-class _DomRange(_Op):
-    """rdfs2 (domain: subjects) / rdfs3 (range: non-literal objects) of each property's facts."""
-
-    def __init__(self, eng, rule, pred, objects):
-        super().__init__(eng)
-        self.rule, self.pred, self.objects = rule, pred, objects
-
-    def schema(self):
-        return (self.pred,)
-
-    def decl(self) -> dict[int, np.ndarray]:
-        return self.eng.grouped(self.pred)
-
-    def inputs(self):
-        return {self.pred} | set(self.decl())
-
-    def apply(self, full, delta):
-        eng, st = self.eng, self.eng.store
-        n = st.n
-        out = []
-        for a, classes in self.decl().items():
-            facts = st.get(a) if full else delta.get(a, _EMPTY)
-            if facts.size == 0:
-                continue
-            if self.objects:
-                ends = np.unique(facts % n)
-                ends = ends[~eng.is_literal[ends]]
-            else:
-                ends = _dedup_sorted(facts // n)  # sorted by subject (a delta per chunk; repeats are harmless)
-            if ends.size:
-                out.append((ends[:, None] * n + classes[None, :]).ravel())
-        if not out:
-            return set()
-        return {eng.TYPE} if st.add(eng.TYPE, np.concatenate(out)) else set()
-
-    def closed(self, written):
-        return self.eng.TYPE not in self.decl()
-
-
-class _SubClass(_Op):
-    """rdfs9: every instance of a class is an instance of each class it reaches via subClassOf."""
-
-    rule = "rdfs9"
-
-    def schema(self):
-        return (self.eng.SCO,)
-
-    def inputs(self):
-        return {self.eng.SCO, self.eng.TYPE}
-
-    def apply(self, full, delta):
-        eng, st = self.eng, self.eng.store
-        types = st.get(eng.TYPE) if full else delta.get(eng.TYPE, _EMPTY)
-        cand = _expand(types, st.n, eng.csr(eng.SCO), by_object=True)
-        return {eng.TYPE} if st.add(eng.TYPE, cand) else set()
-
-
-class _Engine:
-    def __init__(self, terms: list[str], store: _Store):
-        self.terms = terms
-        self.store = store
-        self.is_literal = np.fromiter((t.startswith('"') for t in terms), dtype=bool, count=len(terms))
-        # _intern always includes the vocabulary; terms are sorted
-        self.TYPE, self.DOM, self.RNG, self.SCO, self.SPO = (
-            bisect.bisect_left(terms, t) for t in _VOCAB
-        )
-        assert [terms[i] for i in (self.TYPE, self.DOM, self.RNG, self.SCO, self.SPO)] == list(_VOCAB)
-        self._cache: dict[tuple[str, int], tuple[int, object]] = {}
-
-    def _cached(self, kind: str, p: int, build):
-        v = self.store.version(p)
-        hit = self._cache.get((kind, p))
-        if hit is not None and hit[0] == v:
-            return hit[1]
-        val = build()
-        self._cache[(kind, p)] = (v, val)
-        return val
-
-    def carry(self, p: int) -> None:
-        """Mark the cached reachability of p as still valid at p's current version."""
-        for kind in ("reach", "csr"):
-            hit = self._cache.get((kind, p))
-            if hit is not None:
-                self._cache[(kind, p)] = (self.store.version(p), hit[1])
-
-    def reach(self, p: int) -> dict[int, frozenset[int]]:
-        return self._cached("reach", p, lambda: _reach(*self.store.pairs(p)))
-
-    def csr(self, p: int):
-        return self._cached("csr", p, lambda: _csr(self.reach(p)))
-
-    def grouped(self, p: int) -> dict[int, np.ndarray]:
-        """subject -> sorted array of objects, for the facts of predicate p."""
-
-        def build():
-            s, o = self.store.pairs(p)
-            if s.size == 0:
-                return {}
-            cut = np.flatnonzero(s[1:] != s[:-1]) + 1
-            return {int(g[0]): oo for g, oo in zip(np.split(s, cut), np.split(o, cut))}
-
-        return self._cached("grouped", p, build)
-
-    def saturate(self, rules: tuple[str, ...]) -> None:
-        ops: list[_Op] = []
-        for rule in ("rdfs5", "rdfs7", "rdfs2", "rdfs3", "rdfs11", "rdfs9"):
-            if rule not in rules:
-                continue
-            if rule == "rdfs5":
-                ops.append(_Transitive(self, rule, self.SPO))
-            elif rule == "rdfs11":
-                ops.append(_Transitive(self, rule, self.SCO))
-            elif rule == "rdfs7":
-                ops.append(_SubProp(self))
-            elif rule == "rdfs2":
-                ops.append(_DomRange(self, rule, self.DOM, objects=False))
-            elif rule == "rdfs3":
-                ops.append(_DomRange(self, rule, self.RNG, objects=True))
-            else:
-                ops.append(_SubClass(self))
-        progress = True
-        while progress:
-            progress = False
-            for op in ops:
-                if op.run():
-                    progress = True
-        self.store.compact()
-
-
-def _intern(triples: Iterable[Triple]) -> tuple[list[str], np.ndarray]:
-    """Sorted term list and an (m, 3) int64 array of term ids."""
-    # the vocabulary is always interned: rdf:type can be derived from a graph without it
-    ids: dict[str, int] = {t: i for i, t in enumerate(_VOCAB)}
-    setdefault = ids.setdefault
-    flat = [setdefault(t, len(ids)) for t in chain.from_iterable(triples)]
-    if len(flat) % 3:
-        raise ValueError("every triple must have exactly three terms")
-    terms = list(ids)
-    for t in terms:
-        if not isinstance(t, str):
-            raise TypeError(f"RDF terms must be str, got {type(t).__name__}: {t!r}")
-    order = sorted(range(len(terms)), key=terms.__getitem__)
-    rank = np.empty(len(terms), dtype=np.int64)
-    rank[np.asarray(order, dtype=np.int64)] = np.arange(len(terms), dtype=np.int64)
-    arr = rank[np.asarray(flat, dtype=np.int64)].reshape(-1, 3) if flat else np.zeros((0, 3), dtype=np.int64)
-    return [terms[i] for i in order], arr
-
-
-def _build_store(terms: list[str], arr: np.ndarray) -> tuple[_Store, dict[int, np.ndarray]]:
-    n = max(len(terms), 1)
-    if n >= 3_000_000_000:
-        raise ValueError("too many distinct terms for 64-bit triple keys")
-    st = _Store(n)
-    base: dict[int, np.ndarray] = {}
-    if arr.size:
-        keys = arr[:, 0] * n + arr[:, 2]
-        order = np.lexsort((keys, arr[:, 1]))
-        p, keys = arr[order, 1], keys[order]
-        cut = np.flatnonzero(p[1:] != p[:-1]) + 1
-        for pp, kk in zip(np.split(p, cut), np.split(keys, cut)):
-            kk = _dedup_sorted(kk)
-            base[int(pp[0])] = kk
-            st.set_initial(int(pp[0]), kk)
-    return st, base
-
-
-# --------------------------------------------------------------------------------------
 # public API
 
 
@@ -584,31 +111,41 @@ class Closure:
     asserted: frozenset[Triple]
     inferred: frozenset[Triple]
     rules: tuple[str, ...] = RULES
-    _engine: _Engine | None = field(default=None, repr=False, compare=False)
+    _engine: Engine | None = field(default=None, repr=False, compare=False)
     _base: dict[int, np.ndarray] | None = field(default=None, repr=False, compare=False)
     _derived_by: dict[str, int] | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self):
         self.rules = _check_rules(self.rules)
 
+    @property
+    def held_back(self) -> frozenset[Triple]:
+        """Inferred generalized triples that are not legal RDF (see `is_rdf_triple`)."""
+        return frozenset(t for t in self.inferred if not is_rdf_triple(t))
+
+    @property
+    def rdf_inferred(self) -> frozenset[Triple]:
+        """The inferred triples a store can hold: `inferred` minus `held_back`."""
+        return frozenset(t for t in self.inferred if is_rdf_triple(t))
+
     # -- index ----------------------------------------------------------------------
-    def _index(self) -> tuple[_Engine, dict[int, np.ndarray]]:
+    def _index(self) -> tuple[Engine, dict[int, np.ndarray]]:
         if self._engine is None:
-            terms, arr = _intern(chain(self.asserted, self.inferred))
-            st, _ = _build_store(terms, arr)
+            terms, arr = intern(chain(self.asserted, self.inferred))
+            st, _ = build_store(terms, arr)
             a_terms = {t: i for i, t in enumerate(terms)}
             base: dict[int, list[int]] = {}
             for s, p, o in self.asserted:
                 base.setdefault(a_terms[p], []).append(a_terms[s] * st.n + a_terms[o])
             self._base = {p: np.unique(np.asarray(k, dtype=np.int64)) for p, k in base.items()}
-            self._engine = _Engine(terms, st)
+            self._engine = Engine(terms, st)
         return self._engine, self._base
 
     def _inferred_keys(self, p: int) -> np.ndarray:
         eng, base = self._index()
         full = eng.store.get(p)
         b = base.get(p)
-        return full if b is None else full[~_isin_sorted(full, b)]
+        return full if b is None else full[~isin_sorted(full, b)]
 
     # -- attribution ------------------------------------------------------------------
     def derived_by(self) -> dict[str, int]:
@@ -626,8 +163,8 @@ class Closure:
                 by_pred = self._conclusions(rule)
                 total = 0
                 for p, cand in by_pred.items():
-                    cand = _dedup_sorted(np.sort(cand))
-                    total += int(_isin_sorted(cand, self._inferred_keys(p)).sum())
+                    cand = dedup_sorted(np.sort(cand))
+                    total += int(isin_sorted(cand, self._inferred_keys(p)).sum())
                 counts[rule] = total
             self._derived_by = counts
         return dict(self._derived_by)
@@ -644,25 +181,24 @@ class Closure:
                 cut = np.flatnonzero(s[1:] != s[:-1]) + 1
                 for g, oo in zip(np.split(s, cut), np.split(o, cut)):
                     d[int(g[0])] = frozenset(oo.tolist())
-            return _csr(d)
+            return csr(d)
 
         if rule in ("rdfs2", "rdfs3"):
             out = []
             for a, classes in eng.grouped(eng.DOM if rule == "rdfs2" else eng.RNG).items():
                 facts = st.get(a)
                 if rule == "rdfs2":
-                    ends = _dedup_sorted(facts // n)
+                    ends = dedup_sorted(facts // n)
                 else:
                     ends = np.unique(facts % n)
-                    ends = ends[~eng.is_literal[ends]]
                 out.append((ends[:, None] * n + classes[None, :]).ravel())
-            return {eng.TYPE: np.concatenate(out) if out else _EMPTY}
+            return {eng.TYPE: np.concatenate(out) if out else EMPTY}
         if rule in ("rdfs5", "rdfs11"):
             p = eng.SPO if rule == "rdfs5" else eng.SCO
             # (x p y), (y p z) => (x p z): expand each pair by the direct successors of its object
-            return {p: _expand(st.get(p), n, direct(p), by_object=True)}
+            return {p: expand(st.get(p), n, direct(p), by_object=True)}
         if rule == "rdfs9":
-            return {eng.TYPE: _expand(st.get(eng.TYPE), n, direct(eng.SCO), by_object=True)}
+            return {eng.TYPE: expand(st.get(eng.TYPE), n, direct(eng.SCO), by_object=True)}
         # rdfs7
         out7: dict[int, list[np.ndarray]] = {}
         for a, supers in eng.grouped(eng.SPO).items():
@@ -716,8 +252,6 @@ class Closure:
                         p1 = (ta, decl_p, T[x])
                         for k in facts:
                             u, v = divmod(k, n)
-                            if rule == "rdfs3" and eng.is_literal[v]:
-                                continue
                             yield Derivation(rule, (T[v if rule == "rdfs3" else u], TYPE, T[x]), (p1, (T[u], ta, T[v])))
             elif rule in ("rdfs5", "rdfs11"):
                 p, pid = (SPO, eng.SPO) if rule == "rdfs5" else (SCO, eng.SCO)
@@ -775,13 +309,19 @@ class Closure:
         return count
 
 
+def is_rdf_triple(triple: Triple) -> bool:
+    """Legal RDF 1.1: the subject is an IRI or blank node and the predicate an IRI."""
+    s, p, _ = triple
+    return not s.startswith('"') and not p.startswith(('"', "_:"))
+
+
 def closure(triples: Iterable[Triple], rules: Iterable[str] = RULES) -> Closure:
     """Closure of `triples` under `rules` (any subset of `RULES`), to fixpoint."""
     rules = _check_rules(rules)
     triples = [t if type(t) is tuple else tuple(t) for t in triples]
-    terms, arr = _intern(triples)
-    st, base = _build_store(terms, arr)
-    eng = _Engine(terms, st)
+    terms, arr = intern(triples)
+    st, base = build_store(terms, arr)
+    eng = Engine(terms, st)
     eng.saturate(rules)
     n = st.n
     term_arr = np.empty(len(terms), dtype=object)
@@ -790,7 +330,7 @@ def closure(triples: Iterable[Triple], rules: Iterable[str] = RULES) -> Closure:
     for p in sorted(st.full):
         full = st.full[p]
         b = base.get(p)
-        new = full if b is None else full[~_isin_sorted(full, b)]
+        new = full if b is None else full[~isin_sorted(full, b)]
         if new.size:
             inferred.append(zip(term_arr[new // n].tolist(), repeat(terms[p]), term_arr[new % n].tolist()))
     c = Closure(frozenset(triples), frozenset(chain.from_iterable(inferred)), rules)

@@ -53,9 +53,28 @@ def test_rdfs3_range():
     assert inferred(g, ["rdfs3"]) == {(y, TYPE, A)}
 
 
-def test_rdfs3_skips_literal_objects_but_not_blank_nodes():
-    g = [(p, RNG, A), (x, p, '"7"^^<http://www.w3.org/2001/XMLSchema#int>'), (x, p, '"hi"@en'), (x, p, "_:b1")]
-    assert inferred(g) == {("_:b1", TYPE, A)}
+def test_rdfs3_types_literal_objects_as_generalized_triples():
+    lit7, hi = '"7"^^<http://www.w3.org/2001/XMLSchema#int>', '"hi"@en'
+    g = [(p, RNG, A), (x, p, lit7), (x, p, hi), (x, p, "_:b1")]
+    c = closure(g)
+    assert c.inferred == {("_:b1", TYPE, A), (lit7, TYPE, A), (hi, TYPE, A)}
+    assert c.held_back == {(lit7, TYPE, A), (hi, TYPE, A)}
+    assert c.rdf_inferred == {("_:b1", TYPE, A)}
+
+
+def test_generalized_triples_feed_the_rules_like_owlrl():
+    """The issue's example: ex:a ex:p "s" . ex:p rdfs:range ex:C . rdf:type rdfs:range ex:R"""
+    g = [(x, p, '"s"'), (p, RNG, C), (TYPE, RNG, ex("R"))]
+    c = closure(g)
+    assert (C, TYPE, ex("R")) in c.rdf_inferred
+    assert ('"s"', TYPE, C) in c.held_back
+
+
+def test_blank_node_predicates_are_held_back():
+    g = [(ex("bar"), SPO, "_:p"), (x, ex("bar"), y)]
+    c = closure(g)
+    assert c.inferred == {(x, "_:p", y)}
+    assert c.held_back == {(x, "_:p", y)} and c.rdf_inferred == set()
 
 
 def test_rdfs5_transitive_subproperty():

@@ -1,0 +1,189 @@
+"""Integer triple keys for the RDFS engine: sorted per-predicate arrays, reachability, joins.
+
+A triple (s, p, o) over n interned terms is the key ``s * n + o`` in predicate p's sorted,
+duplicate-free int64 array; keeping the key predicate-independent lets rdfs7 move facts
+between predicates without decoding them (see `kgprobe.reasoning.rdfs_engine`).
+"""
+
+from __future__ import annotations
+
+from itertools import chain
+
+import numpy as np
+
+EMPTY = np.zeros(0, dtype=np.int64)
+
+
+def dedup_sorted(a: np.ndarray) -> np.ndarray:
+    if a.size < 2:
+        return a
+    keep = np.empty(a.size, dtype=bool)
+    keep[0] = True
+    np.not_equal(a[1:], a[:-1], out=keep[1:])
+    return a[keep]
+
+
+def isin_sorted(values: np.ndarray, sorted_arr: np.ndarray) -> np.ndarray:
+    """Boolean mask: which of `values` occur in the sorted array."""
+    if sorted_arr.size == 0 or values.size == 0:
+        return np.zeros(values.size, dtype=bool)
+    pos = np.searchsorted(sorted_arr, values)
+    np.minimum(pos, sorted_arr.size - 1, out=pos)
+    return sorted_arr[pos] == values
+
+
+class KeyStore:
+    """Per-predicate sorted key arrays plus an append log for semi-naive evaluation."""
+
+    def __init__(self, n_terms: int):
+        self.n = n_terms
+        self.full: dict[int, np.ndarray] = {}
+        self.log: dict[int, list[np.ndarray]] = {}
+
+    def version(self, p: int) -> int:
+        log = self.log.get(p)
+        return len(log) if log else 0
+
+    def since(self, p: int, version: int) -> np.ndarray:
+        chunks = self.log.get(p, ())[version:]
+        if not chunks:
+            return EMPTY
+        return chunks[0] if len(chunks) == 1 else np.concatenate(chunks)
+
+    def get(self, p: int) -> np.ndarray:
+        return self.full.get(p, EMPTY)
+
+    def set_initial(self, p: int, keys: np.ndarray) -> None:
+        self.full[p] = keys
+        self.log[p] = [keys]
+
+    def add(self, p: int, cand: np.ndarray) -> int:
+        """Add candidate keys (any order, duplicates allowed); return how many were new."""
+        if cand.size == 0:
+            return 0
+        cand = dedup_sorted(np.sort(cand))
+        old = self.full.get(p)
+        if old is None or old.size == 0:
+            new = cand
+            self.full[p] = new
+        else:
+            new = cand[~isin_sorted(cand, old)]
+            if new.size == 0:
+                return 0
+            self.full[p] = np.insert(old, np.searchsorted(old, new), new)
+        self.log.setdefault(p, []).append(new)
+        return int(new.size)
+
+    def compact(self) -> None:
+        """Drop the append logs once saturated (each becomes one chunk: the full array)."""
+        self.log = {p: [k] for p, k in self.full.items()}
+
+    # decoding helpers
+    def pairs(self, p: int) -> tuple[np.ndarray, np.ndarray]:
+        k = self.get(p)
+        return k // self.n, k % self.n
+
+
+def reach_sets(src: np.ndarray, dst: np.ndarray) -> dict[int, frozenset[int]]:
+    """For each node with an out-edge, the nodes reachable by a path of length >= 1.
+
+    Iterative Tarjan: strongly connected components come out sinks first, so each
+    component's successors are finished before it.  A node reaches itself exactly
+    when it lies on a cycle (component of size > 1, or a self-loop).
+    """
+    adj: dict[int, list[int]] = {}
+    for a, b in zip(src.tolist(), dst.tolist()):
+        adj.setdefault(a, []).append(b)
+    reach: dict[int, frozenset[int]] = {}
+    index: dict[int, int] = {}
+    low: dict[int, int] = {}
+    on_stack: set[int] = set()
+    stack: list[int] = []
+    counter = 0
+    for root in adj:
+        if root in index:
+            continue
+        work = [(root, iter(adj.get(root, ())))]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            v, it = work[-1]
+            advanced = False
+            for w in it:
+                if w not in index:
+                    index[w] = low[w] = counter
+                    counter += 1
+                    stack.append(w)
+                    on_stack.add(w)
+                    work.append((w, iter(adj.get(w, ()))))
+                    advanced = True
+                    break
+                if w in on_stack and index[w] < low[v]:
+                    low[v] = index[w]
+            if advanced:
+                continue
+            work.pop()
+            if work:
+                u = work[-1][0]
+                if low[v] < low[u]:
+                    low[u] = low[v]
+            if low[v] == index[v]:
+                comp = []
+                while True:
+                    w = stack.pop()
+                    on_stack.discard(w)
+                    comp.append(w)
+                    if w == v:
+                        break
+                succ: set[int] = set()
+                for c in comp:
+                    succ.update(adj.get(c, ()))
+                if not succ:
+                    continue
+                members = set(comp)
+                out = set(succ)
+                for w in succ:
+                    if w not in members:
+                        r = reach.get(w)
+                        if r:
+                            out |= r
+                fr = frozenset(out)
+                for c in comp:
+                    if c in adj:
+                        reach[c] = fr
+    return reach
+
+
+def csr(reach: dict[int, frozenset[int]]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Sorted node ids, per-node start offsets and lengths, and the concatenated targets."""
+    nodes = sorted(reach)
+    lens = np.fromiter((len(reach[v]) for v in nodes), dtype=np.int64, count=len(nodes))
+    starts = np.zeros(len(nodes), dtype=np.int64)
+    if len(nodes) > 1:
+        np.cumsum(lens[:-1], out=starts[1:])
+    targets = np.fromiter(chain.from_iterable(reach[v] for v in nodes), dtype=np.int64, count=int(lens.sum()))
+    return np.asarray(nodes, dtype=np.int64), starts, lens, targets
+
+
+def expand(keys: np.ndarray, n: int, csr, by_object: bool) -> np.ndarray:
+    """For keys (s, o): produce s*n + t for every t in csr-targets of o (or of s, swapping)."""
+    nodes, starts, lens, targets = csr
+    if keys.size == 0 or nodes.size == 0:
+        return EMPTY
+    s, o = keys // n, keys % n
+    look, keep = (o, s) if by_object else (s, o)
+    pos = np.searchsorted(nodes, look)
+    np.minimum(pos, nodes.size - 1, out=pos)
+    hit = nodes[pos] == look
+    if not hit.any():
+        return EMPTY
+    pos, keep = pos[hit], keep[hit]
+    cnt = lens[pos]
+    total = int(cnt.sum())
+    if total == 0:
+        return EMPTY
+    first = np.cumsum(cnt) - cnt
+    offs = np.repeat(starts[pos] - first, cnt) + np.arange(total, dtype=np.int64)
+    return np.repeat(keep, cnt) * n + targets[offs]
