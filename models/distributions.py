@@ -218,3 +218,10 @@ class SentenceLikelihood:
 
     def probabilities(self, scores: np.ndarray) -> np.ndarray:
         return softmax_rows(scores)
+
+
+def slot_distribution(loaded: LoadedModel, vocabulary: Vocabulary, *, batch_size: int = 32):
+    """A scorer of `vocabulary` at a prompt's slot: the [MASK] distribution of a model that
+    fills masks, else the next-token distribution (the slot must then end the prompt)."""
+    cls = MaskDistribution if loaded.fills_masks else NextTokenDistribution
+    return cls(loaded, vocabulary, batch_size=batch_size)

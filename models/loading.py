@@ -75,6 +75,35 @@ class LoadedModel:
     #: Timings and cache facts of the load (``{"converted": bool, "seconds": float}``).
     info: dict = field(default_factory=dict)
 
+    # What differs between masked and causal models, as capabilities the studies ask for
+    # instead of branching on `kind` (ARCHITECTURE.md, "The model interface").
+
+    @property
+    def fills_masks(self) -> bool:
+        """A ``[MASK]`` slot anywhere in a text is read in one pass (masked LMs); a causal LM
+        reads only the token after its prefix, so a slot must come last."""
+        return self.kind == "masked"
+
+    @property
+    def answers_next_token(self) -> bool:
+        """It can answer with the next token after a question (an option letter)."""
+        return self.kind == "causal"
+
+    @property
+    def default_pooling(self) -> str:
+        """How token log-probabilities of a multi-token candidate are pooled by default:
+        the paper's mean over masks for masked LMs, the sequence log-probability for causal."""
+        return "mean" if self.kind == "masked" else "sum"
+
+    @property
+    def pseudoword_anchor(self) -> str:
+        """Where pseudowords are sampled: near [MASK] (the paper) or, without one, the mean."""
+        return "mask" if self.kind == "masked" else "mean"
+
+    def input_embeddings(self) -> torch.Tensor:
+        """The static input embeddings [V, H] as the first layer sees them."""
+        return input_embedding_matrix(self)
+
 
 # --------------------------------------------------------------------------------------
 # Presets: GGUF files shipped inside PyPI packages.

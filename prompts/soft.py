@@ -85,9 +85,7 @@ def soft_reasoning_prompt(study: "Study", item: ReasoningItem, p1: str, p2: str,
 
 
 def _init_vectors(study: "Study", names: list[str], seed: int) -> dict[str, torch.Tensor]:
-    from kgprobe.models.loading import input_embedding_matrix
-
-    matrix = input_embedding_matrix(study.loaded).detach().float()
+    matrix = study.loaded.input_embeddings().detach().float()
     mean, std = matrix.mean(0), matrix.std(0)
     gen = torch.Generator().manual_seed(seed)
     return {n: (mean + std * torch.randn(matrix.shape[1], generator=gen)).requires_grad_(True)

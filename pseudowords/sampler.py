@@ -14,7 +14,7 @@ Causal LMs have no ``[MASK]`` token; our documented choice is the mean input emb
 the vocabulary (the centre of the embedding cloud, closest in spirit to "could be any
 word"); `anchor_for(loaded, "mask")` is still available when the tokenizer has a mask token.
 
-Embeddings are those the model's first layer sees (`input_embedding_matrix`: Gemma's
+Embeddings are those the model's first layer sees (`LoadedModel.input_embeddings`: Gemma's
 scaled embeddings included), and the vectors are injected unchanged via ``inputs_embeds``.
 """
 
@@ -24,7 +24,6 @@ from typing import Sequence
 
 import torch
 from kgprobe.errors import KgprobeError, ModelError
-from kgprobe.models.loading import input_embedding_matrix
 
 __all__ = [
     "PAPER_COEFFICIENT",
@@ -110,12 +109,12 @@ def anchor_for(loaded, kind: str = "auto", matrix: torch.Tensor | None = None) -
     ``"mask"``: the mask token's embedding (the paper's choice; needs a mask token).
     ``"mean"``: the mean input embedding over the vocabulary.
     ``"auto"``: ``"mask"`` for masked LMs, ``"mean"`` for causal LMs.
-    `matrix`: the model's `input_embedding_matrix`, when the caller already has it.
+    `matrix`: the model's `input_embeddings()`, when the caller already has it.
     """
     if kind == "auto":
-        kind = "mask" if loaded.kind == "masked" else "mean"
+        kind = loaded.pseudoword_anchor
     if matrix is None:
-        matrix = input_embedding_matrix(loaded)
+        matrix = loaded.input_embeddings()
     if kind == "mask":
         mask_id = getattr(loaded.tokenizer, "mask_token_id", None)
         if mask_id is None:
@@ -136,7 +135,7 @@ def sample_pseudoword_sets(
     anchor: str = "auto",
 ) -> list[dict[str, torch.Tensor]]:
     """`n_sets` mappings slot -> vector (the paper samples 10 pairs for [X], [Y]); all mutually separated."""
-    matrix = input_embedding_matrix(loaded)  # a [V, H] copy for Gemma: build it once
+    matrix = loaded.input_embeddings()  # a [V, H] copy for Gemma: build it once
     vectors = sample_pseudowords(
         matrix, anchor_for(loaded, anchor, matrix), n_sets * len(slots), coefficient=coefficient, seed=seed
     )

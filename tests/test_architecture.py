@@ -9,6 +9,7 @@ inside functions count too: they are still a dependency).
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -117,3 +118,13 @@ def test_cli_starts_without_heavy_imports(argv, tmp_path):
     marker = [line for line in run.stdout.splitlines() if line.startswith("HEAVY:")]
     assert marker, run.stdout + run.stderr
     assert marker[-1] == "HEAVY:", f"{argv} imported {marker[-1][6:]}"
+
+
+def test_studies_ask_the_model_interface_not_its_kind():
+    """Studies use capabilities (fills_masks, default_pooling, slot_distribution, …), never
+    `kind == "masked"`-style branches: a new model kind then needs no study changed."""
+    pattern = re.compile(r"""\bkind\s*[!=]=\s*["'](masked|causal)["']""")
+    hits = [f"{p.relative_to(ROOT)}:{i}" for p in (ROOT / "studies").rglob("*.py")
+            for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
+            if pattern.search(line)]
+    assert not hits, hits

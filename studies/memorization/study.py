@@ -91,9 +91,8 @@ def run_memorization(model: str, out: str | Path, *, tasks: Sequence[str] = RELA
         from kgprobe.models.loading import load_model
 
         loaded = load_model(model, device=device)
-    pooling_name = pooling or ("mean" if loaded is not None and loaded.kind == "masked" else
-                               "sum" if loaded is not None else "-")
-    masks_name = masks if loaded is not None and loaded.kind == "masked" else "-"
+    pooling_name = pooling or (loaded.default_pooling if loaded is not None else "-")
+    masks_name = masks if loaded is not None and loaded.fills_masks else "-"
     units = []
     for relation, mset in sets.items():
         n_templates = len(tmpl_set[relation].manual)

@@ -128,7 +128,7 @@ def run_multiple_choice(model: str, out: str | Path, *, tasks: str = "all",
         raise KgprobeError(f"--answer {answer}: use letter or text")
     chosen = choose(find_sets(data), tasks)
     loaded = load_model(model, device=device)
-    if answer == "letter" and loaded.kind != "causal":
+    if answer == "letter" and not loaded.answers_next_token:
         raise KgprobeError(f"letter answers need a causal (instruct) model; '{model}' is a masked LM: "
                            "use --answer text")
     scorer = make_scorer(loaded) if answer == "text" else None

@@ -84,7 +84,7 @@ def build_study(config: AblationConfig, source: Source | None = None) -> Study:
     items = select_items(all_items, config.limit, config.seed)
     memorizing = reference_sets() if bundled else generated_memorizing_sets(onto, seed=config.seed)
     loaded = load_model(config.model, device=config.device)
-    scorer = make_scorer(loaded, masks="multi", pooling="mean" if loaded.kind == "masked" else None)
+    scorer = make_scorer(loaded, masks="multi", pooling=loaded.default_pooling)
     pseudowords = sample_pseudoword_sets(loaded, config.pairs, seed=config.seed)
     return Study(config, items, all_items, candidate_sets(onto), templates,
                  Verbalizer(onto, templates), memorizing, loaded, scorer, pseudowords)

@@ -39,14 +39,14 @@ class StaConfig:
     batch_size: int = 32
     progress: bool = True
 
-    def fingerprint(self, kind: str) -> dict:
+    def fingerprint(self, model) -> dict:
         """The settings that determine the numbers (not device, batch size, progress)."""
         return {
             "norms": str(Path(self.norms).expanduser().resolve()), "format": self.format,
-            "model": self.model, "kind": kind, "seed": self.seed, "limit": self.limit,
+            "model": self.model, "kind": model.kind, "seed": self.seed, "limit": self.limit,
             "elicitation_limit": self.elicitation_concepts(),
-            "vocab": self.retrieval_vocab(kind), "determiner": self.determiner,
-            "template": self.retrieval_template(kind),
+            "vocab": self.retrieval_vocab(model.fills_masks), "determiner": self.determiner,
+            "template": self.retrieval_template(model.fills_masks),
             "vocab_file": str(self.lama_file()),
             "random": [self.random_sets, self.random_permutations],
         }
@@ -54,14 +54,17 @@ class StaConfig:
     def elicitation_concepts(self) -> int | None:
         return self.elicitation_limit if self.elicitation_limit is not None else self.limit
 
-    def retrieval_template(self, kind: str) -> str:
-        return self.template or ("statement" if kind == "masked" else "question")
+    def retrieval_template(self, fills_masks: bool) -> str:
+        """The paper's statement where the slot can stand first; a question ending in the
+        slot for models that read only the next token."""
+        return self.template or ("statement" if fills_masks else "question")
 
-    def retrieval_vocab(self, kind: str) -> str:
+    def retrieval_vocab(self, fills_masks: bool) -> str:
         """lama, unless candidates are scored one pass each (causal statement: concepts)."""
         if self.vocab:
             return self.vocab
-        return "concepts" if kind == "causal" and self.retrieval_template(kind) == "statement" else "lama"
+        statement = self.retrieval_template(fills_masks) == "statement"
+        return "concepts" if not fills_masks and statement else "lama"
 
     def lama_file(self) -> Path:
         return Path(self.vocab_file).expanduser() if self.vocab_file else default_vocab_file()

@@ -130,9 +130,8 @@ def _parse_conditions(names: Sequence[str] | None) -> list[ret.Condition]:
 def run_sta(config: StaConfig, out: str | Path) -> list[dict]:
     """Run (or resume) the study into `out`; returns the result rows."""
     from kgprobe.models.distributions import (
-        MaskDistribution,
-        NextTokenDistribution,
         SentenceLikelihood,
+        slot_distribution,
         single_token_vocabulary,
         word_vocabulary,
     )
@@ -155,7 +154,7 @@ def run_sta(config: StaConfig, out: str | Path) -> list[dict]:
     norms = load_norms(config.norms, config.format)
     t0 = time.perf_counter()
     loaded = load_model(config.model, device=config.device)
-    fingerprint = config.fingerprint(loaded.kind)
+    fingerprint = config.fingerprint(loaded)
     out.mkdir(parents=True, exist_ok=True)
     pin_settings(out, fingerprint)
 
@@ -172,20 +171,18 @@ def run_sta(config: StaConfig, out: str | Path) -> list[dict]:
     random_kw = {"random_sets": config.random_sets, "random_permutations": config.random_permutations}
 
     if "retrieval" in config.tasks:
-        vocab_name = config.retrieval_vocab(loaded.kind)
-        template = config.retrieval_template(loaded.kind)
+        vocab_name = config.retrieval_vocab(loaded.fills_masks)
+        template = config.retrieval_template(loaded.fills_masks)
         source = lama() if vocab_name == "lama" else norms.words()
-        sentence = loaded.kind == "causal" and template == "statement"
+        sentence = not loaded.fills_masks and template == "statement"
         if sentence and vocab_name == "concepts":
             vocabulary = word_vocabulary(source)  # multi-token concepts can be scored too
         else:
             vocabulary = single_token_vocabulary(source, loaded)
-        if loaded.kind == "masked":
-            scorer = MaskDistribution(loaded, vocabulary, batch_size=config.batch_size)
-        elif sentence:
+        if sentence:  # the slot is not last: one pass per candidate sentence
             scorer = SentenceLikelihood(loaded, vocabulary, batch_size=config.batch_size)
         else:
-            scorer = NextTokenDistribution(loaded, vocabulary, batch_size=config.batch_size)
+            scorer = slot_distribution(loaded, vocabulary, batch_size=config.batch_size)
         targets, counts = retrieval_targets(norms, vocabulary, determiner=config.determiner,
                                             limit=config.limit, seed=config.seed)
         if not targets:
@@ -216,10 +213,7 @@ def run_sta(config: StaConfig, out: str | Path) -> list[dict]:
 
     if "elicitation" in config.tasks:
         vocabulary_e = single_token_vocabulary(lama(), loaded)
-        if loaded.kind == "masked":
-            scorer_e = MaskDistribution(loaded, vocabulary_e, batch_size=config.batch_size)
-        else:
-            scorer_e = NextTokenDistribution(loaded, vocabulary_e, batch_size=config.batch_size)
+        scorer_e = slot_distribution(loaded, vocabulary_e, batch_size=config.batch_size)
         concepts = sample(list(norms.concepts.values()), config.elicitation_concepts(), config.seed, "concepts")
         sensible = eli.sensible_sets(norms)
         summary["elicitation"] = {
