@@ -92,8 +92,9 @@ def kg_ontology(store: str | None):
 
 def generate_sets(cfg: CopenConfig, out: Path, tasks: Sequence[str]) -> dict[str, dict]:
     """Write generated sets for `tasks` that OUT/data does not hold yet; return their reports."""
+    from kgprobe.ontology.norms import load_mcrae
     from kgprobe.reasoning.copen_kg import Taxonomy, generate_cic, generate_csj
-    from kgprobe.reasoning.copen_norms import generate_cpj, read_norms
+    from kgprobe.reasoning.copen_norms import generate_cpj
 
     summary_path = out / "data" / "summary.json"
     summary = json.loads(summary_path.read_text()) if summary_path.exists() else {}
@@ -102,7 +103,7 @@ def generate_sets(cfg: CopenConfig, out: Path, tasks: Sequence[str]) -> dict[str
     for task in todo:
         t0 = time.perf_counter()
         if task == "cpj":
-            items, report = generate_cpj(read_norms(cfg.norms), seed=cfg.seed)
+            items, report = generate_cpj(load_mcrae(cfg.norms), seed=cfg.seed)
             source = str(cfg.norms)
         else:
             if onto is None:

@@ -23,7 +23,8 @@ from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
-from kgprobe.ontology.norms import Concept, Norms, indefinite_article
+from kgprobe.ontology.labels import with_article
+from kgprobe.ontology.norms import Concept, Norms
 from kgprobe.ontology.verbalize import MASK
 from scipy.stats import spearmanr
 
@@ -98,7 +99,7 @@ def sensible_sets(norms: Norms) -> dict[str, list[str]]:
 
 def elicitation_prompt(concept: Concept, relation: str, context: str = "everyone") -> str:
     """"Everyone knows that a bear has [MASK] ." (context "bare": "A bear has [MASK] .")."""
-    subject = f"{indefinite_article(concept.word, concept.vowel_sound)} {concept.word}"
+    subject = with_article(concept.word, concept.vowel_sound)
     if context == "everyone":
         return f"Everyone knows that {subject} {relation} {MASK} ."
     if context == "bare":
