@@ -32,8 +32,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from kgprobe.ontology.norms import PARTICIPLES, Feature, Norms, concept_word
-from kgprobe.reasoning.copen_items import CPJItem, split_top_levels, split_train_dev
-from kgprobe.reasoning.copen_kg import GenerationReport
+from kgprobe.reasoning.copen_items import CPJItem
+from kgprobe.reasoning.copen_split import GenerationReport, split_top_levels, split_train_dev
 
 TRUE_SHARE, FALSE_SHARE = 0.5, 0.2
 MIN_MEMBERS = 3  # a category needs this many member concepts to anchor a chain
@@ -175,6 +175,27 @@ def concept_chain(concept: str, norms: NormIndex, members: dict[str, set[str]],
     return [concept, *best]
 
 
+def _chain_labels(concept: str, feature: str, chain: list[str], norms: NormIndex,
+                  members: dict[str, set[str]]) -> list[tuple[str, int, dict]] | None:
+    """(category, label, provenance) for each category of `concept`'s chain, read from the
+    share of its member concepts that list `feature`; None when a label is undecided or the
+    labels are not monotone (true above a false)."""
+    rows: list[tuple[str, int, dict]] = []
+    labels = [1]
+    for cat in chain[1:]:
+        mem = sorted(members[cat])
+        having = [m for m in mem if feature in norms.features.get(m, {})]
+        share = len(having) / len(mem)
+        lab = 1 if share >= TRUE_SHARE else 0 if share < FALSE_SHARE else None
+        if lab is None or (lab == 1 and labels[-1] == 0):
+            return None
+        labels.append(lab)
+        rows.append((cat, lab, {"category": cat, "members": len(mem),
+                                "members_with_feature": having[:10], "share": round(share, 3),
+                                "membership": [row_json(norms.categories[concept][cat])]}))
+    return rows
+
+
 def generate_cpj(loaded: Norms, *, seed: int = 0) -> tuple[list[CPJItem], GenerationReport]:
     """CPJ items from the norms (see the module docstring)."""
     norms = NormIndex.of(loaded)
@@ -212,28 +233,12 @@ def generate_cpj(loaded: Norms, *, seed: int = 0) -> tuple[list[CPJItem], Genera
         name = concept_word(c)
         chain = chains[c]
         for feature, row in sorted(norms.features[c].items()):
-            chain_id = ""
-            chain_rows: list[tuple[str, int, dict]] = []
-            if len(chain) > 1:
-                labels, decided = [1], True
-                for cat in chain[1:]:
-                    mem = sorted(members[cat])
-                    having = [m for m in mem if feature in norms.features.get(m, {})]
-                    share = len(having) / len(mem)
-                    lab = 1 if share >= TRUE_SHARE else 0 if share < FALSE_SHARE else None
-                    if lab is None or (lab == 1 and labels[-1] == 0):
-                        decided = False
-                        break
-                    labels.append(lab)
-                    chain_rows.append((cat, lab, {"category": cat, "members": len(mem),
-                                                  "members_with_feature": having[:10],
-                                                  "share": round(share, 3),
-                                                  "membership": [row_json(norms.categories[c][cat])]}))
-                if decided:
-                    chain_id = ">".join(chain) + "|" + feature
-                else:
+            chain_rows = _chain_labels(c, feature, chain, norms, members) if len(chain) > 1 else None
+            chain_id = ">".join(chain) + "|" + feature if chain_rows is not None else ""
+            if chain_rows is None:
+                if len(chain) > 1:
                     report.add("chains left out: a category's label is undecided or not monotone")
-                    chain_rows = []
+                chain_rows = []
             group = f"{c}|{feature}"  # the statement, its chain and its negative go together
             add(name, feature, 1, group, [chain_id] if chain_id else [],
                 {"rule": "feature listed in the norms", "norm_rows": [row_json(row)]}, side)

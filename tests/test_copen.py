@@ -13,7 +13,8 @@ from kgprobe.ontology.loaders import Source
 from kgprobe.ontology.model import Instance, OntClass, Ontology, OntProperty
 from kgprobe.ontology.norms import load_mcrae
 from kgprobe.reasoning.copen_items import by_split, lexical_overlap, to_json
-from kgprobe.reasoning.copen_kg import Taxonomy, generate_cic, generate_csj
+from kgprobe.reasoning.copen_kg import generate_cic, generate_csj
+from kgprobe.reasoning.copen_taxonomy import Taxonomy
 from kgprobe.reasoning.copen_norms import (
     NormIndex,
     category_parents,

@@ -93,7 +93,8 @@ def kg_ontology(store: str | None):
 def generate_sets(cfg: CopenConfig, out: Path, tasks: Sequence[str]) -> dict[str, dict]:
     """Write generated sets for `tasks` that OUT/data does not hold yet; return their reports."""
     from kgprobe.ontology.norms import load_mcrae
-    from kgprobe.reasoning.copen_kg import Taxonomy, generate_cic, generate_csj
+    from kgprobe.reasoning.copen_kg import generate_cic, generate_csj
+    from kgprobe.reasoning.copen_taxonomy import Taxonomy
     from kgprobe.reasoning.copen_norms import generate_cpj
 
     summary_path = out / "data" / "summary.json"
