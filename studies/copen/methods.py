@@ -47,6 +47,7 @@ from kgprobe.models.segments import (
 )
 from kgprobe.ontology.labels import article
 from kgprobe.reasoning.copen_items import CiCItem, CPJItem, CSJItem, Item
+from kgprobe.studies.metrics import gold_ranks
 
 PARTS = {"csj": ("query", "candidate", ALL), "cpj": ("concept", "answer", ALL), "cic": ("concept", ALL)}
 CPJ_ANSWERS = ("true", "false")
@@ -134,12 +135,12 @@ def choice_prompts(task: str, item: Item, context: bool = True) -> list[tuple[Se
 
 
 def pessimistic_pred(scores: Sequence[float], gold: int | None) -> int:
-    """The predicted index: the gold only when it scores strictly best (ties go against it)."""
-    s = np.nan_to_num(np.asarray(scores, dtype=np.float64), nan=-np.inf)
-    best = s.max()
-    tied = [i for i in range(len(s)) if s[i] == best]
-    if gold is not None and tied == [gold]:
+    """The predicted index: the gold only when it ranks first alone (`metrics.gold_ranks`:
+    ties go against it); otherwise the first best-scoring other choice."""
+    if gold is not None and gold_ranks(scores, gold)[0] == 1:
         return gold
+    s = np.nan_to_num(np.asarray(scores, dtype=np.float64), nan=-np.inf)
+    tied = [i for i in range(len(s)) if s[i] == s.max()]
     others = [i for i in tied if i != gold]
     return others[0] if others else tied[0]
 

@@ -26,6 +26,7 @@ import numpy as np
 from kgprobe.ontology.labels import with_article
 from kgprobe.ontology.norms import Concept, Norms
 from kgprobe.ontology.verbalize import MASK
+from kgprobe.studies.metrics import gold_ranks
 from scipy.stats import spearmanr
 
 __all__ = [
@@ -124,12 +125,10 @@ def average_precision(scores: Sequence[float] | np.ndarray, gold: Sequence[int])
     Ranks are pessimistic on ties (a gold tied with others is placed after them), as in
     `metrics.gold_ranks`, so constant scores never earn precision.
     """
-    row = np.asarray(scores, dtype=np.float64)
-    row = np.where(np.isnan(row), -np.inf, row)
     idx = np.unique(np.asarray(list(gold), dtype=np.int64))
     if idx.size == 0:
         raise ValueError("average precision needs at least one gold index")
-    ranks = np.array([np.count_nonzero(row >= row[g]) for g in idx])
+    ranks = gold_ranks(scores, idx)
     precisions = [np.count_nonzero(ranks <= r) / r for r in ranks]
     return float(np.mean(precisions))
 
