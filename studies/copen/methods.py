@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import copy
 import math
+import string
 from dataclasses import asdict, dataclass, replace
 from typing import Callable, Sequence
 
@@ -46,6 +47,7 @@ from kgprobe.models.segments import (
     score_prompts,
 )
 from kgprobe.ontology.labels import article
+from kgprobe.prompts.texts import prompt_texts
 from kgprobe.reasoning.copen_items import CiCItem, CPJItem, CSJItem, Item
 from kgprobe.studies.metrics import gold_ranks
 
@@ -97,9 +99,30 @@ def hyperparameters(method: str, task: str, overrides: dict | None = None) -> Tr
 # ----------------------------------------------------------------------------- prompts
 
 
+def _segments(task: str, **values: str) -> tuple[Segment, ...]:
+    """The task's prompt from ``prompts/copen.toml``: each scored part its own segment, the
+    template words between them (with the other fields filled in) one segment each."""
+    spec = prompt_texts("copen")[task]
+    segs: list[Segment] = []
+    text = ""
+    for literal, field, _, _ in string.Formatter().parse(spec["template"]):
+        text += literal
+        if field is None:
+            continue
+        if field in spec["parts"]:
+            if text:
+                segs.append(Segment(text))
+            segs.append(Segment(values[field], field))
+            text = ""
+        else:
+            text += values[field]
+    if text:
+        segs.append(Segment(text))
+    return tuple(segs)
+
+
 def csj_prompts(item: CSJItem) -> list[tuple[Segment, ...]]:
-    return [(Segment(item.query, "query"), Segment(" is conceptually similar with "),
-             Segment(c, "candidate"), Segment(" .")) for c in item.candidates]
+    return [_segments("csj", query=item.query, candidate=c) for c in item.candidates]
 
 
 def cpj_statement(item: CPJItem) -> tuple[Segment, ...]:
@@ -112,14 +135,13 @@ def cpj_statement(item: CPJItem) -> tuple[Segment, ...]:
 
 
 def cpj_prompt(item: CPJItem, answer: str) -> tuple[Segment, ...]:
-    return cpj_statement(item) + (Segment(" The statement is "), Segment(answer, "answer"), Segment(" ."))
+    return cpj_statement(item) + _segments("cpj", answer=answer)
 
 
 def cic_prompts(item: CiCItem, context: bool = True) -> list[tuple[Segment, ...]]:
-    head = f"Choose the concept that best fits the context for {item.entity} according to the context: "
-    body = head + (item.sentence + " " if context else "")
-    return [(Segment(f"{body}{item.mention} is {article(c)} "), Segment(c, "concept"), Segment(" ."))
-            for c in item.candidates]
+    sentence = item.sentence + " " if context else ""
+    return [_segments("cic", entity=item.entity, context=sentence, mention=item.mention,
+                      article=article(c), concept=c) for c in item.candidates]
 
 
 def choice_prompts(task: str, item: Item, context: bool = True) -> list[tuple[Segment, ...]]:
