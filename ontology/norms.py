@@ -117,11 +117,6 @@ class Norms:
         return list(dict.fromkeys(c.word for c in self.concepts.values()))
 
 
-# --------------------------------------------------------------------------------------
-# Concept words
-# --------------------------------------------------------------------------------------
-
-
 def concept_word(key: str) -> str:
     """The slot filler of a norms concept: sense tags and underscores removed.
 

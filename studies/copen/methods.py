@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import copy
 import math
-import string
 from dataclasses import asdict, dataclass, replace
 from typing import Callable, Sequence
 
@@ -47,7 +46,7 @@ from kgprobe.models.segments import (
     score_prompts,
 )
 from kgprobe.ontology.labels import article
-from kgprobe.prompts.texts import prompt_texts
+from kgprobe.prompts.texts import prompt_segments
 from kgprobe.reasoning.copen_items import CiCItem, CPJItem, CSJItem, Item
 from kgprobe.studies.metrics import gold_ranks
 
@@ -99,30 +98,8 @@ def hyperparameters(method: str, task: str, overrides: dict | None = None) -> Tr
 # ----------------------------------------------------------------------------- prompts
 
 
-def _segments(task: str, **values: str) -> tuple[Segment, ...]:
-    """The task's prompt from ``prompts/copen.toml``: each scored part its own segment, the
-    template words between them (with the other fields filled in) one segment each."""
-    spec = prompt_texts("copen")[task]
-    segs: list[Segment] = []
-    text = ""
-    for literal, field, _, _ in string.Formatter().parse(spec["template"]):
-        text += literal
-        if field is None:
-            continue
-        if field in spec["parts"]:
-            if text:
-                segs.append(Segment(text))
-            segs.append(Segment(values[field], field))
-            text = ""
-        else:
-            text += values[field]
-    if text:
-        segs.append(Segment(text))
-    return tuple(segs)
-
-
 def csj_prompts(item: CSJItem) -> list[tuple[Segment, ...]]:
-    return [_segments("csj", query=item.query, candidate=c) for c in item.candidates]
+    return [prompt_segments("copen", "csj", query=item.query, candidate=c) for c in item.candidates]
 
 
 def cpj_statement(item: CPJItem) -> tuple[Segment, ...]:
@@ -135,12 +112,12 @@ def cpj_statement(item: CPJItem) -> tuple[Segment, ...]:
 
 
 def cpj_prompt(item: CPJItem, answer: str) -> tuple[Segment, ...]:
-    return cpj_statement(item) + _segments("cpj", answer=answer)
+    return cpj_statement(item) + prompt_segments("copen", "cpj", answer=answer)
 
 
 def cic_prompts(item: CiCItem, context: bool = True) -> list[tuple[Segment, ...]]:
     sentence = item.sentence + " " if context else ""
-    return [_segments("cic", entity=item.entity, context=sentence, mention=item.mention,
+    return [prompt_segments("copen", "cic", entity=item.entity, context=sentence, mention=item.mention,
                       article=article(c), concept=c) for c in item.candidates]
 
 
