@@ -57,13 +57,34 @@ def _engine():
     return inflect.engine()
 
 
+#: SAMPA-style consonant phonemes as McRae's ``Phon_1st`` writes them (``tS``, ``dZ``, ``S``…);
+#: every other first phoneme is a vowel (``&``, ``@``, ``E@``, ``3:`` which Excel turned into
+#: ``3:00``).
+_CONSONANTS = {"b", "d", "f", "g", "h", "j", "k", "l", "m", "n", "p", "r", "s", "t", "v", "w",
+               "z", "S", "T", "D", "Z", "N", "tS", "dZ"}
+
+
 @lru_cache(maxsize=65536)
-def article(phrase: str) -> str:
-    """'a' or 'an' for a phrase, by how its first word sounds (an hour, a university)."""
+def starts_with_vowel_sound(phrase: str, phoneme: str | None = None) -> bool:
+    """Whether `phrase` takes "an" (an hour, a university).
+
+    A first phoneme, where a dataset gives one (the McRae norms do), decides without
+    guessing; otherwise inflect reads the first word's spelling.
+    """
+    if phoneme:
+        return phoneme.strip() not in _CONSONANTS
     if not phrase.strip():
-        return "a"
-    return _engine().a(phrase).split(" ", 1)[0].lower()
+        return False
+    return _engine().a(phrase).split(" ", 1)[0].lower() == "an"
 
 
-def with_article(phrase: str) -> str:
-    return f"{article(phrase)} {phrase}"
+def article(phrase: str, vowel_sound: bool | None = None) -> str:
+    """'a' or 'an' for a phrase; `vowel_sound` when the caller knows it already (a norms
+    concept's first phoneme), else `starts_with_vowel_sound`."""
+    if vowel_sound is None:
+        vowel_sound = starts_with_vowel_sound(phrase)
+    return "an" if vowel_sound else "a"
+
+
+def with_article(phrase: str, vowel_sound: bool | None = None) -> str:
+    return f"{article(phrase, vowel_sound)} {phrase}"

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 from kgprobe.errors import KgprobeError
+from kgprobe.ontology.labels import starts_with_vowel_sound
 
 __all__ = [
     "NormsError",
@@ -45,8 +46,7 @@ __all__ = [
     "phrase_cslb",
     "conjoin",
     "concept_word",
-    "starts_with_vowel_sound",
-    "indefinite_article",
+    "PARTICIPLES",
     "coarse_group",
     "load_word_list",
 ]
@@ -117,11 +117,6 @@ class Norms:
         return list(dict.fromkeys(c.word for c in self.concepts.values()))
 
 
-# --------------------------------------------------------------------------------------
-# Concept words and articles
-# --------------------------------------------------------------------------------------
-
-
 def concept_word(key: str) -> str:
     """The slot filler of a norms concept: sense tags and underscores removed.
 
@@ -129,36 +124,6 @@ def concept_word(key: str) -> str:
     """
     word = re.sub(r"_?\(.*?\)", "", key).strip("_ ")
     return " ".join(word.replace("_", " ").split())
-
-
-#: SAMPA-style consonant phonemes as McRae's ``Phon_1st`` writes them (``tS``, ``dZ``, ``S``…);
-#: every other first phoneme is a vowel (``&``, ``@``, ``E@``, ``3:`` which Excel turned into
-#: ``3:00``).
-_CONSONANTS = {"b", "d", "f", "g", "h", "j", "k", "l", "m", "n", "p", "r", "s", "t", "v", "w",
-               "z", "S", "T", "D", "Z", "N", "tS", "dZ"}
-#: Spelling exceptions for words without a phoneme: vowel letters read as /j/ or /w/, and silent h.
-_CONSONANT_SOUND = ("uni", "use", "usu", "uten", "uku", "ura", "ure", "euro", "eu", "ewe", "one", "once")
-_VOWEL_SOUND = ("hour", "honest", "honor", "honour", "heir", "herb")
-
-
-def starts_with_vowel_sound(word: str, phoneme: str | None = None) -> bool:
-    """Whether `word` takes "an": from its first phoneme when known, else from its spelling."""
-    if phoneme:
-        return phoneme.strip() not in _CONSONANTS
-    w = word.lower().strip()
-    if not w:
-        return False
-    if w.startswith(_VOWEL_SOUND):
-        return True
-    if w.startswith(_CONSONANT_SOUND):
-        return False
-    return w[0] in "aeiou"
-
-
-def indefinite_article(word: str, vowel_sound: bool | None = None) -> str:
-    if vowel_sound is None:
-        vowel_sound = starts_with_vowel_sound(word)
-    return "an" if vowel_sound else "a"
 
 
 def coarse_group(label: str) -> str:
@@ -185,7 +150,7 @@ _VERBS = {
     "goes", "flies", "swims", "can", "does",
 }
 #: First words that are past participles: "used_for_cutting" → "is used for cutting".
-_PARTICIPLES = {
+PARTICIPLES = {
     "used", "made", "worn", "found", "eaten", "hunted", "herded", "owned", "killed", "dropped",
     "launched", "associated", "bought", "sold", "kept", "ridden", "played", "grown", "held",
     "driven", "built", "cooked", "served", "measured", "attached", "shot", "thrown", "pulled",
@@ -235,7 +200,7 @@ def phrase_mcrae(feature: str) -> str:
     low = first.lower()
     if low in _VERBS:
         return text
-    if low in _PARTICIPLES or low == "bought":
+    if low in PARTICIPLES or low == "bought":
         return "is " + text
     if low == "different":
         return "comes in " + text
@@ -275,7 +240,7 @@ def phrase_cslb(feature: str) -> str:
         return " ".join([_third_person(words[1].lower())] + words[2:])
     if words[0].lower() in _VERBS or words[0].lower() in ("is", "has", "can"):
         return text
-    if words[0].lower() in _PARTICIPLES:
+    if words[0].lower() in PARTICIPLES:
         return "is " + text
     return "is " + text if words[0].lower() in _COPULA else text
 

@@ -1,4 +1,4 @@
-"""COPEN records, the official data loaders and writers, and the concept-disjoint split.
+"""COPEN records, the official data loaders and writers, item selection and lexical overlap.
 
 The three tasks of COPEN (Peng et al., EMNLP 2022, §2.2–2.4) share one record shape per task
 whether the items come from the authors' ``copen_data.zip`` or are generated here from the
@@ -19,7 +19,8 @@ kept, predicted, counted as unlabeled and never scored.
 Official layout (``../shared/README.md``): ``task1/`` (CSJ), ``task2/`` (CPJ), ``task3/``
 (CiC), each with ``train.json``, ``dev.json``, ``test.json`` holding a JSON list. The loaders
 take the directory, any directory above it, or the zip file itself. Generated sets are
-written in the same layout (plus their provenance), so ``--data`` reads them back.
+written in the same layout (plus their provenance), so ``--data`` reads them back. The
+concept-disjoint split of generated items is `copen_split`'s.
 """
 
 from __future__ import annotations
@@ -322,7 +323,7 @@ def write_official(directory: str | Path, task: str, splits: Mapping[str, Sequen
                    json.dumps([to_json(i) for i in items], ensure_ascii=False, indent=1) + "\n")
 
 
-# ----------------------------------------------------------------------------- selection, splits
+# ----------------------------------------------------------------------------- selection
 
 
 def select(items: Sequence[Item], limit: int | None, seed: int) -> list[Item]:
@@ -346,61 +347,6 @@ def select(items: Sequence[Item], limit: int | None, seed: int) -> list[Item]:
             continue
         out.extend(groups[k])
     return out
-
-
-#: Table 16 of the paper: the top-level concepts of the train/dev and of the test data.
-PAPER_SPLIT = {
-    **{k: "train" for k in ("organisation", "name", "award", "meanoftransportation", "colour",
-                            "language", "person", "holiday", "work", "currency", "ethnicgroup")},
-    **{k: "test" for k in ("anatomicalstructure", "species", "food", "event", "timeperiod",
-                           "chemicalsubstance", "place", "device", "disease", "activity",
-                           "biomolecule", "sportsseason")},
-}
-
-
-def _paper_key(name: str) -> str:
-    return re.sub(r"[^a-z]", "", name.lower())
-
-
-def split_top_levels(weights: Mapping[str, int], *, seed: int, test_share: float = 0.45,
-                     names: Mapping[str, str] | None = None) -> dict[str, str]:
-    """Assign each top-level concept to ``train`` (train and dev data) or ``test``.
-
-    Top-level concepts the paper's Table 16 names keep the paper's side; the others go, in a
-    seeded order, to whichever side is further below its target share of `weights` (items
-    per top-level concept). Both sides get at least one top-level concept when there are two.
-    `names` maps a key to the name matched against Table 16 (default: the key itself)."""
-    names = names or {}
-    side: dict[str, str] = {}
-    load = {"train": 0, "test": 0}
-    for key in sorted(weights):
-        paper = PAPER_SPLIT.get(_paper_key(names.get(key, key)))
-        if paper:
-            side[key] = paper
-            load[paper] += weights[key]
-    rest = sorted(k for k in weights if k not in side)
-    random.Random(seed).shuffle(rest)
-    rest.sort(key=lambda k: -weights[k])  # stable: big ones first, seeded among equals
-    total = sum(weights.values()) or 1
-    target = {"test": test_share, "train": 1 - test_share}
-    for key in rest:
-        pick = min(("train", "test"), key=lambda s: (load[s] / total - target[s], s))
-        side[key] = pick
-        load[pick] += weights[key]
-    if len(side) >= 2 and len(set(side.values())) == 1:
-        smallest = min(side, key=lambda k: (weights[k], k))
-        side[smallest] = "test" if side[smallest] == "train" else "train"
-    return side
-
-
-def split_train_dev(items: list[Item], *, seed: int, dev_share: float = 0.2) -> None:
-    """Mark a seeded `dev_share` of the groups of train items as dev (in place)."""
-    keys = sorted({it.group or it.id for it in items if it.split == "train"})
-    random.Random(seed + 1).shuffle(keys)
-    dev = set(keys[: round(len(keys) * dev_share)])
-    for it in items:
-        if it.split == "train" and (it.group or it.id) in dev:
-            it.split = "dev"
 
 
 def by_split(items: Iterable[Item]) -> dict[str, list[Item]]:

@@ -1,13 +1,10 @@
 """CSJ and CiC items generated from the knowledge graph (the ontology model of the store).
 
-**Taxonomy.** Concept chains follow the ontology's ``subClassOf`` edges, specific → general.
-Like the paper (§2.1: "following Schema.org, we set Person as a top-level concept"), the
-edges above the classes in `TOP_LEVEL_CUTS` are dropped, so a person's chain ends at *person*
-instead of climbing through *animal*, *eukaryote*, *species*.
+**Taxonomy** (`copen_taxonomy`): concept chains follow the ontology's ``subClassOf`` edges,
+with Person made a top-level concept as in the paper.
 
-**Split.** Train/dev and test concepts are disjoint by top-level concept (Table 16's idea):
-`split_top_levels` keeps the paper's side for the top-level concepts Table 16 names and
-assigns the others with the seed; dev is a seeded fifth of the train/dev items.
+**Split** (`copen_split`): train/dev and test concepts are disjoint by top-level concept
+(Table 16's idea); dev is a seeded fifth of the train/dev items.
 
 **CSJ** (§2.2). For a query entity of concept C: one answer of C with no content word in
 common with the query (the artifact filter of Appendix C.3), 5 hard distractors (entities of
@@ -31,8 +28,8 @@ from __future__ import annotations
 
 import random
 from collections import defaultdict
-from dataclasses import dataclass, field
-from typing import Iterable
+from dataclasses import dataclass
+from typing import Callable
 
 from kgprobe.ontology.model import (
     RDF_TYPE,
@@ -41,114 +38,42 @@ from kgprobe.ontology.model import (
     RDFS_SUBCLASSOF,
     Ontology,
 )
-from kgprobe.ontology.verbalize import (
-    default_pattern,
-    normalize_label,
-    pattern_sentence,
-)
-from kgprobe.reasoning.copen_items import (
-    CiCItem,
-    CSJItem,
-    lexical_overlap,
-    split_top_levels,
-    split_train_dev,
+from kgprobe.ontology.verbalize import default_pattern, pattern_sentence
+from kgprobe.reasoning.copen_items import CiCItem, CSJItem, lexical_overlap
+from kgprobe.reasoning.copen_split import GenerationReport, split_train_dev
+from kgprobe.reasoning.copen_taxonomy import (
+    Taxonomy,
+    side_of,
+    sides_note,
+    top_level_sides,
 )
 from kgprobe.reasoning.memorizing import ancestors
 
-#: Classes made top-level concepts by cutting their superclass edges (the paper's §2.1).
-TOP_LEVEL_CUTS = ("http://dbpedia.org/ontology/Person",)
 N_HARD, N_EASY = 5, 15
-
-
-@dataclass
-class Taxonomy:
-    """Concept labels and (cut) direct superclasses, with chain helpers."""
-
-    labels: dict[str, str]
-    parents: dict[str, list[str]]
-    _anc: dict[str, list[str]] = field(default_factory=dict, repr=False)
-
-    @classmethod
-    def of(cls, onto: Ontology, cuts: Iterable[str] = TOP_LEVEL_CUTS) -> "Taxonomy":
-        cut = set(cuts)
-        parents = {c: ([] if c in cut else [p for p in v.parents if p in onto.classes])
-                   for c, v in onto.classes.items()}
-        return cls({c: v.label for c, v in onto.classes.items()}, parents)
-
-    def ancestors(self, c: str) -> list[str]:
-        hit = self._anc.get(c)
-        if hit is None:
-            hit = self._anc[c] = ancestors(c, self.parents)
-        return hit
-
-    def up(self, c: str) -> list[str]:
-        """`c` and its ancestors, specific → general."""
-        return [c, *self.ancestors(c)]
-
-    def roots(self, c: str) -> list[str]:
-        tops = [a for a in self.up(c) if not self.parents.get(a)]
-        return sorted(tops) or [c]
-
-    def chains(self, c: str, limit: int = 8) -> list[list[str]]:
-        """Every path from `c` up to a top-level concept (at most `limit`)."""
-        out: list[list[str]] = []
-        stack = [[c]]
-        while stack and len(out) < limit:
-            path = stack.pop()
-            ups = [p for p in self.parents.get(path[-1], []) if p not in path]
-            if not ups:
-                out.append(path)
-            stack.extend(path + [p] for p in sorted(ups, reverse=True))
-        return out
-
-    def text(self, c: str) -> str:
-        """A concept as a prompt word: normalized label, lower-cased except acronyms."""
-        return concept_text(self.labels.get(c, c))
-
-
-def concept_text(label: str) -> str:
-    """``Supreme Court of the United States case`` → ``supreme court of the united states
-    case``; acronyms (``COVID``) keep their case. COPEN lower-cases concepts in prompts."""
-    return " ".join(w if w.isupper() and len(w) > 1 else w.lower()
-                    for w in normalize_label(label).split())
-
-
-def top_level_sides(onto: Ontology, tax: Taxonomy, seed: int) -> dict[str, str]:
-    """train/test per top-level concept, weighted by the instances under it (each class counts
-    at least once). CSJ and CiC share this split, as the paper's tasks share Table 16's."""
-    weights: dict[str, int] = defaultdict(int)
-    for c in tax.labels:
-        for r in tax.roots(c):
-            weights[r] += 1
-    for inst in onto.instances.values():
-        for t in inst.types:
-            if t in tax.labels:
-                for r in tax.roots(t):
-                    weights[r] += 1
-    names = {r: tax.labels.get(r, r) for r in weights}
-    return split_top_levels(weights, seed=seed, names=names)
-
-
-def _side(tax: Taxonomy, sides: dict[str, str], concepts: Iterable[str]) -> str | None:
-    found = {sides.get(r) for c in concepts for r in tax.roots(c)}
-    return found.pop() if len(found) == 1 else None
-
 
 # ----------------------------------------------------------------------------- CSJ
 
 
 @dataclass
-class GenerationReport:
-    """Counts of what a generator kept and skipped, and why (written to summary.json)."""
+class _CSJSource:
+    """What CSJ draws from: the labelled instances of each concept, the concepts of each side
+    of the split, and each concept with its ancestors (its family)."""
 
-    counts: dict[str, int] = field(default_factory=lambda: defaultdict(int))
-    notes: list[str] = field(default_factory=list)
+    onto: Ontology
+    tax: Taxonomy
+    members: dict[str, list[str]]  # concept → direct instances
+    by_side: dict[str, list[str]]
+    family: dict[str, set[str]]
 
-    def add(self, key: str, n: int = 1) -> None:
-        self.counts[key] += n
 
-    def to_json(self) -> dict:
-        return {"counts": dict(sorted(self.counts.items())), "notes": self.notes}
+def _instances_by_concept(onto: Ontology, tax: Taxonomy) -> dict[str, list[str]]:
+    members: dict[str, list[str]] = defaultdict(list)
+    for iri, inst in sorted(onto.instances.items()):
+        if inst.label.strip():
+            for t in inst.types:
+                if t in tax.labels:
+                    members[t].append(iri)
+    return members
 
 
 def generate_csj(onto: Ontology, *, seed: int = 0, per_concept: int = 10,
@@ -157,96 +82,124 @@ def generate_csj(onto: Ontology, *, seed: int = 0, per_concept: int = 10,
     """CSJ items over the instances of the ontology (see the module docstring)."""
     tax = tax or Taxonomy.of(onto)
     report = GenerationReport()
-    members: dict[str, list[str]] = defaultdict(list)  # concept → direct instances
-    for iri, inst in sorted(onto.instances.items()):
-        if inst.label.strip():
-            for t in inst.types:
-                if t in tax.labels:
-                    members[t].append(iri)
+    members = _instances_by_concept(onto, tax)
     sides = top_level_sides(onto, tax, seed)
-    side_of = {c: _side(tax, sides, [c]) for c in members}
+    side = {c: side_of(tax, sides, [c]) for c in members}
     by_side: dict[str, list[str]] = defaultdict(list)
     for c in sorted(members):
-        if side_of[c]:
-            by_side[side_of[c]].append(c)
-    family = {c: {c, *tax.ancestors(c)} for c in members}
+        if side[c]:
+            by_side[side[c]].append(c)
+    src = _CSJSource(onto, tax, members, by_side, {c: {c, *tax.ancestors(c)} for c in members})
     items: list[CSJItem] = []
     for concept in sorted(members):
-        side = side_of[concept]
-        pool = members[concept]
-        if side is None or len(pool) < 2:
-            report.add("concepts skipped: fewer than 2 instances" if side else
+        if side[concept] is None or len(members[concept]) < 2:
+            report.add("concepts skipped: fewer than 2 instances" if side[concept] else
                        "concepts skipped: top-level concepts on both sides")
             continue
         rng = random.Random(f"{seed}|csj|{concept}")
-        anc = set(tax.ancestors(concept))
-        near = {c: family[c] for c in by_side[side]}
-
-        def excluded(entity: str) -> bool:
-            # an instance of C, of a subconcept of C or of a superconcept of C is no distractor
-            return any(t == concept or t in anc or concept in tax.ancestors(t)
-                       for t in onto.instances[entity].types)
-
-        # Hard concepts by the distance from C up to the nearest shared superordinate.
-        hard_by_dist: dict[int, list[tuple[str, str]]] = defaultdict(list)
-        easy: list[str] = []
-        up = tax.up(concept)
-        for other, fam in near.items():
-            if other == concept or other in anc or concept in fam:
-                continue
-            shared = [a for a in up[1:] if a in fam]
-            if shared:
-                hard_by_dist[up.index(shared[0])].append((other, shared[0]))
-            elif not (set(tax.roots(other)) & set(tax.roots(concept))):
-                easy.append(other)
-        queries = list(pool)
-        rng.shuffle(queries)
-        made = 0
-        for query in queries:
-            if made >= per_concept:
-                break
-            qlabel = onto.instances[query].label
-            answers = [a for a in pool if a != query and onto.instances[a].label != qlabel]
-            rng.shuffle(answers)
-            clean = [a for a in answers if not lexical_overlap(qlabel, onto.instances[a].label)]
-            if not clean:
-                report.add("queries skipped: every answer shares a word with the query")
-                continue
-            answer = clean[0]
-            used = {qlabel, onto.instances[answer].label}
-            hard = _pick(onto, hard_by_dist, n_hard, rng, members, excluded, used)
-            easy_pick = _pick(onto, {0: [(c, None) for c in easy]}, n_easy, rng, members, excluded, used)
-            if len(hard) < n_hard or len(easy_pick) < n_easy:
-                report.add("queries skipped: too few hard or easy distractors")
-                continue
-            cands = [(answer, concept, "answer", None)] + [(e, c, "hard", s) for e, c, s in hard] + \
-                    [(e, c, "easy", None) for e, c, _ in easy_pick]
-            rng.shuffle(cands)
-            label = next(i for i, c in enumerate(cands) if c[2] == "answer")
-            prov = {"rule": "query and answer are instances of the same concept; hard distractors "
-                            "share a superordinate with it, easy ones do not",
-                    "triples": [[query, RDF_TYPE, concept], [answer, RDF_TYPE, concept]] +
-                               [[e, RDF_TYPE, c] for e, c, _, _ in cands if e != answer] +
-                               [[c, RDFS_SUBCLASSOF + "*", s] for _, c, k, s in cands if k == "hard"] +
-                               [[concept, RDFS_SUBCLASSOF + "*", s] for s in
-                                sorted({s for _, _, k, s in cands if k == "hard"})]}
-            items.append(CSJItem(
-                id="", split="test" if side == "test" else "train", query=qlabel,
-                candidates=[onto.instances[e].label for e, *_ in cands], label=label,
-                candidate_ids=[e for e, *_ in cands], kinds=[k for *_, k, _ in cands],
-                concept=tax.text(concept), candidate_concepts=[tax.text(c) for _, c, _, _ in cands],
-                provenance=prov, group=query))
-            made += 1
-        report.add("items", made)
+        made = _concept_items(src, concept, side[concept], rng, (per_concept, n_hard, n_easy), report)
+        items.extend(made)
+        report.add("items", len(made))
     split_train_dev(items, seed=seed)
     for i, it in enumerate(sorted(items, key=lambda x: (x.split, x.group))):
         it.id = f"csj-{it.split}-{i:05d}"
-    report.notes.append(_sides_note(tax, sides))
+    report.notes.append(sides_note(tax, sides))
     return items, report
 
 
+def _distractor_concepts(src: _CSJSource, concept: str, side: str
+                         ) -> tuple[dict[int, list[tuple[str, str]]], list[str]]:
+    """(hard concepts by the distance from `concept` up to the nearest superordinate they
+    share with it, easy concepts: no shared top-level concept)."""
+    tax = src.tax
+    anc = set(tax.ancestors(concept))
+    hard_by_dist: dict[int, list[tuple[str, str]]] = defaultdict(list)
+    easy: list[str] = []
+    up = tax.up(concept)
+    for other in src.by_side[side]:
+        fam = src.family[other]
+        if other == concept or other in anc or concept in fam:
+            continue
+        shared = [a for a in up[1:] if a in fam]
+        if shared:
+            hard_by_dist[up.index(shared[0])].append((other, shared[0]))
+        elif not (set(tax.roots(other)) & set(tax.roots(concept))):
+            easy.append(other)
+    return hard_by_dist, easy
+
+
+def _concept_items(src: _CSJSource, concept: str, side: str, rng: random.Random,
+                   sizes: tuple[int, int, int], report: GenerationReport) -> list[CSJItem]:
+    """Up to `per_concept` items whose query and answer are instances of `concept`."""
+    per_concept, n_hard, n_easy = sizes
+    onto, tax = src.onto, src.tax
+    anc = set(tax.ancestors(concept))
+
+    def excluded(entity: str) -> bool:
+        # an instance of C, of a subconcept of C or of a superconcept of C is no distractor
+        return any(t == concept or t in anc or concept in tax.ancestors(t)
+                   for t in onto.instances[entity].types)
+
+    hard_by_dist, easy = _distractor_concepts(src, concept, side)
+    easy_by_rank: dict[int, list[tuple[str, str | None]]] = {0: [(c, None) for c in easy]}
+    queries = list(src.members[concept])
+    rng.shuffle(queries)
+    out: list[CSJItem] = []
+    for query in queries:
+        if len(out) >= per_concept:
+            break
+        qlabel = onto.instances[query].label
+        answer = _answer(src, concept, query, rng)
+        if answer is None:
+            report.add("queries skipped: every answer shares a word with the query")
+            continue
+        used = {qlabel, onto.instances[answer].label}
+        hard = _pick(onto, hard_by_dist, n_hard, rng, src.members, excluded, used)
+        easy_pick = _pick(onto, easy_by_rank, n_easy, rng, src.members, excluded, used)
+        if len(hard) < n_hard or len(easy_pick) < n_easy:
+            report.add("queries skipped: too few hard or easy distractors")
+            continue
+        cands = [(answer, concept, "answer", None)] + [(e, c, "hard", s) for e, c, s in hard] + \
+                [(e, c, "easy", None) for e, c, _ in easy_pick]
+        rng.shuffle(cands)
+        out.append(_csj_item(src, concept, query, side, cands))
+    return out
+
+
+def _answer(src: _CSJSource, concept: str, query: str, rng: random.Random) -> str | None:
+    """Another instance of `concept` whose label shares no content word with the query's."""
+    inst = src.onto.instances
+    qlabel = inst[query].label
+    answers = [a for a in src.members[concept] if a != query and inst[a].label != qlabel]
+    rng.shuffle(answers)
+    clean = [a for a in answers if not lexical_overlap(qlabel, inst[a].label)]
+    return clean[0] if clean else None
+
+
+def _csj_item(src: _CSJSource, concept: str, query: str, side: str,
+              cands: list[tuple[str, str, str, str | None]]) -> CSJItem:
+    """The item of shuffled candidates (entity, concept, kind, shared superordinate)."""
+    tax, inst = src.tax, src.onto.instances
+    label = next(i for i, c in enumerate(cands) if c[2] == "answer")
+    answer = cands[label][0]
+    prov = {"rule": "query and answer are instances of the same concept; hard distractors "
+                    "share a superordinate with it, easy ones do not",
+            "triples": [[query, RDF_TYPE, concept], [answer, RDF_TYPE, concept]] +
+                       [[e, RDF_TYPE, c] for e, c, _, _ in cands if e != answer] +
+                       [[c, RDFS_SUBCLASSOF + "*", s] for _, c, k, s in cands if k == "hard"] +
+                       [[concept, RDFS_SUBCLASSOF + "*", s] for s in
+                        sorted({s for _, _, k, s in cands if k == "hard"})]}
+    return CSJItem(
+        id="", split="test" if side == "test" else "train", query=inst[query].label,
+        candidates=[inst[e].label for e, *_ in cands], label=label,
+        candidate_ids=[e for e, *_ in cands], kinds=[k for *_, k, _ in cands],
+        concept=tax.text(concept), candidate_concepts=[tax.text(c) for _, c, _, _ in cands],
+        provenance=prov, group=query)
+
+
 def _pick(onto: Ontology, by_rank: dict[int, list[tuple[str, str | None]]], n: int,
-          rng: random.Random, members: dict[str, list[str]], excluded, used: set[str]):
+          rng: random.Random, members: dict[str, list[str]], excluded: Callable[[str], bool],
+          used: set[str]) -> list[tuple[str, str, str | None]]:
     """`n` entities of distinct concepts, lowest rank first (seeded within a rank); when the
     concepts run out, a second round takes further entities of the same concepts."""
     order: list[tuple[str, str | None]] = []
@@ -318,19 +271,49 @@ def supported_concept(tax: Taxonomy, supports: list[str], candidates: list[str])
     return best[1] if best else None
 
 
-def generate_cic(onto: Ontology, *, seed: int = 0, per_entity: int = 10,
-                 tax: Taxonomy | None = None) -> tuple[list[CiCItem], GenerationReport]:
-    """CiC items from the facts of the ontology (see the module docstring)."""
-    tax = tax or Taxonomy.of(onto)
-    report = GenerationReport()
-    evidence = entity_types(onto)
+@dataclass
+class _Context:
+    """A fact's sentence as a context for one of its entities, before the split."""
+
+    entity: str
+    role: str  # "subject" or "object"
+    fact: tuple[str, str, str]
+    sentence: str
+    chains: list[list[str]]
+    candidates: list[str]
+    gold: str
+    rules: list[list[str]]  # the domain/range triples that support the gold
+
+
+def _entity_chains(tax: Taxonomy, evidence: dict[str, dict[str, list]]) -> dict[str, list[list[str]]]:
+    """Each entity's concept chains, from its most specific asserted or entailed types."""
     chains_of: dict[str, list[list[str]]] = {}
     for e, types in evidence.items():
         ts = set(types)
         most_specific = sorted(t for t in ts if not any(t in tax.ancestors(u) for u in ts if u != t))
         chains = [ch for t in most_specific for ch in tax.chains(t)]
         chains_of[e] = list({tuple(ch): ch for ch in chains}.values())
-    raw: list[tuple] = []
+    return chains_of
+
+
+def _supports(onto: Ontology, tax: Taxonomy, p: str, role: str) -> tuple[list[str], list[list[str]]]:
+    """The concepts a fact of `p` supports for its subject (domains) or object (ranges),
+    through superproperties, with the triples that say so."""
+    supports, rules = [], []
+    relation = RDFS_DOMAIN if role == "subject" else RDFS_RANGE
+    for q in _closure_props(onto, p):
+        qp = onto.properties.get(q)
+        for c in ((qp.domain if role == "subject" else qp.range) if qp else []):
+            if c in tax.labels:
+                supports.append(c)
+                rules.append([q, relation, c])
+    return supports, rules
+
+
+def _contexts(onto: Ontology, tax: Taxonomy, chains_of: dict[str, list[list[str]]],
+              report: GenerationReport) -> list[_Context]:
+    """Every (entity, sentence) context with a supported gold concept, in fact order."""
+    raw: list[_Context] = []
     seen: set[tuple[str, str]] = set()
     for s, p, o in onto.facts:
         prop = onto.properties.get(p)
@@ -343,13 +326,7 @@ def generate_cic(onto: Ontology, *, seed: int = 0, per_entity: int = 10,
             if not any(len(ch) > 1 for ch in chains):
                 report.add("contexts skipped: the entity has no chain of two or more concepts")
                 continue
-            supports, rules = [], []
-            for q in _closure_props(onto, p):
-                qp = onto.properties.get(q)
-                for c in ((qp.domain if role == "subject" else qp.range) if qp else []):
-                    if c in tax.labels:
-                        supports.append(c)
-                        rules.append([q, RDFS_DOMAIN if role == "subject" else RDFS_RANGE, c])
+            supports, rules = _supports(onto, tax, p, role)
             candidates = list(dict.fromkeys(c for ch in chains for c in ch))
             gold = supported_concept(tax, supports, candidates)
             if gold is None:
@@ -361,44 +338,57 @@ def generate_cic(onto: Ontology, *, seed: int = 0, per_entity: int = 10,
             if lexical_overlap(tax.text(gold), sentence):
                 report.add("contexts skipped: the gold concept shares a word with the sentence")
                 continue
-            raw.append((entity, role, (s, p, o), sentence, chains, candidates, gold, rules))
+            raw.append(_Context(entity, role, (s, p, o), sentence, chains, candidates, gold, rules))
+    return raw
+
+
+def generate_cic(onto: Ontology, *, seed: int = 0, per_entity: int = 10,
+                 tax: Taxonomy | None = None) -> tuple[list[CiCItem], GenerationReport]:
+    """CiC items from the facts of the ontology (see the module docstring)."""
+    tax = tax or Taxonomy.of(onto)
+    report = GenerationReport()
+    evidence = entity_types(onto)
+    raw = _contexts(onto, tax, _entity_chains(tax, evidence), report)
     sides = top_level_sides(onto, tax, seed)
     items: list[CiCItem] = []
     per: dict[str, int] = defaultdict(int)
     rng = random.Random(f"{seed}|cic")
     rng.shuffle(raw)
-    for entity, role, fact, sentence, chains, candidates, gold, rules in raw:
-        side = _side(tax, sides, candidates)
+    for ctx in raw:
+        side = side_of(tax, sides, ctx.candidates)
         if side is None:
             report.add("contexts skipped: the entity's chains span train and test top-level concepts")
             continue
-        if per[entity] >= per_entity:
+        if per[ctx.entity] >= per_entity:
             report.add("contexts skipped: more than per_entity contexts for the entity")
             continue
-        per[entity] += 1
-        context = {"rule": "rdfs2" if role == "subject" else "rdfs3",
-                   "triples": [list(fact), *rules]}
-        direct = [r[2] for r in rules]
-        if gold not in direct:  # the gold is a superconcept of what the context supports
-            via = next(c for c in direct if gold in tax.up(c))
-            context["then"] = {"rule": "rdfs9", "triples": [[via, RDFS_SUBCLASSOF + "*", gold]]}
-        typing = {tax.text(ch[0]): evidence[entity][ch[0]][:3] for ch in chains}
-        items.append(CiCItem(
-            id="", split="test" if side == "test" else "train", sentence=sentence,
-            entity=onto.instances[entity].label, mention=onto.instances[entity].label,
-            chains=[[tax.text(c) for c in ch] for ch in chains],
-            candidates=[tax.text(c) for c in candidates], label=candidates.index(gold),
-            provenance={"context": context, "chain_evidence": typing, "entity": entity,
-                        "role": role, "gold_level": min(ch.index(gold) for ch in chains if gold in ch)},
-            group=entity))
+        per[ctx.entity] += 1
+        items.append(_cic_item(onto, tax, evidence, ctx, side))
     report.add("items", len(items))
     split_train_dev(items, seed=seed)
     for i, it in enumerate(sorted(items, key=lambda x: (x.split, x.group, x.sentence))):
         it.id = f"cic-{it.split}-{i:05d}"
-    report.notes.append(_sides_note(tax, sides))
+    report.notes.append(sides_note(tax, sides))
     return items, report
 
 
-def _sides_note(tax: Taxonomy, sides: dict[str, str]) -> str:
-    order = sorted(sides, key=lambda r: (sides[r], tax.labels.get(r, r).lower()))
-    return "top-level concepts: " + ", ".join(f"{tax.labels.get(r, r)}={sides[r]}" for r in order)
+def _cic_item(onto: Ontology, tax: Taxonomy, evidence: dict[str, dict[str, list]],
+              ctx: _Context, side: str) -> CiCItem:
+    """The item of a context, with the rules that make its gold concept the supported one."""
+    context = {"rule": "rdfs2" if ctx.role == "subject" else "rdfs3",
+               "triples": [list(ctx.fact), *ctx.rules]}
+    direct = [r[2] for r in ctx.rules]
+    if ctx.gold not in direct:  # the gold is a superconcept of what the context supports
+        via = next(c for c in direct if ctx.gold in tax.up(c))
+        context["then"] = {"rule": "rdfs9", "triples": [[via, RDFS_SUBCLASSOF + "*", ctx.gold]]}
+    typing = {tax.text(ch[0]): evidence[ctx.entity][ch[0]][:3] for ch in ctx.chains}
+    label = onto.instances[ctx.entity].label
+    return CiCItem(
+        id="", split="test" if side == "test" else "train", sentence=ctx.sentence,
+        entity=label, mention=label,
+        chains=[[tax.text(c) for c in ch] for ch in ctx.chains],
+        candidates=[tax.text(c) for c in ctx.candidates], label=ctx.candidates.index(ctx.gold),
+        provenance={"context": context, "chain_evidence": typing, "entity": ctx.entity,
+                    "role": ctx.role,
+                    "gold_level": min(ch.index(ctx.gold) for ch in ctx.chains if ctx.gold in ch)},
+        group=ctx.entity)

@@ -19,8 +19,8 @@ GenericsKB: properties of concepts.
 
 Every item records the norm rows it was built from.
 
-The file is read by the shared loader of ``studies/norms.py``; this module keeps the rows
-in the shape CPJ generation needs.
+The file is read by the shared loader (`kgprobe.ontology.norms.load_mcrae`); this module
+indexes its rows the way CPJ generation walks them (`NormIndex`).
 """
 
 from __future__ import annotations
@@ -30,11 +30,10 @@ import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 from functools import lru_cache
-from pathlib import Path
 
-from kgprobe.ontology.norms import load_mcrae
-from kgprobe.reasoning.copen_items import CPJItem, split_top_levels, split_train_dev
-from kgprobe.reasoning.copen_kg import GenerationReport
+from kgprobe.ontology.norms import PARTICIPLES, Feature, Norms, concept_word
+from kgprobe.reasoning.copen_items import CPJItem
+from kgprobe.reasoning.copen_split import GenerationReport, split_top_levels, split_train_dev
 
 TRUE_SHARE, FALSE_SHARE = 0.5, 0.2
 MIN_MEMBERS = 3  # a category needs this many member concepts to anchor a chain
@@ -42,48 +41,38 @@ MIN_MEMBERS = 3  # a category needs this many member concepts to anchor a chain
 MASS_NOUNS = frozenset("clothing furniture jewelry jewellery seafood food rice corn asparagus "
                        "garlic celery spinach broccoli cauliflower lettuce parsley cheese bread "
                        "equipment".split())
-#: First words of features that are participles or nouns: "is made of", "is part of".
-_IS_FIRST = frozenset("made used worn found eaten owned hunted killed herded dropped launched "
-                      "associated part symbol bought sold kept grown ridden held driven seen "
-                      "built played".split())
+#: First words of features that take "is/are": the norms' participles and two nouns
+#: ("is part of", "is seen in"; "is a symbol of" is handled on its own).
+_IS_FIRST = PARTICIPLES | {"part", "seen"}
+
+
+def row_json(row: Feature) -> dict:
+    """A norm row as an item's provenance records it (the McRae column names)."""
+    return {"concept": row.concept, "feature": row.feature, "BR_Label": row.category,
+            "Prod_Freq": row.pf}
 
 
 @dataclass
-class NormRow:
-    concept: str
-    feature: str
-    br_label: str
-    prod_freq: int
+class NormIndex:
+    """The loaded norms as CPJ generation reads them: property features and category
+    memberships per concept, in file order (the seeded generation walks that order)."""
 
-    def to_json(self) -> dict:
-        return {"concept": self.concept, "feature": self.feature, "BR_Label": self.br_label,
-                "Prod_Freq": self.prod_freq}
+    features: dict[str, dict[str, Feature]] = field(default_factory=dict)  # concept → feature → row
+    categories: dict[str, dict[str, Feature]] = field(default_factory=dict)  # concept → category → row
 
-
-@dataclass
-class Norms:
-    rows: list[NormRow]
-    features: dict[str, dict[str, NormRow]] = field(default_factory=dict)  # concept → feature → row
-    categories: dict[str, dict[str, NormRow]] = field(default_factory=dict)  # concept → category → row
-
-
-def read_norms(path: str | Path) -> Norms:
-    """The McRae concept–feature file (or its folder), read by the shared norms loader."""
-    loaded = load_mcrae(path)
-    # File order, not the loader's most-produced-first order: the seeded generation walks it.
-    rows = [NormRow(f.concept, f.feature, f.category, f.pf)
-            for f in sorted(loaded.features, key=lambda f: f.order)]
-    norms = Norms(rows)
-    for r in rows:
-        if r.br_label == "taxonomic":
-            cat = category_name(r.feature)
-            if cat:
-                norms.categories.setdefault(r.concept, {})[cat] = r
-            continue
-        if r.feature.startswith("eg_"):
-            continue
-        norms.features.setdefault(r.concept, {})[r.feature] = r
-    return norms
+    @classmethod
+    def of(cls, norms: Norms) -> "NormIndex":
+        index = cls()
+        for f in sorted(norms.features, key=lambda f: f.order):
+            if f.category == "taxonomic":
+                cat = category_name(f.feature)
+                if cat:
+                    index.categories.setdefault(f.concept, {})[cat] = f
+                continue
+            if f.feature.startswith("eg_"):
+                continue
+            index.features.setdefault(f.concept, {})[f.feature] = f
+        return index
 
 
 def category_name(feature: str) -> str | None:
@@ -92,11 +81,6 @@ def category_name(feature: str) -> str | None:
         return None
     name = re.sub(r"^(an?)_", "", feature)
     return name.replace("_", " ").strip() or None
-
-
-def concept_name(concept: str) -> str:
-    """``bat_(animal)`` → ``bat``; ``fire_truck`` → ``fire truck``."""
-    return re.sub(r"\s*\(.*?\)", "", concept.replace("_", " ")).strip()
 
 
 @lru_cache(maxsize=1)
@@ -151,7 +135,7 @@ def statement(concept: str, feature: str) -> tuple[str, tuple[int, int]]:
     return text, (0, len(subject.split()))
 
 
-def category_parents(norms: Norms) -> tuple[dict[str, set[str]], dict[str, str]]:
+def category_parents(norms: NormIndex) -> tuple[dict[str, set[str]], dict[str, str]]:
     """(members per category, the parent of each category with enough members)."""
     members: dict[str, set[str]] = defaultdict(set)
     for concept, cats in norms.categories.items():
@@ -173,7 +157,7 @@ def category_parents(norms: Norms) -> tuple[dict[str, set[str]], dict[str, str]]
     return members, parent
 
 
-def concept_chain(concept: str, norms: Norms, members: dict[str, set[str]],
+def concept_chain(concept: str, norms: NormIndex, members: dict[str, set[str]],
                   parent: dict[str, str]) -> list[str]:
     """The longest path through the categories `concept` lists: [concept, S1, S2, …]; among
     equally long ones the one whose first category has most members (dog → mammal → animal
@@ -191,8 +175,30 @@ def concept_chain(concept: str, norms: Norms, members: dict[str, set[str]],
     return [concept, *best]
 
 
-def generate_cpj(norms: Norms, *, seed: int = 0) -> tuple[list[CPJItem], GenerationReport]:
+def _chain_labels(concept: str, feature: str, chain: list[str], norms: NormIndex,
+                  members: dict[str, set[str]]) -> list[tuple[str, int, dict]] | None:
+    """(category, label, provenance) for each category of `concept`'s chain, read from the
+    share of its member concepts that list `feature`; None when a label is undecided or the
+    labels are not monotone (true above a false)."""
+    rows: list[tuple[str, int, dict]] = []
+    labels = [1]
+    for cat in chain[1:]:
+        mem = sorted(members[cat])
+        having = [m for m in mem if feature in norms.features.get(m, {})]
+        share = len(having) / len(mem)
+        lab = 1 if share >= TRUE_SHARE else 0 if share < FALSE_SHARE else None
+        if lab is None or (lab == 1 and labels[-1] == 0):
+            return None
+        labels.append(lab)
+        rows.append((cat, lab, {"category": cat, "members": len(mem),
+                                "members_with_feature": having[:10], "share": round(share, 3),
+                                "membership": [row_json(norms.categories[concept][cat])]}))
+    return rows
+
+
+def generate_cpj(loaded: Norms, *, seed: int = 0) -> tuple[list[CPJItem], GenerationReport]:
     """CPJ items from the norms (see the module docstring)."""
+    norms = NormIndex.of(loaded)
     report = GenerationReport()
     members, parent = category_parents(norms)
     concepts = sorted(norms.features)
@@ -224,38 +230,22 @@ def generate_cpj(norms: Norms, *, seed: int = 0) -> tuple[list[CPJItem], Generat
     for c in concepts:
         side = sides[top[c]]
         rng = random.Random(f"{seed}|cpj|{c}")
-        name = concept_name(c)
+        name = concept_word(c)
         chain = chains[c]
         for feature, row in sorted(norms.features[c].items()):
-            chain_id = ""
-            chain_rows: list[tuple[str, int, dict]] = []
-            if len(chain) > 1:
-                labels, decided = [1], True
-                for cat in chain[1:]:
-                    mem = sorted(members[cat])
-                    having = [m for m in mem if feature in norms.features.get(m, {})]
-                    share = len(having) / len(mem)
-                    lab = 1 if share >= TRUE_SHARE else 0 if share < FALSE_SHARE else None
-                    if lab is None or (lab == 1 and labels[-1] == 0):
-                        decided = False
-                        break
-                    labels.append(lab)
-                    chain_rows.append((cat, lab, {"category": cat, "members": len(mem),
-                                                  "members_with_feature": having[:10],
-                                                  "share": round(share, 3),
-                                                  "membership": [norms.categories[c][cat].to_json()]}))
-                if decided:
-                    chain_id = ">".join(chain) + "|" + feature
-                else:
+            chain_rows = _chain_labels(c, feature, chain, norms, members) if len(chain) > 1 else None
+            chain_id = ">".join(chain) + "|" + feature if chain_rows is not None else ""
+            if chain_rows is None:
+                if len(chain) > 1:
                     report.add("chains left out: a category's label is undecided or not monotone")
-                    chain_rows = []
+                chain_rows = []
             group = f"{c}|{feature}"  # the statement, its chain and its negative go together
             add(name, feature, 1, group, [chain_id] if chain_id else [],
-                {"rule": "feature listed in the norms", "norm_rows": [row.to_json()]}, side)
+                {"rule": "feature listed in the norms", "norm_rows": [row_json(row)]}, side)
             for cat, lab, info in chain_rows:
                 rule = (f"{int(TRUE_SHARE * 100)}%+ of the category's concepts list the feature" if lab
                         else f"under {int(FALSE_SHARE * 100)}% of the category's concepts list it")
-                add(cat, feature, lab, group, [chain_id], {"rule": rule, "norm_rows": [row.to_json()],
+                add(cat, feature, lab, group, [chain_id], {"rule": rule, "norm_rows": [row_json(row)],
                                                        **info}, side)
             if chain_id:
                 report.add("chains")
@@ -266,9 +256,9 @@ def generate_cpj(norms: Norms, *, seed: int = 0) -> tuple[list[CPJItem], Generat
                 report.add("negatives skipped: no concept of another category lacks the feature")
                 continue
             other = rng.choice(others)
-            add(concept_name(other), feature, 0, group, [],
+            add(concept_word(other), feature, 0, group, [],
                 {"rule": "concept swapped for one that lacks the feature",
-                 "norm_rows": [row.to_json()], "swapped_from": c, "swapped_to": other,
+                 "norm_rows": [row_json(row)], "swapped_from": c, "swapped_to": other,
                  "lacking_concept_features": len(norms.features.get(other, {}))}, side)
     split_train_dev(items, seed=seed)
     for i, it in enumerate(items):

@@ -8,17 +8,21 @@ import json
 from pathlib import Path
 
 import pytest
-
 from kgprobe.errors import KgprobeError
 from kgprobe.ontology.loaders import Source
 from kgprobe.ontology.model import Instance, OntClass, Ontology, OntProperty
-from kgprobe.studies.copen.study import COLUMNS, CopenConfig, run_copen
-from kgprobe.studies.copen.analysis import task_metrics
+from kgprobe.ontology.norms import load_mcrae
 from kgprobe.reasoning.copen_items import by_split, lexical_overlap, to_json
-from kgprobe.reasoning.copen_kg import Taxonomy, generate_cic, generate_csj
+from kgprobe.reasoning.copen_kg import generate_cic, generate_csj
+from kgprobe.reasoning.copen_taxonomy import Taxonomy
 from kgprobe.reasoning.copen_norms import (
-    category_parents, concept_chain, generate_cpj, read_norms,
+    NormIndex,
+    category_parents,
+    concept_chain,
+    generate_cpj,
 )
+from kgprobe.studies.copen.analysis import task_metrics
+from kgprobe.studies.copen.study import COLUMNS, CopenConfig, run_copen
 
 MCRAE = Path(__file__).resolve().parents[2] / "shared" / "data" / "mcrae"
 EX = "http://example.org/"
@@ -156,13 +160,18 @@ def test_cic_drops_gold_concepts_named_in_the_sentence(onto):
 
 
 @pytest.fixture(scope="module")
-def norms():
-    return read_norms(MCRAE)
+def loaded():
+    return load_mcrae(MCRAE)
 
 
 @pytest.fixture(scope="module")
-def cpj(norms):
-    return generate_cpj(norms, seed=0)
+def norms(loaded):
+    return NormIndex.of(loaded)
+
+
+@pytest.fixture(scope="module")
+def cpj(loaded):
+    return generate_cpj(loaded, seed=0)
 
 
 def test_cpj_chains_follow_the_taxonomic_features(norms, cpj):
@@ -208,7 +217,7 @@ def test_cpj_negatives_swap_in_a_concept_that_lacks_the_property(norms, cpj):
 
 def test_norms_reader_names_a_wrong_folder(tmp_path):
     with pytest.raises(KgprobeError, match="--norms"):
-        read_norms(tmp_path)
+        load_mcrae(tmp_path)
 
 
 # ----------------------------------------------------------------------------- analyses
@@ -347,8 +356,8 @@ def test_a_rerun_resumes_and_refuses_other_settings(tmp_path, tiny_gpt2):
 
 
 def test_cli_generates_from_the_store_and_writes_the_outputs(tmp_path, tiny_gpt2_dir, capsys):
-    from kgprobe.kg.store import KnowledgeGraph
     from kgprobe.cli import main
+    from kgprobe.kg.store import KnowledgeGraph
 
     onto = tiny_ontology()
     with KnowledgeGraph(tmp_path / "store") as kg:

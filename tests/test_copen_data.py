@@ -9,9 +9,9 @@ import pytest
 
 from kgprobe.errors import KgprobeError
 from kgprobe.reasoning.copen_items import (
-    CPJItem, PAPER_SPLIT, humanize_concept, lexical_overlap, load_official, select,
-    split_top_levels, to_json, write_official,
+    CPJItem, humanize_concept, lexical_overlap, load_official, select, to_json, write_official,
 )
+from kgprobe.reasoning.copen_split import PAPER_SPLIT, split_top_levels
 
 CSJ_RECORDS = [
     {"query": {"name": "Inter Milan"}, "label": "Q2",

@@ -91,3 +91,21 @@ def test_shared_prefix_features_equal_whole_prompt_features(name, request):
     np.testing.assert_allclose(shared, alone, atol=1e-4)
     assert shared.shape == (3, loaded.model.config.hidden_size)
     assert not np.allclose(shared[0], shared[1])
+
+
+def test_prompts_from_data_files_render_the_papers_wording():
+    """prompts/copen.toml renders the exact strings (and scored parts) of Appendix A.1."""
+    from kgprobe.studies.copen.methods import cic_prompts, cpj_prompt, csj_prompts
+
+    assert [(s.text, s.tag) for s in csj_prompts(CSJ)[0]] == [
+        ("Paris", "query"), (" is conceptually similar with ", ""), ("Berlin", "candidate"), (" .", "")]
+    item = CPJItem("p1", "test", "Dogs bark .", (0, 1), 1)
+    assert "".join(s.text for s in cpj_prompt(item, "true")) == "Dogs bark . The statement is true ."
+    assert [s.tag for s in cpj_prompt(item, "false")] == ["concept", "", "", "answer", ""]
+    cic = CiCItem("c1", "test", "He was born in Ohio .", "Obama", "Obama", [["person"]],
+                  ["person", "office holder"], 0)
+    with_ctx, ooc = cic_prompts(cic)[1], cic_prompts(cic, context=False)[1]
+    assert [s.text for s in with_ctx] == [
+        "Choose the concept that best fits the context for Obama according to the context: "
+        "He was born in Ohio . Obama is an ", "office holder", " ."]
+    assert ooc[0].text == "Choose the concept that best fits the context for Obama according to the context: Obama is an "

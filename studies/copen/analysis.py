@@ -22,6 +22,7 @@ from collections import defaultdict
 from typing import Mapping, Sequence
 
 import numpy as np
+from kgprobe.studies.metrics import gold_ranks
 
 METRICS = ("accuracy", "chain_accuracy", "n_chains", "mrr_answer", "mrr_hard", "mrr_easy",
            "fp_share", "ooc_share", "disambiguation_share", "wrong_level_share", "n_errors",
@@ -37,11 +38,10 @@ def _all_tie(scores: Sequence[float | None]) -> bool:
     return len(set(scores)) == 1
 
 
-def _ranks(scores: Sequence[float | None]) -> np.ndarray:
-    """Pessimistic 1-based ranks (ties share the worst rank; None/NaN lowest)."""
-    s = np.array([-np.inf if x is None else x for x in scores], dtype=np.float64)
-    s = np.nan_to_num(s, nan=-np.inf)
-    return np.array([int(np.count_nonzero(s >= v)) for v in s])
+def _reciprocal_ranks(scores: Sequence[float | None]) -> np.ndarray:
+    """1 / pessimistic rank of every choice (`metrics.gold_ranks`: ties share the worst
+    rank; None/NaN lowest)."""
+    return 1.0 / gold_ranks(np.array(scores, dtype=np.float64), range(len(scores)))
 
 
 def task_metrics(task: str, records: Sequence[dict], chain_sizes: Mapping[str, int] | None = None) -> dict:
@@ -52,43 +52,57 @@ def task_metrics(task: str, records: Sequence[dict], chain_sizes: Mapping[str, i
                  "accuracy": _mean([float(r["correct"]) for r in labeled]), "n_errors": len(errors),
                  "tie_share": _mean([float(_all_tie(r["scores"])) for r in labeled if len(r.get("scores") or []) > 1])}
     if task == "csj":
-        answer, hard, easy = [], [], []
-        for r in labeled:
-            ranks = _ranks(r["scores"])
-            answer.append(1.0 / ranks[r["label"]])
-            kinds = r.get("kinds") or []
-            dis = [i for i in range(len(r["scores"])) if i != r["label"]]
-            if not kinds or any(kinds[i] not in ("hard", "easy") for i in dis):
-                continue
-            dranks = _ranks([r["scores"][i] for i in dis])
-            h = [1.0 / dranks[j] for j, i in enumerate(dis) if kinds[i] == "hard"]
-            e = [1.0 / dranks[j] for j, i in enumerate(dis) if kinds[i] == "easy"]
-            if h:
-                hard.append(float(np.mean(h)))
-            if e:
-                easy.append(float(np.mean(e)))
-        out.update(mrr_answer=_mean(answer), mrr_hard=_mean(hard), mrr_easy=_mean(easy))
+        out.update(_csj_metrics(labeled))
     elif task == "cpj":
-        fp = sum(1 for r in errors if r["pred"] == 1)
-        out["fp_share"] = fp / len(errors) if errors else None
-        members: dict[str, list[dict]] = defaultdict(list)
-        for r in labeled:
-            for c in r.get("chains") or []:
-                members[c].append(r)
-        complete = [c for c, rs in members.items() if len(rs) > 1 and
-                    (chain_sizes is None or chain_sizes.get(c, len(rs)) == len(rs))]
-        out["n_chains"] = len(complete)
-        out["chain_accuracy"] = _mean([float(all(r["correct"] for r in members[c])) for c in complete])
+        out.update(_cpj_metrics(labeled, errors, chain_sizes))
     elif task == "cic":
-        with_ooc = [r for r in errors if "ooc_pred" in r]
-        out["ooc_share"] = (sum(r["pred"] == r["ooc_pred"] for r in with_ooc) / len(with_ooc)
-                            if with_ooc else None)
-        multi = [r for r in errors if len(r.get("chains") or []) > 1]
-        dis = sum(1 for r in multi if is_disambiguation_error(r))
-        out["disambiguation_share"] = dis / len(multi) if multi else None
-        out["wrong_level_share"] = (len(multi) - dis) / len(multi) if multi else None
-        out["n_multi_chain_errors"] = len(multi)
+        out.update(_cic_metrics(errors))
     return out
+
+
+def _csj_metrics(labeled: Sequence[dict]) -> dict:
+    """MRR of the answer, and of the hard and easy distractors ranked among themselves."""
+    answer, hard, easy = [], [], []
+    for r in labeled:
+        answer.append(float(_reciprocal_ranks(r["scores"])[r["label"]]))
+        kinds = r.get("kinds") or []
+        dis = [i for i in range(len(r["scores"])) if i != r["label"]]
+        if not kinds or any(kinds[i] not in ("hard", "easy") for i in dis):
+            continue
+        rr = _reciprocal_ranks([r["scores"][i] for i in dis])
+        h = [rr[j] for j, i in enumerate(dis) if kinds[i] == "hard"]
+        e = [rr[j] for j, i in enumerate(dis) if kinds[i] == "easy"]
+        if h:
+            hard.append(float(np.mean(h)))
+        if e:
+            easy.append(float(np.mean(e)))
+    return {"mrr_answer": _mean(answer), "mrr_hard": _mean(hard), "mrr_easy": _mean(easy)}
+
+
+def _cpj_metrics(labeled: Sequence[dict], errors: Sequence[dict],
+                 chain_sizes: Mapping[str, int] | None) -> dict:
+    """False-positive share of the errors and chain-level accuracy over complete chains."""
+    fp = sum(1 for r in errors if r["pred"] == 1)
+    members: dict[str, list[dict]] = defaultdict(list)
+    for r in labeled:
+        for c in r.get("chains") or []:
+            members[c].append(r)
+    complete = [c for c, rs in members.items() if len(rs) > 1 and
+                (chain_sizes is None or chain_sizes.get(c, len(rs)) == len(rs))]
+    return {"fp_share": fp / len(errors) if errors else None, "n_chains": len(complete),
+            "chain_accuracy": _mean([float(all(r["correct"] for r in members[c])) for c in complete])}
+
+
+def _cic_metrics(errors: Sequence[dict]) -> dict:
+    """Out-of-context share of the errors; disambiguation vs wrong-level errors."""
+    with_ooc = [r for r in errors if "ooc_pred" in r]
+    multi = [r for r in errors if len(r.get("chains") or []) > 1]
+    dis = sum(1 for r in multi if is_disambiguation_error(r))
+    return {"ooc_share": (sum(r["pred"] == r["ooc_pred"] for r in with_ooc) / len(with_ooc)
+                          if with_ooc else None),
+            "disambiguation_share": dis / len(multi) if multi else None,
+            "wrong_level_share": (len(multi) - dis) / len(multi) if multi else None,
+            "n_multi_chain_errors": len(multi)}
 
 
 def is_disambiguation_error(record: dict) -> bool:

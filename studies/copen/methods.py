@@ -46,7 +46,9 @@ from kgprobe.models.segments import (
     score_prompts,
 )
 from kgprobe.ontology.labels import article
+from kgprobe.prompts.texts import prompt_segments
 from kgprobe.reasoning.copen_items import CiCItem, CPJItem, CSJItem, Item
+from kgprobe.studies.metrics import gold_ranks
 
 PARTS = {"csj": ("query", "candidate", ALL), "cpj": ("concept", "answer", ALL), "cic": ("concept", ALL)}
 CPJ_ANSWERS = ("true", "false")
@@ -97,8 +99,7 @@ def hyperparameters(method: str, task: str, overrides: dict | None = None) -> Tr
 
 
 def csj_prompts(item: CSJItem) -> list[tuple[Segment, ...]]:
-    return [(Segment(item.query, "query"), Segment(" is conceptually similar with "),
-             Segment(c, "candidate"), Segment(" .")) for c in item.candidates]
+    return [prompt_segments("copen", "csj", query=item.query, candidate=c) for c in item.candidates]
 
 
 def cpj_statement(item: CPJItem) -> tuple[Segment, ...]:
@@ -111,14 +112,13 @@ def cpj_statement(item: CPJItem) -> tuple[Segment, ...]:
 
 
 def cpj_prompt(item: CPJItem, answer: str) -> tuple[Segment, ...]:
-    return cpj_statement(item) + (Segment(" The statement is "), Segment(answer, "answer"), Segment(" ."))
+    return cpj_statement(item) + prompt_segments("copen", "cpj", answer=answer)
 
 
 def cic_prompts(item: CiCItem, context: bool = True) -> list[tuple[Segment, ...]]:
-    head = f"Choose the concept that best fits the context for {item.entity} according to the context: "
-    body = head + (item.sentence + " " if context else "")
-    return [(Segment(f"{body}{item.mention} is {article(c)} "), Segment(c, "concept"), Segment(" ."))
-            for c in item.candidates]
+    sentence = item.sentence + " " if context else ""
+    return [prompt_segments("copen", "cic", entity=item.entity, context=sentence, mention=item.mention,
+                      article=article(c), concept=c) for c in item.candidates]
 
 
 def choice_prompts(task: str, item: Item, context: bool = True) -> list[tuple[Segment, ...]]:
@@ -134,12 +134,12 @@ def choice_prompts(task: str, item: Item, context: bool = True) -> list[tuple[Se
 
 
 def pessimistic_pred(scores: Sequence[float], gold: int | None) -> int:
-    """The predicted index: the gold only when it scores strictly best (ties go against it)."""
-    s = np.nan_to_num(np.asarray(scores, dtype=np.float64), nan=-np.inf)
-    best = s.max()
-    tied = [i for i in range(len(s)) if s[i] == best]
-    if gold is not None and tied == [gold]:
+    """The predicted index: the gold only when it ranks first alone (`metrics.gold_ranks`:
+    ties go against it); otherwise the first best-scoring other choice."""
+    if gold is not None and gold_ranks(scores, gold)[0] == 1:
         return gold
+    s = np.nan_to_num(np.asarray(scores, dtype=np.float64), nan=-np.inf)
+    tied = [i for i in range(len(s)) if s[i] == s.max()]
     others = [i for i in tied if i != gold]
     return others[0] if others else tied[0]
 

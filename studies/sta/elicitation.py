@@ -23,8 +23,11 @@ from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
-from kgprobe.ontology.norms import Concept, Norms, indefinite_article
+from kgprobe.ontology.labels import with_article
+from kgprobe.ontology.norms import Concept, Norms
 from kgprobe.ontology.verbalize import MASK
+from kgprobe.prompts.texts import prompt_texts
+from kgprobe.studies.metrics import gold_ranks
 from scipy.stats import spearmanr
 
 __all__ = [
@@ -42,15 +45,16 @@ __all__ = [
 
 RELATIONS = ("is", "is a", "has", "has a", "made of")
 CONTEXTS = ("everyone", "bare")
-_WORD = r"([A-Za-z][A-Za-z'-]*)"
-#: Verb phrase (as `norms` writes it) → relation; the captured word is the answer.
-_PATTERNS = [
-    ("is a", re.compile(rf"^is an? {_WORD}$")),
-    ("has a", re.compile(rf"^has an? {_WORD}$")),
-    ("made of", re.compile(rf"^is made of {_WORD}$")),
-    ("is", re.compile(rf"^is {_WORD}$")),
-    ("has", re.compile(rf"^has {_WORD}$")),
-]
+
+
+def _patterns() -> list[tuple[str, re.Pattern]]:
+    """Verb phrase (as `norms` writes it) → relation; the captured word is the answer."""
+    spec = prompt_texts("sta")["elicitation"]
+    return [(relation, re.compile(regex.replace("{word}", spec["word"])))
+            for relation, regex in spec["patterns"]]
+
+
+_PATTERNS = _patterns()
 
 
 @dataclass
@@ -98,11 +102,10 @@ def sensible_sets(norms: Norms) -> dict[str, list[str]]:
 
 def elicitation_prompt(concept: Concept, relation: str, context: str = "everyone") -> str:
     """"Everyone knows that a bear has [MASK] ." (context "bare": "A bear has [MASK] .")."""
-    subject = f"{indefinite_article(concept.word, concept.vowel_sound)} {concept.word}"
-    if context == "everyone":
-        return f"Everyone knows that {subject} {relation} {MASK} ."
-    if context == "bare":
-        return f"{subject[0].upper()}{subject[1:]} {relation} {MASK} ."
+    subject = with_article(concept.word, concept.vowel_sound)
+    if context in CONTEXTS:
+        return prompt_texts("sta")["elicitation"][context].format(
+            subject=subject, Subject=subject[0].upper() + subject[1:], relation=relation, mask=MASK)
     raise ValueError(f"unknown context {context!r}; use one of {', '.join(CONTEXTS)}")
 
 
@@ -123,12 +126,10 @@ def average_precision(scores: Sequence[float] | np.ndarray, gold: Sequence[int])
     Ranks are pessimistic on ties (a gold tied with others is placed after them), as in
     `metrics.gold_ranks`, so constant scores never earn precision.
     """
-    row = np.asarray(scores, dtype=np.float64)
-    row = np.where(np.isnan(row), -np.inf, row)
     idx = np.unique(np.asarray(list(gold), dtype=np.int64))
     if idx.size == 0:
         raise ValueError("average precision needs at least one gold index")
-    ranks = np.array([np.count_nonzero(row >= row[g]) for g in idx])
+    ranks = gold_ranks(scores, idx)
     precisions = [np.count_nonzero(ranks <= r) / r for r in ranks]
     return float(np.mean(precisions))
 

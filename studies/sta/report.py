@@ -281,6 +281,11 @@ def _examples(out: Path, max_concepts: int = 2) -> tuple[str, str]:
     return ret_md, eli_md
 
 
+def _figure_and_examples(figure: bool, image: str, heading: str, examples: str) -> list[str]:
+    """A section's closing lines: its figure when one was drawn, its examples when any."""
+    return ([image, ""] if figure else []) + ([heading, "", examples, ""] if examples else [])
+
+
 def write_report(out: Path, rows: Sequence[dict], summary: dict) -> Path:
     """report.md and the figures of one run."""
     out = Path(out)
@@ -308,10 +313,8 @@ def write_report(out: Path, rows: Sequence[dict], summary: dict) -> Path:
         md += ["Top-PF properties in decreasing order (the paper's Figure 2):", "", retrieval_table(rows), ""]
         md += ["MRR per condition and number of properties (concepts averaged in parentheses):", "",
                conditions_table(rows), ""]
-        if figs["fig3"]:
-            md += ["![Figure 3](fig3_conditions.png)", ""]
-        if ret_ex:
-            md += ["Examples (Figure 1):", "", ret_ex, ""]
+        md += _figure_and_examples(figs["fig3"], "![Figure 3](fig3_conditions.png)",
+                                   "Examples (Figure 1):", ret_ex)
     if "elicitation" in summary:
         s = summary["elicitation"]
         md += ["## Property elicitation", "",
@@ -320,10 +323,8 @@ def write_report(out: Path, rows: Sequence[dict], summary: dict) -> Path:
                "in the vocabulary / all): " + ", ".join(
                    f"{r} {v['in_vocabulary']}/{v['words']}" for r, v in s.get("sensible_set", {}).items()), "",
                elicitation_table(rows), ""]
-        if figs["fig4"]:
-            md += ["![Table 2 as bars](fig4_elicitation.png)", ""]
-        if eli_ex:
-            md += ["Examples (Table 1):", "", eli_ex, ""]
+        md += _figure_and_examples(figs["fig4"], "![Table 2 as bars](fig4_elicitation.png)",
+                                   "Examples (Table 1):", eli_ex)
     if "run_seconds" in summary:
         md.append(f"Run time: {summary['run_seconds']} s (this invocation; model load {summary.get('model_load_seconds')} s).")
     path = out / "report.md"

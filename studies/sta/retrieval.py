@@ -36,6 +36,7 @@ from typing import Sequence
 import numpy as np
 from kgprobe.ontology.norms import Concept, Feature, conjoin
 from kgprobe.ontology.verbalize import MASK
+from kgprobe.prompts.texts import prompt_texts
 from kgprobe.studies.metrics import gold_ranks, stable_seed
 
 __all__ = [
@@ -127,10 +128,10 @@ def retrieval_prompt(phrases: Sequence[str], determiner: str = "a", template: st
     """
     if determiner not in DETERMINERS:
         raise ValueError(f"unknown determiner {determiner!r}; use one of {', '.join(DETERMINERS)}")
-    if template == "statement":
-        return f"{determiner.capitalize()} {MASK} {conjoin(phrases)} ."
-    if template == "question":
-        return f"What {conjoin(phrases)}? It is {determiner} {MASK} ."
+    if template in TEMPLATES:
+        return prompt_texts("sta")["retrieval"][template].format(
+            Determiner=determiner.capitalize(), determiner=determiner, mask=MASK,
+            properties=conjoin(phrases))
     raise ValueError(f"unknown retrieval template {template!r}; use one of {', '.join(TEMPLATES)}")
 
 

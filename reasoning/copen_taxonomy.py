@@ -1,0 +1,101 @@
+"""The concept taxonomy COPEN's CSJ and CiC generators walk, and its train/test sides.
+
+Concept chains follow the ontology's ``subClassOf`` edges, specific → general. Like the
+paper (§2.1: "following Schema.org, we set Person as a top-level concept"), the edges above
+the classes in `TOP_LEVEL_CUTS` are dropped, so a person's chain ends at *person* instead of
+climbing through *animal*, *eukaryote*, *species*. Top-level concepts are split between
+train/dev and test (`top_level_sides`, by `copen_split.split_top_levels`).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Iterable
+
+from kgprobe.ontology.model import Ontology
+from kgprobe.ontology.verbalize import normalize_label
+from kgprobe.reasoning.copen_split import split_top_levels
+from kgprobe.reasoning.memorizing import ancestors
+
+#: Classes made top-level concepts by cutting their superclass edges (the paper's §2.1).
+TOP_LEVEL_CUTS = ("http://dbpedia.org/ontology/Person",)
+
+
+@dataclass
+class Taxonomy:
+    """Concept labels and (cut) direct superclasses, with chain helpers."""
+
+    labels: dict[str, str]
+    parents: dict[str, list[str]]
+    _anc: dict[str, list[str]] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def of(cls, onto: Ontology, cuts: Iterable[str] = TOP_LEVEL_CUTS) -> "Taxonomy":
+        cut = set(cuts)
+        parents = {c: ([] if c in cut else [p for p in v.parents if p in onto.classes])
+                   for c, v in onto.classes.items()}
+        return cls({c: v.label for c, v in onto.classes.items()}, parents)
+
+    def ancestors(self, c: str) -> list[str]:
+        hit = self._anc.get(c)
+        if hit is None:
+            hit = self._anc[c] = ancestors(c, self.parents)
+        return hit
+
+    def up(self, c: str) -> list[str]:
+        """`c` and its ancestors, specific → general."""
+        return [c, *self.ancestors(c)]
+
+    def roots(self, c: str) -> list[str]:
+        tops = [a for a in self.up(c) if not self.parents.get(a)]
+        return sorted(tops) or [c]
+
+    def chains(self, c: str, limit: int = 8) -> list[list[str]]:
+        """Every path from `c` up to a top-level concept (at most `limit`)."""
+        out: list[list[str]] = []
+        stack = [[c]]
+        while stack and len(out) < limit:
+            path = stack.pop()
+            ups = [p for p in self.parents.get(path[-1], []) if p not in path]
+            if not ups:
+                out.append(path)
+            stack.extend(path + [p] for p in sorted(ups, reverse=True))
+        return out
+
+    def text(self, c: str) -> str:
+        """A concept as a prompt word: normalized label, lower-cased except acronyms."""
+        return concept_text(self.labels.get(c, c))
+
+
+def concept_text(label: str) -> str:
+    """``Supreme Court of the United States case`` → ``supreme court of the united states
+    case``; acronyms (``COVID``) keep their case. COPEN lower-cases concepts in prompts."""
+    return " ".join(w if w.isupper() and len(w) > 1 else w.lower()
+                    for w in normalize_label(label).split())
+
+
+def top_level_sides(onto: Ontology, tax: Taxonomy, seed: int) -> dict[str, str]:
+    """train/test per top-level concept, weighted by the instances under it (each class counts
+    at least once). CSJ and CiC share this split, as the paper's tasks share Table 16's."""
+    weights: dict[str, int] = defaultdict(int)
+    for c in tax.labels:
+        for r in tax.roots(c):
+            weights[r] += 1
+    for inst in onto.instances.values():
+        for t in inst.types:
+            if t in tax.labels:
+                for r in tax.roots(t):
+                    weights[r] += 1
+    names = {r: tax.labels.get(r, r) for r in weights}
+    return split_top_levels(weights, seed=seed, names=names)
+
+
+def side_of(tax: Taxonomy, sides: dict[str, str], concepts: Iterable[str]) -> str | None:
+    found = {sides.get(r) for c in concepts for r in tax.roots(c)}
+    return found.pop() if len(found) == 1 else None
+
+
+def sides_note(tax: Taxonomy, sides: dict[str, str]) -> str:
+    order = sorted(sides, key=lambda r: (sides[r], tax.labels.get(r, r).lower()))
+    return "top-level concepts: " + ", ".join(f"{tax.labels.get(r, r)}={sides[r]}" for r in order)
