@@ -95,7 +95,7 @@ def test_second_writer_is_named_and_refused_readers_keep_working(tmp_path):
         writer.kill()
         writer.communicate()
     counts = graph_counts(tmp_path)
-    print("state after the kill:", counts)
+    print("graphs:", counts)
     assert counts == {"urn:kgprobe:source:flat": 100100, "urn:kgprobe:inferred": 50000,
                       "urn:kgprobe:source:small": 1}, counts
 
@@ -133,7 +133,7 @@ def test_kill_during_load_leaves_old_or_new_state(tmp_path):
     synthetic(tmp_path / "g.nt", 50_000, tag="new")  # same path: replaces graph g
     kill_when_writing(tmp_path, start(tmp_path, "kg", "load", "g.nt"))
     counts = graph_counts(tmp_path)
-    print("state after the kill:", counts)
+    print("graphs:", counts)
     assert counts in ({"urn:kgprobe:source:g": 2100, "urn:kgprobe:inferred": 1000},
                       {"urn:kgprobe:source:g": 100100, "urn:kgprobe:inferred": 1000}), counts
     if counts["urn:kgprobe:source:g"] == 2100:
@@ -153,7 +153,7 @@ def test_kill_during_reason_leaves_old_or_new_inferences(tmp_path):
     old = exported(tmp_path)
     kill_when_writing(tmp_path, start(tmp_path, "reason"))
     counts = graph_counts(tmp_path)
-    print("state after the kill:", counts)
+    print("graphs:", counts)
     assert counts["urn:kgprobe:source:g"] == 2100 and counts["urn:kgprobe:source:h"] == 100100
     assert counts["urn:kgprobe:inferred"] in (1000, 51000), counts
     stats = run(tmp_path, "kg", "stats")
