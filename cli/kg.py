@@ -10,7 +10,6 @@ import argparse
 import contextlib
 import csv
 import json
-import shutil
 import sys
 import time
 from pathlib import Path
@@ -31,8 +30,17 @@ def store_arg(parser: argparse.ArgumentParser) -> None:
                         help="store directory (default: $KGPROBE_STORE, else .kgprobe/store)")
 
 
-def open_store(args: argparse.Namespace, *, create: bool = False) -> KnowledgeGraph:
-    return KnowledgeGraph(args.store or default_store_path(), create=create)
+def writer_args(parser: argparse.ArgumentParser) -> None:
+    """--store, and --wait: a writing command waits for another writer instead of stopping."""
+    store_arg(parser)
+    parser.add_argument("--wait", action="store_true", help="if another kgprobe process is "
+                        "writing to the store, wait for it to finish (default: exit 2)")
+
+
+def open_store(args: argparse.Namespace, *, write: bool = False) -> KnowledgeGraph:
+    """Writers take the store's writer lock; readers open it read-only and run beside them."""
+    return KnowledgeGraph(args.store or default_store_path(), create=False, read_only=not write,
+                          wait=getattr(args, "wait", False))
 
 
 # ------------------------------------------------------------------------------ kg
@@ -67,15 +75,15 @@ def load_sources(kg: KnowledgeGraph, paths: Sequence[str], default: bool,
 def created_store(args: argparse.Namespace):
     """Open (or create) the store for writing; a store this command created is removed
     again if the command fails, so a failed first load leaves nothing behind."""
-    path = Path(args.store or default_store_path())
-    fresh = not path.exists()
+    kg = KnowledgeGraph(args.store or default_store_path(), create=True, wait=args.wait)
     try:
-        with KnowledgeGraph(path, create=True) as kg:
-            yield kg
+        yield kg
     except BaseException:
-        if fresh and path.exists():
-            shutil.rmtree(path, ignore_errors=True)
+        if kg.created:
+            kg.discard()
         raise
+    finally:
+        kg.close()
 
 
 @command("kg load")
@@ -98,7 +106,7 @@ def cmd_kg_load(args: argparse.Namespace) -> int:
 
 @command("kg remove")
 def cmd_kg_remove(args: argparse.Namespace) -> int:
-    with open_store(args) as kg:
+    with open_store(args, write=True) as kg:
         record = kg.remove_source(args.name)
         print(f"removed graph '{args.name}' ({record.path})")
         if kg.inferred_state() == "stale":
@@ -208,7 +216,7 @@ def print_reason(kg: KnowledgeGraph, rules, provenance: Path | None = None) -> N
 def cmd_reason(args: argparse.Namespace) -> int:
     from kgprobe.reasoning.materialize import clear
 
-    with open_store(args) as kg:
+    with open_store(args, write=True) as kg:
         if args.clear:
             print(f"removed the inferred graph ({clear(kg)} triples)")
             return 0
@@ -224,7 +232,7 @@ def cmd_generate_memorizing(args: argparse.Namespace) -> int:
     from kgprobe.atomic import write_json, write_jsonl
     from kgprobe.reasoning.memorizing import candidate_sets, generate_memorizing
 
-    with open_store(args) as kg:
+    with open_store(args, write=args.reason) as kg:
         if args.reason and kg.inferred_state() == "stale":
             print_reason(kg, RULES)
         onto = kg.ontology()
@@ -318,10 +326,10 @@ def add_parsers(sub) -> None:
     p.add_argument("--replace", action="store_true",
                    help="let a source replace a graph that holds a different file")
     p.add_argument("--reason", action="store_true", help="materialize the RDFS closure afterwards")
-    store_arg(p)
+    writer_args(p)
     p = kg_sub.add_parser("remove", help="remove a source graph (inferences become stale)")
     p.add_argument("name", help="the graph name, as `kg stats` shows it after urn:kgprobe:source:")
-    store_arg(p)
+    writer_args(p)
     p = kg_sub.add_parser("query", help="run a SPARQL SELECT/ASK/CONSTRUCT over all graphs")
     p.add_argument("query", help="the query text, or @FILE")
     p.add_argument("--format", choices=["table", "csv", "json"], default="table")
@@ -333,7 +341,7 @@ def add_parsers(sub) -> None:
     p.add_argument("--out", type=Path, default=None, help="output file (default: stdout)")
     store_arg(p)
     p = kg_sub.add_parser("tour", help="build the graph from the bundled ontology and query it")
-    store_arg(p)
+    writer_args(p)
 
     p = sub.add_parser("reason", help="materialize the RDFS closure into urn:kgprobe:inferred")
     p.add_argument("--rules", default=",".join(RULES),
@@ -341,7 +349,7 @@ def add_parsers(sub) -> None:
     p.add_argument("--clear", action="store_true", help="remove the inferred graph instead")
     p.add_argument("--provenance", type=Path, default=None,
                    help="write every one-step derivation (rule, conclusion, premises) as JSONL")
-    store_arg(p)
+    writer_args(p)
 
     gen = sub.add_parser("generate", help="write probe sets from the knowledge graph")
     gen_sub = gen.add_subparsers(dest="generate_command", required=True)
@@ -350,7 +358,7 @@ def add_parsers(sub) -> None:
     p.add_argument("--seed", type=int, default=0, help="seed of the train/dev/test split")
     p.add_argument("--reason", action="store_true", help="re-run `kgprobe reason` first if the "
                    "inferences are stale")
-    store_arg(p)
+    writer_args(p)
     p = gen_sub.add_parser("reasoning", help="premise/hypothesis items, one JSONL per rule")
     p.add_argument("--out", required=True, type=Path)
     p.add_argument("--rules", default=",".join(RULES))

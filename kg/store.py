@@ -13,12 +13,15 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Iterator
 
 import pyoxigraph as ox
 from kgprobe.errors import QueryError, StoreError
+from kgprobe.kg.lock import LOCK_NAME, WriterLock
+from kgprobe.kg.terms import content_hash, lit, scoped, to_ox
 from kgprobe.ontology.loaders import Source, build_ontology
 from kgprobe.ontology.loaders import ox_term as from_ox
 from kgprobe.ontology.model import (
@@ -30,7 +33,6 @@ from kgprobe.ontology.model import (
     XSD,
     Ontology,
     Triple,
-    parse_literal,
 )
 
 GRAPH_NS = "urn:kgprobe:source:"
@@ -56,23 +58,6 @@ def graph_iri(name: str) -> str:
     return GRAPH_NS + "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
 
 
-def to_ox(term: str) -> ox.NamedNode | ox.BlankNode | ox.Literal:
-    """Convert kgprobe's string term convention into a pyoxigraph term."""
-    if term.startswith("_:"):
-        return ox.BlankNode(term[2:])
-    if term.startswith('"'):
-        text, lang = parse_literal(term)
-        tail = term[term.rfind('"') + 1:]
-        if tail.startswith("^^<"):
-            return ox.Literal(text, datatype=ox.NamedNode(tail[3:-1]))
-        return ox.Literal(text, language=lang) if lang else ox.Literal(text)
-    return ox.NamedNode(term)
-
-
-def _nt(term: str) -> str:
-    return term if term.startswith(('"', "_:")) else f"<{term}>"
-
-
 class StaleInferencesError(StoreError):
     """The inferred graph was computed from other versions of the sources."""
 
@@ -88,18 +73,6 @@ class SourceRecord:
     graph: str
     path: str
     content_hash: str
-
-
-def content_hash(triples: Iterable[Triple]) -> str:
-    """sha256 of the sorted N-Triples lines: the same content gives the same hash."""
-    digest = hashlib.sha256()
-    for s, p, o in sorted(set(triples)):
-        digest.update(f"{_nt(s)} {_nt(p)} {_nt(o)} .\n".encode())
-    return digest.hexdigest()
-
-
-def _lit(text: str) -> str:
-    return str(ox.Literal(text))  # N-Triples escaping, valid in SPARQL
 
 
 @dataclass
@@ -129,24 +102,34 @@ class KnowledgeGraph:
     queries see the union of all graphs as their default graph.
     """
 
-    def __init__(self, path: str | Path | None = None, *, create: bool = True):
+    def __init__(self, path: str | Path | None = None, *, create: bool = True,
+                 read_only: bool = False, wait: bool = False):
+        """A writer takes the store's writer lock first (`wait`: block until it is free);
+        a reader opens a read-only view and never blocks or is blocked by a writer."""
         self.path = Path(path) if path is not None else None
+        self.read_only, self._lock, self.created = read_only, None, False
         try:
             if self.path is None:
                 self._store = ox.Store()
-            else:
-                if not create and not self.path.exists():
-                    raise StoreError(f"{self.path}: no store here; run `kgprobe kg load` first "
-                                     "or pass --store")
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-                self._store = ox.Store(str(self.path))
+                return
+            if not create and not self.path.exists():
+                raise StoreError(f"{self.path}: no store here; run `kgprobe kg load` first "
+                                 "or pass --store")
+            if read_only:
+                self._store = ox.Store.read_only(str(self.path))
+                return
+            self._lock = WriterLock(self.path, wait=wait)
+            self._lock.acquire()  # before looking: a writer we waited for may have created it
+            self.created = not any(f.name != LOCK_NAME for f in self.path.iterdir())
+            self._store = ox.Store(str(self.path))
             self._drop_staging()
         except OSError as err:
-            if "lock" in str(err).lower():
-                raise StoreError(f"{self.path}: the store is in use by another process; wait for "
-                                 "it or pass another --store") from None
-            raise StoreError(f"{self.path}: cannot open the store ({_first_line(err)}); pass a "
-                             "writable --store directory") from None
+            self.close()
+            raise StoreError(f"{self.path}: cannot open the store ({_first_line(err)}); pass "
+                             f"a{'n existing' if read_only else ' writable'} --store directory") from None
+        except BaseException:
+            self.close()
+            raise
 
     def __enter__(self) -> "KnowledgeGraph":
         return self
@@ -155,9 +138,19 @@ class KnowledgeGraph:
         self.close()
 
     def close(self) -> None:
-        if self.path is not None and hasattr(self, "_store"):
+        if self.path is not None and getattr(self, "_store", None) is not None and not self.read_only:
             self._store.flush()
-        self._store = None  # releases the on-disk lock
+        self._store = None  # releases Oxigraph's on-disk lock
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
+
+    def discard(self) -> None:
+        """Close and delete a store this process created: a failed first load leaves nothing.
+        The writer lock is held until the directory is gone, so no waiting writer sees it."""
+        self._store = None
+        shutil.rmtree(self.path, ignore_errors=True)
+        self.close()
 
     # ------------------------------------------------------------------ writing
 
@@ -182,7 +175,7 @@ class KnowledgeGraph:
             graphs[graph] = src
         meta = {g: SourceRecord(g, _source_path(s.path), content_hash(s.triples))
                 for g, s in graphs.items()}
-        self._commit({g: _scoped(g, s.triples) for g, s in graphs.items()}, meta)
+        self._commit({g: scoped(g, s.triples) for g, s in graphs.items()}, meta)
         return list(graphs)
 
     def remove_source(self, name: str) -> SourceRecord:
@@ -222,12 +215,12 @@ class KnowledgeGraph:
             for graph in [*meta, *drop]:
                 ops.append(f"DELETE WHERE {{ GRAPH <{META_GRAPH}> {{ <{graph}> <{_PATH}> ?a }} }}")
                 ops.append(f"DELETE WHERE {{ GRAPH <{META_GRAPH}> {{ <{graph}> <{_HASH}> ?b }} }}")
-            rows = [f"<{r.graph}> <{_PATH}> {_lit(r.path)} . <{r.graph}> <{_HASH}> {_lit(r.content_hash)} ."
+            rows = [f"<{r.graph}> <{_PATH}> {lit(r.path)} . <{r.graph}> <{_HASH}> {lit(r.content_hash)} ."
                     for r in meta.values()]
             if fingerprint is not None:
                 ops.append(f"DELETE WHERE {{ GRAPH <{META_GRAPH}> {{ <{INFERRED_GRAPH}> <{_FROM}> ?c }} }}")
                 if fingerprint:
-                    rows.append(f"<{INFERRED_GRAPH}> <{_FROM}> {_lit(fingerprint)} .")
+                    rows.append(f"<{INFERRED_GRAPH}> <{_FROM}> {lit(fingerprint)} .")
             if rows:
                 ops.append(f"INSERT DATA {{ GRAPH <{META_GRAPH}> {{ {' '.join(rows)} }} }}")
             if ops:
@@ -297,7 +290,7 @@ class KnowledgeGraph:
             return
         seen: set[Triple] = set()
         for q in self._store:
-            if q.graph_name.value == META_GRAPH:
+            if q.graph_name.value == META_GRAPH or q.graph_name.value.startswith(STAGING_NS):
                 continue
             t = (from_ox(q.subject), from_ox(q.predicate), from_ox(q.object))
             if t not in seen:
@@ -306,12 +299,12 @@ class KnowledgeGraph:
 
     def count(self, graph: str | None = None) -> int:
         if graph is None:
-            return len(self._store) - self._meta_count()
+            hidden = [g for g in self._store.named_graphs()
+                      if g.value == META_GRAPH or g.value.startswith(STAGING_NS)]
+            return len(self._store) - sum(1 for g in hidden
+                                          for _ in self._store.quads_for_pattern(None, None, None, g))
         answer = self.query(f"SELECT (COUNT(*) AS ?n) WHERE {{ GRAPH <{graph}> {{ ?s ?p ?o }} }}")
         return int(_lexical(answer.rows[0][0]))
-
-    def _meta_count(self) -> int:
-        return sum(1 for _ in self._store.quads_for_pattern(None, None, None, ox.NamedNode(META_GRAPH)))
 
     def _union(self) -> dict:
         """Query options: the default graph is the union of the data graphs (never meta)."""
@@ -368,18 +361,6 @@ class KnowledgeGraph:
         result.serialize(str(tmp), format=formats[fmt])
         tmp.replace(out)
         return None
-
-
-def _scoped(graph: str, triples: Iterable[Triple]) -> Iterator[Triple]:
-    """Blank-node labels are local to their file: prefix them per graph so two sources never
-    share a node by accident (a reload of the same source gets the same labels)."""
-    tag = hashlib.sha256(graph.encode()).hexdigest()[:8]
-
-    def term(x: str) -> str:
-        return f"_:g{tag}{x[2:]}" if x.startswith("_:") else x
-
-    for s, p, o in triples:
-        yield term(s), p, term(o)
 
 
 def _source_path(path: str) -> str:

@@ -76,7 +76,7 @@ def kg_ontology(store: str | None):
 
     path = Path(store) if store else default_store_path()
     if path.exists():
-        with KnowledgeGraph(path, create=False) as kg:
+        with KnowledgeGraph(path, create=False, read_only=True) as kg:
             if kg.count():
                 return kg.ontology(), str(path)
     _warn(f"store {path} is missing or empty; generating from the bundled OntoProbe ontology "
