@@ -55,13 +55,12 @@ from kgprobe.models.encoding import (
     Encoded,
     PromptEncoder,
     TensorScorer,
-    check_candidates,
     inject,
-    normalize_pseudowords,
     pool_logprobs,
     split_prompt,
 )
 from kgprobe.models.loading import LoadedModel
+from kgprobe.models.trie import CandidateTrie, additive_mask, tree_layout
 
 __all__ = ["CausalScorer"]
 
@@ -118,21 +117,9 @@ class CausalScorer(TensorScorer):
         return Encoded(ids, slots), cands, suf
 
     # ------------------------------------------------------------------
-    def score_tensor(
-        self,
-        prompts: Sequence[str],
-        candidates: Sequence[str],
-        *,
-        pseudowords=None,
-        batch_size: int = 32,
-    ) -> torch.Tensor:
-        """Like `score` but a float32 tensor on the model's device. With gradients enabled it is
-        differentiable with respect to the pseudoword vectors (it then runs full sequences,
-        since a cache holding graph tensors cannot be copied)."""
-        check_candidates(candidates, self.name)
-        model = self.loaded.model
-        hidden = model.get_input_embeddings().weight.shape[1]
-        per_prompt = normalize_pseudowords(pseudowords, len(prompts), hidden)
+    def _score_tensor(self, prompts: Sequence[str], candidates: Sequence[str],
+                      per_prompt: list | None, batch_size: int) -> torch.Tensor:
+        # With gradients it runs full sequences: a cache holding graph tensors cannot be copied.
         rows = []
         for i, prompt in enumerate(prompts):
             vectors = per_prompt[i] if per_prompt else {}
@@ -237,20 +224,20 @@ class CausalScorer(TensorScorer):
         types = set(getattr(config, "layer_types", None) or ())
         return "layers" if types and types <= {_FULL, _SLIDING} else None
 
-    def _tree_logits(self, prefix: Encoded, trie: "_Trie", vectors) -> torch.Tensor:
+    def _tree_logits(self, prefix: Encoded, trie: CandidateTrie, vectors) -> torch.Tensor:
         """One forward over ``prefix + trie nodes``; float32 logits of the prefix's last
         position (row 0) and of every node (row 1 + node)."""
         model = self.loaded.model
         device = self._device()
         n_prefix, n = len(prefix.ids), len(trie.tok)
-        pos, allowed = _tree_layout(n_prefix, trie.parent, trie.depth)
+        pos, allowed = tree_layout(n_prefix, trie.parent, trie.depth)
         dtype = model.get_input_embeddings().weight.dtype
-        full = _additive(allowed, dtype, device)
+        full = additive_mask(allowed, dtype, device)
         kind = self._mask_kind(int(pos.max()) + 1)
         if kind == "layers":
             window = int(model.config.sliding_window)
             sliding = allowed & ((pos.unsqueeze(1) - pos.unsqueeze(0)) < window)
-            masks = {_FULL: full, _SLIDING: _additive(sliding, dtype, device)}
+            masks = {_FULL: full, _SLIDING: additive_mask(sliding, dtype, device)}
         elif kind == "full":
             masks = full
         else:
@@ -280,7 +267,7 @@ class CausalScorer(TensorScorer):
         model = self.loaded.model
         vocab = model.get_input_embeddings().weight.shape[0]
         a, b, c, d, e = [(37 * k + 11) % vocab for k in range(1, 6)]
-        trie = _Trie()
+        trie = CandidateTrie()
         trie.add([c, 0], [])
         trie.add([d, e, 0], [])  # nodes: c and d after the prefix, e after d
         saved = dict(self.stats)
@@ -304,7 +291,7 @@ class CausalScorer(TensorScorer):
         for b in range(0, len(order), step):
             idx = order[b : b + step]
             batch = [conts[k] for k in idx]
-            trie = _Trie()
+            trie = CandidateTrie()
             rows = [trie.add(c[0], c[1]) for c in batch]
             logits = self._tree_logits(prefix, trie, vectors)
             lse = torch.logsumexp(logits, dim=-1)
@@ -352,66 +339,6 @@ def _gather_logprobs(logits: torch.Tensor, batch, *, offset: int) -> torch.Tenso
         [len(c[0]) - offset for c in batch], device=logits.device
     ).unsqueeze(1)
     return lp.masked_fill(~valid, 0.0)
-
-
-class _Trie:
-    """Token trie of continuation inputs (every token of a continuation but its last).
-
-    Nodes are numbered in creation order, so a parent always precedes its children; a node
-    is keyed by (parent, token id, pseudoword slot name) so that two different slots, which
-    share the placeholder id, never merge.
-    """
-
-    def __init__(self):
-        self.tok: list[int] = []
-        self.slot: list[str | None] = []
-        self.parent: list[int] = []  # -1: the prefix's last position
-        self.depth: list[int] = []  # 1 for a continuation's first token
-        self._index: dict[tuple[int, int, str | None], int] = {}
-
-    def add(self, ids: Sequence[int], slots: Sequence[tuple[int, str]]) -> list[int]:
-        """Insert ``ids[:-1]``; return, for each token t of `ids`, the logits row that predicts
-        it: 0 for the prefix's last position, ``1 + node`` for the node holding ``ids[:t]``."""
-        names = dict(slots)
-        rows = [0]
-        cur = -1
-        for t in range(len(ids) - 1):
-            key = (cur, ids[t], names.get(t))
-            node = self._index.get(key)
-            if node is None:
-                node = self._index[key] = len(self.tok)
-                self.tok.append(ids[t])
-                self.slot.append(names.get(t))
-                self.parent.append(cur)
-                self.depth.append(1 if cur < 0 else self.depth[cur] + 1)
-            cur = node
-            rows.append(1 + node)
-        return rows
-
-
-def _tree_layout(n_prefix: int, parent: Sequence[int], depth: Sequence[int]) -> tuple[torch.Tensor, torch.Tensor]:
-    """Position ids [N] and boolean attention pattern [N, N] of ``prefix + nodes``: the prefix
-    is causal; a node sees the prefix, its ancestors and itself."""
-    n = len(parent)
-    size = n_prefix + n
-    dep = torch.tensor(list(depth), dtype=torch.long)
-    pos = torch.cat([torch.arange(n_prefix), n_prefix - 1 + dep])
-    allowed = torch.zeros((size, size), dtype=torch.bool)
-    allowed[:n_prefix, :n_prefix] = torch.ones((n_prefix, n_prefix), dtype=torch.bool).tril()
-    if n:
-        par = torch.tensor([n_prefix - 1 if p < 0 else n_prefix + p for p in parent], dtype=torch.long)
-        for d in range(1, int(dep.max()) + 1):  # parents (depth d - 1) are complete before depth d
-            sel = (dep == d).nonzero().squeeze(1)
-            rows = n_prefix + sel
-            allowed[rows] = allowed[par[sel]]
-            allowed[rows, rows] = True
-    return pos, allowed
-
-
-def _additive(allowed: torch.Tensor, dtype: torch.dtype, device) -> torch.Tensor:
-    """[1, 1, N, N] additive mask (0 where allowed, the dtype's minimum elsewhere)."""
-    mask = torch.zeros(allowed.shape, dtype=dtype).masked_fill(~allowed, torch.finfo(dtype).min)
-    return mask[None, None].to(device)
 
 
 def last_token_logits(model, rows: Sequence[Sequence[int]], pad_id: int) -> torch.Tensor:

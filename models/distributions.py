@@ -135,16 +135,24 @@ class SlotScorer(Protocol):
         ...
 
 
-class MaskDistribution:
+class _SingleTokenDistribution:
+    """A distribution read at one position: candidates must each be one token."""
+
+    def __init__(self, loaded: LoadedModel, vocabulary: Vocabulary, *, batch_size: int = 32):
+        if vocabulary.kind != "single-token":
+            raise ValueError(f"{type(self).__name__} needs a single-token vocabulary")
+        self.loaded = loaded
+        self.vocabulary = vocabulary
+        self.batch_size = batch_size
+
+
+class MaskDistribution(_SingleTokenDistribution):
     """A masked LM's distribution at the mask, over single-token candidates."""
 
     method = "mask distribution"
 
     def __init__(self, loaded: LoadedModel, vocabulary: Vocabulary, *, batch_size: int = 32):
-        if vocabulary.kind != "single-token":
-            raise ValueError("MaskDistribution needs a single-token vocabulary")
-        self.vocabulary = vocabulary
-        self.batch_size = batch_size
+        super().__init__(loaded, vocabulary, batch_size=batch_size)
         self._scorer = make_scorer(loaded, masks="single", pooling="first")
 
     def score(self, prompts: Sequence[str]) -> np.ndarray:
@@ -154,7 +162,7 @@ class MaskDistribution:
         return np.exp(scores)
 
 
-class NextTokenDistribution:
+class NextTokenDistribution(_SingleTokenDistribution):
     """A causal LM's next-token distribution where the slot starts, over single-token candidates.
 
     Prompts are tokenised exactly as `CausalScorer` does (same `PromptEncoder` pieces, BOS
@@ -167,11 +175,7 @@ class NextTokenDistribution:
     method = "next-token distribution"
 
     def __init__(self, loaded: LoadedModel, vocabulary: Vocabulary, *, batch_size: int = 32):
-        if vocabulary.kind != "single-token":
-            raise ValueError("NextTokenDistribution needs a single-token vocabulary")
-        self.vocabulary = vocabulary
-        self.batch_size = batch_size
-        self.loaded = loaded
+        super().__init__(loaded, vocabulary, batch_size=batch_size)
         self._causal = make_scorer(loaded, pooling="first")  # for its prompt encoding only
         self._ids = torch.tensor(vocabulary.token_ids, dtype=torch.long)
 

@@ -217,6 +217,19 @@ class TensorScorer:
                                     batch_size=batch_size)
         return out.double().cpu().numpy()
 
+    def score_tensor(self, prompts: Sequence[str], candidates: Sequence[str], *, pseudowords=None,
+                     batch_size: int = 32) -> torch.Tensor:
+        """Like `score` but a float32 tensor on the model's device. With gradients enabled it is
+        differentiable with respect to the pseudoword vectors (e.g. trained soft tokens)."""
+        check_candidates(candidates, self.name)
+        hidden = self.loaded.model.get_input_embeddings().weight.shape[1]
+        per_prompt = normalize_pseudowords(pseudowords, len(prompts), hidden)
+        return self._score_tensor(prompts, candidates, per_prompt, batch_size)
+
+    def _score_tensor(self, prompts: Sequence[str], candidates: Sequence[str],
+                      per_prompt: list | None, batch_size: int) -> torch.Tensor:
+        raise NotImplementedError
+
 
 def pool_logprobs(token_lp: torch.Tensor, lengths: torch.Tensor, pooling: str) -> torch.Tensor:
     """Pool per-token log-probs [N, L] (valid entries ``[:, :lengths]``) into [N] scores."""

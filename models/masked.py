@@ -19,9 +19,7 @@ from kgprobe.errors import ModelError
 from kgprobe.models.encoding import (
     PromptEncoder,
     TensorScorer,
-    check_candidates,
     inject,
-    normalize_pseudowords,
     pool_logprobs,
     split_prompt,
 )
@@ -72,21 +70,10 @@ class MaskedScorer(TensorScorer):
         return ids, list(range(start, start + n_masks)), slots
 
     # ------------------------------------------------------------------
-    def score_tensor(
-        self,
-        prompts: Sequence[str],
-        candidates: Sequence[str],
-        *,
-        pseudowords=None,
-        batch_size: int = 32,
-    ) -> torch.Tensor:
-        """Like `score` but a float32 tensor on the model's device; differentiable with respect
-        to the pseudoword vectors (e.g. trained soft tokens) when gradients are enabled."""
-        check_candidates(candidates, self.name)
+    def _score_tensor(self, prompts: Sequence[str], candidates: Sequence[str],
+                      per_prompt: list | None, batch_size: int) -> torch.Tensor:
         model = self.loaded.model
         device = next(model.parameters()).device
-        hidden = model.get_input_embeddings().weight.shape[1]
-        per_prompt = normalize_pseudowords(pseudowords, len(prompts), hidden)
         scores = torch.zeros((len(prompts), len(candidates)), dtype=torch.float32, device=device)
         if not prompts:
             return scores
