@@ -34,6 +34,8 @@ def study_cli(name: str):
     return importlib.import_module(f"kgprobe.studies.{STUDIES[name]}.cli")
 
 
+#: Where a study rebuilds its report from a run folder, if not ``report:write_report``.
+REPORTS = {"copen": "study:write_report", "sta": "report:rebuild_report"}
 #: The results.csv column that tells which study wrote a run folder (checked in this order).
 STUDY_COLUMNS = (("rule", "premise-ablation"), ("masks", "memorization"),
                  ("calibrated_accuracy", "multiple-choice"), ("method", "copen"),
@@ -61,8 +63,9 @@ def study_of(run: Path) -> str:
 def cmd_report(args: argparse.Namespace) -> int:
     """Rebuild report.md (and figures) of any study's run folder from the files on disk."""
     study = study_of(args.dir)
-    report = importlib.import_module(f"kgprobe.studies.{STUDIES[study]}.report")
-    print(f"wrote {report.write_report(args.dir)} ({study})")
+    module, function = REPORTS.get(study, "report:write_report").split(":")
+    rebuild = getattr(importlib.import_module(f"kgprobe.studies.{STUDIES[study]}.{module}"), function)
+    print(f"wrote {rebuild(args.dir)} ({study})")
     return 0
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import dataclass, field
 from typing import Iterable
 
 import networkx as nx
@@ -38,6 +39,93 @@ from kgprobe.ontology.model import (
 _SCHEMA_NAMESPACES = (RDF, RDFS, OWL, SKOS, KGP_PATTERN.rsplit("#", 1)[0])
 
 
+@dataclass
+class _Sorted:
+    """The triples of a source, sorted by what the model builder does with them."""
+
+    types: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
+    edges: dict[str, list[Triple]] = field(default_factory=lambda: defaultdict(list))
+    rdfs_labels: dict[str, list] = field(default_factory=lambda: defaultdict(list))
+    skos_labels: dict[str, list] = field(default_factory=lambda: defaultdict(list))
+    patterns: dict[str, str] = field(default_factory=dict)
+    other: list[Triple] = field(default_factory=list)
+
+    def label(self, iri: str) -> str:
+        return pick_label(self.rdfs_labels.get(iri, []), self.skos_labels.get(iri, []), iri)
+
+
+def _sort(triples: Iterable[Triple]) -> _Sorted:
+    out = _Sorted()
+    for t in triples:
+        s, p, o = t
+        if p == RDF_TYPE:
+            out.types[s].add(o)
+        elif p in (RDFS_SUBCLASSOF, RDFS_SUBPROPERTYOF, RDFS_DOMAIN, RDFS_RANGE,
+                   OWL_EQUIVALENT_PROPERTY):
+            out.edges[p].append(t)
+        elif p == RDFS_LABEL and is_literal(o):
+            out.rdfs_labels[s].append(parse_literal(o))
+        elif p == SKOS_PREFLABEL and is_literal(o):
+            out.skos_labels[s].append(parse_literal(o))
+        elif p == KGP_PATTERN and is_literal(o):
+            out.patterns[s] = parse_literal(o)[0]
+        else:
+            out.other.append(t)
+    return out
+
+
+def _schema_terms(src: _Sorted) -> tuple[set[str], set[str], int]:
+    """(class IRIs, property IRIs, blank-node axioms ignored) from types and schema edges."""
+    class_iris = {s for s, ts in src.types.items() if ts & CLASS_TYPES and is_iri(s)}
+    prop_iris = {s for s, ts in src.types.items() if ts & PROPERTY_TYPES and is_iri(s)}
+    anonymous = 0
+    for s, _, o in src.edges[RDFS_SUBCLASSOF]:
+        if is_iri(s) and is_iri(o):
+            class_iris.update((s, o))
+        else:
+            anonymous += 1
+    for pred in (RDFS_DOMAIN, RDFS_RANGE):
+        for s, _, o in src.edges[pred]:
+            if is_iri(s):
+                prop_iris.add(s)
+            if is_iri(o):
+                class_iris.add(o)
+            else:
+                anonymous += 1
+    for s, _, o in src.edges[RDFS_SUBPROPERTYOF]:
+        prop_iris.update(x for x in (s, o) if is_iri(x))
+    return class_iris, prop_iris, anonymous
+
+
+def _facts(src: _Sorted, class_iris: set[str], prop_iris: set[str],
+           instance_iris: set[str]) -> list[Triple]:
+    """Non-schema triples about instances, or using a declared property between terms that
+    are not themselves classes or properties. Their IRI ends join `instance_iris`."""
+    schema_terms = class_iris | prop_iris
+    facts = [
+        t for t in src.other
+        if not t[1].startswith(_SCHEMA_NAMESPACES) and t[0] not in schema_terms
+        and (t[0] in instance_iris or t[1] in prop_iris)
+    ]
+    for s, _, o in facts:
+        instance_iris.add(s)
+        if is_iri(o) and not is_literal(o) and o not in schema_terms:
+            instance_iris.add(o)
+    return facts
+
+
+def _link(onto: Ontology, src: _Sorted) -> None:
+    """Superclasses, domains, ranges, superproperties and equivalences of named terms."""
+    for s, _, o in src.edges[RDFS_SUBCLASSOF]:
+        if is_iri(s) and is_iri(o) and o not in onto.classes[s].parents:
+            onto.classes[s].parents.append(o)
+    for pred, attr in ((RDFS_DOMAIN, "domain"), (RDFS_RANGE, "range"),
+                       (RDFS_SUBPROPERTYOF, "parents"), (OWL_EQUIVALENT_PROPERTY, "same_as")):
+        for s, _, o in src.edges[pred]:
+            if s in onto.properties and is_iri(o):
+                getattr(onto.properties[s], attr).append(o)
+
+
 def build_ontology(name: str, triples: Iterable[Triple]) -> Ontology:
     """Build the typed model from RDF triples (a parsed file, or the store's union graph).
 
@@ -47,81 +135,23 @@ def build_ontology(name: str, triples: Iterable[Triple]) -> Ontology:
     non-schema type; facts are other triples about instances. Superclasses that are blank
     nodes (OWL restrictions, unions) are ignored and counted in a warning.
     """
-    types: dict[str, set[str]] = defaultdict(set)
-    edges: dict[str, list[Triple]] = defaultdict(list)
-    rdfs_labels: dict[str, list] = defaultdict(list)
-    skos_labels: dict[str, list] = defaultdict(list)
-    patterns: dict[str, str] = {}
-    other: list[Triple] = []
-    for t in triples:
-        s, p, o = t
-        if p == RDF_TYPE:
-            types[s].add(o)
-        elif p in (RDFS_SUBCLASSOF, RDFS_SUBPROPERTYOF, RDFS_DOMAIN, RDFS_RANGE,
-                   OWL_EQUIVALENT_PROPERTY):
-            edges[p].append(t)
-        elif p == RDFS_LABEL and is_literal(o):
-            rdfs_labels[s].append(parse_literal(o))
-        elif p == SKOS_PREFLABEL and is_literal(o):
-            skos_labels[s].append(parse_literal(o))
-        elif p == KGP_PATTERN and is_literal(o):
-            patterns[s] = parse_literal(o)[0]
-        else:
-            other.append(t)
-
-    def label(iri: str) -> str:
-        return pick_label(rdfs_labels.get(iri, []), skos_labels.get(iri, []), iri)
-
-    onto = Ontology(name=name)
-    class_iris = {s for s, ts in types.items() if ts & CLASS_TYPES and is_iri(s)}
-    prop_iris = {s for s, ts in types.items() if ts & PROPERTY_TYPES and is_iri(s)}
-    anonymous = 0
-    for s, _, o in edges[RDFS_SUBCLASSOF]:
-        if is_iri(s) and is_iri(o):
-            class_iris.update((s, o))
-        else:
-            anonymous += 1
-    for pred in (RDFS_DOMAIN, RDFS_RANGE):
-        for s, _, o in edges[pred]:
-            if is_iri(s):
-                prop_iris.add(s)
-            if is_iri(o):
-                class_iris.add(o)
-            else:
-                anonymous += 1
-    for s, _, o in edges[RDFS_SUBPROPERTYOF]:
-        prop_iris.update(x for x in (s, o) if is_iri(x))
+    src = _sort(triples)
+    class_iris, prop_iris, anonymous = _schema_terms(src)
+    types = src.types
     instance_iris = {s for s, ts in types.items() if is_iri(s) and ts - META_TYPES}
     for s in instance_iris:
         class_iris.update(t for t in types[s] - META_TYPES if is_iri(t))
-    # Facts: non-schema triples about instances, or using a declared property between
-    # terms that are not themselves classes or properties. Their IRI ends are instances.
-    schema_terms = class_iris | prop_iris
-    facts = [
-        t for t in other
-        if not t[1].startswith(_SCHEMA_NAMESPACES) and t[0] not in schema_terms
-        and (t[0] in instance_iris or t[1] in prop_iris)
-    ]
-    for s, _, o in facts:
-        instance_iris.add(s)
-        if is_iri(o) and not is_literal(o) and o not in schema_terms:
-            instance_iris.add(o)
+    facts = _facts(src, class_iris, prop_iris, instance_iris)
+    onto = Ontology(name=name)
     # An OWL file may type a term both as class and as individual (punning); keep both.
     for iri in sorted(class_iris):
-        onto.classes[iri] = OntClass(iri, label(iri))
+        onto.classes[iri] = OntClass(iri, src.label(iri))
     for iri in sorted(prop_iris):
-        onto.properties[iri] = OntProperty(iri, label(iri), pattern=patterns.get(iri))
+        onto.properties[iri] = OntProperty(iri, src.label(iri), pattern=src.patterns.get(iri))
     for iri in sorted(instance_iris):
         onto.instances[iri] = Instance(
-            iri, label(iri), sorted(t for t in types[iri] - META_TYPES if is_iri(t)))
-    for s, _, o in edges[RDFS_SUBCLASSOF]:
-        if is_iri(s) and is_iri(o) and o not in onto.classes[s].parents:
-            onto.classes[s].parents.append(o)
-    for pred, attr in ((RDFS_DOMAIN, "domain"), (RDFS_RANGE, "range"),
-                       (RDFS_SUBPROPERTYOF, "parents"), (OWL_EQUIVALENT_PROPERTY, "same_as")):
-        for s, _, o in edges[pred]:
-            if s in onto.properties and is_iri(o):
-                getattr(onto.properties[s], attr).append(o)
+            iri, src.label(iri), sorted(t for t in types[iri] - META_TYPES if is_iri(t)))
+    _link(onto, src)
     onto.facts.extend(facts)
     if anonymous:
         onto.warnings.append(f"{anonymous} subClassOf/domain/range axiom(s) with a blank node "

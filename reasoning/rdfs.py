@@ -228,6 +228,11 @@ class Closure:
         return self._iter_derivations(wanted)
 
     def _iter_derivations(self, wanted: tuple[str, ...]) -> Iterator[Derivation]:
+        """One-step derivations of the wanted rules, rebuilt from the closure's indexes.
+
+        Complexity above 15 on purpose: one branch per RDFS rule over shared local indexes
+        (by-object maps of the closure); splitting it per rule would rebuild those indexes.
+        """
         eng, _ = self._index()
         st, n, T = eng.store, eng.store.n, eng.terms
         TYPE, DOM, RNG, SCO, SPO = RDF_TYPE, RDFS_DOMAIN, RDFS_RANGE, RDFS_SUBCLASSOF, RDFS_SUBPROPERTYOF

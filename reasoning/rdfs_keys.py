@@ -90,6 +90,10 @@ def reach_sets(src: np.ndarray, dst: np.ndarray) -> dict[int, frozenset[int]]:
     Iterative Tarjan: strongly connected components come out sinks first, so each
     component's successors are finished before it.  A node reaches itself exactly
     when it lies on a cycle (component of size > 1, or a self-loop).
+
+    Complexity above 15 on purpose: the explicit-stack Tarjan loop is one algorithm whose
+    state (index, lowlink, stack) would have to be threaded through helpers; it runs on
+    every subclass/subproperty hierarchy and recursion would overflow on deep chains.
     """
     adj: dict[int, list[int]] = {}
     for a, b in zip(src.tolist(), dst.tolist()):

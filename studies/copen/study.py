@@ -305,3 +305,17 @@ def run_copen(cfg: CopenConfig, out: str | Path, *, loaded=None, progress: bool 
     rows = run_units(out, units, COLUMNS, progress=progress)
     write_text(out / "report.md", build_report(cfg, out, sets, summary, units))
     return rows
+
+
+def write_report(out: str | Path) -> Path:
+    """Rebuild ``report.md`` of a run folder from its pinned settings, data and unit files."""
+    out = Path(out)
+    try:
+        cfg = CopenConfig(**json.loads((out / "config.json").read_text(encoding="utf-8")))
+    except (OSError, ValueError, TypeError) as err:
+        raise KgprobeError(f"{out}: no readable config.json of a COPEN run ({err})") from None
+    sets, summary = load_sets(cfg, out)
+    units = build_units(cfg, out, sets, _Lazy(cfg))
+    path = out / "report.md"
+    write_text(path, build_report(cfg, out, sets, summary, units))
+    return path

@@ -357,3 +357,13 @@ def write_comparison(runs: Sequence[Path], out: Path) -> list[Path]:
     path = out / "comparison.md"
     write_text(path, "\n".join(md) + "\n")
     return paths + [path]
+
+
+def rebuild_report(out: str | Path) -> Path:
+    """`write_report` of a finished run folder, from its results.csv and summary.json."""
+    out = Path(out)
+    try:
+        summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError) as err:
+        raise StudyError(f"{out}: no readable summary.json of an sta run ({err})") from None
+    return write_report(out, read_results(out / "results.csv"), summary)

@@ -127,17 +127,8 @@ def _parse_conditions(names: Sequence[str] | None) -> list[ret.Condition]:
     return [valid[n] for n in names]
 
 
-def run_sta(config: StaConfig, out: str | Path) -> list[dict]:
-    """Run (or resume) the study into `out`; returns the result rows."""
-    from kgprobe.models.distributions import (
-        SentenceLikelihood,
-        slot_distribution,
-        single_token_vocabulary,
-        word_vocabulary,
-    )
-    from kgprobe.models.loading import load_model
-
-    out = Path(out)
+def _validate(config: StaConfig) -> None:
+    """One-line errors for settings that cannot run, before the model loads."""
     for task in config.tasks:
         if task not in TASKS:
             raise StaError(f"unknown task {task!r}; use retrieval, elicitation or all")
@@ -150,6 +141,115 @@ def run_sta(config: StaConfig, out: str | Path) -> list[dict]:
     for name, value in (("--limit", config.limit), ("--elicitation-limit", config.elicitation_limit)):
         if value is not None and value < 1:
             raise StaError(f"{name} {value}: give a positive number of concepts")
+
+
+def _lazy_words(path: Path):
+    """The LAMA word list, read on first use (only the tasks that need it pay for it)."""
+    words: list[str] = []
+
+    def get() -> list[str]:
+        if not words:
+            words.extend(load_word_list(path))
+        return words
+    return get
+
+
+def _retrieval_units(config: StaConfig, loaded, norms: Norms, lama, conditions: list,
+                     summary: dict, random_kw: dict) -> list[Unit]:
+    """Concept retrieval: one unit per condition × number of properties."""
+    from kgprobe.models.distributions import (
+        SentenceLikelihood,
+        single_token_vocabulary,
+        slot_distribution,
+        word_vocabulary,
+    )
+    units: list[Unit] = []
+    vocab_name = config.retrieval_vocab(loaded.fills_masks)
+    template = config.retrieval_template(loaded.fills_masks)
+    source = lama() if vocab_name == "lama" else norms.words()
+    sentence = not loaded.fills_masks and template == "statement"
+    if sentence and vocab_name == "concepts":
+        vocabulary = word_vocabulary(source)  # multi-token concepts can be scored too
+    else:
+        vocabulary = single_token_vocabulary(source, loaded)
+    if sentence:  # the slot is not last: one pass per candidate sentence
+        scorer = SentenceLikelihood(loaded, vocabulary, batch_size=config.batch_size)
+    else:
+        scorer = slot_distribution(loaded, vocabulary, batch_size=config.batch_size)
+    targets, counts = retrieval_targets(norms, vocabulary, determiner=config.determiner,
+                                        limit=config.limit, seed=config.seed)
+    if not targets:
+        raise StaError(f"no retrieval target left: {counts['concepts']} concepts, "
+                       f"{counts['skipped_vowel_sound']} vowel-initial, "
+                       f"{counts['dropped_out_of_vocabulary']} outside the {vocab_name} vocabulary; "
+                       "try --vocab concepts or --determiner the")
+    summary["retrieval"] = {**counts, "vocabulary": vocab_name, "vocabulary_size": len(vocabulary),
+                            "template": template,
+                            "method": scorer.method, "targets_list": [c.word for c in targets]}
+
+    def run_retrieval(cond: ret.Condition, n: int, prompts: list[ret.RetrievalPrompt]):
+        scores = scorer.score([p.prompt for p in prompts])
+        probs = scorer.probabilities(scores)
+        target_idx = [vocabulary.index(p.target) for p in prompts]
+        records = ret.score_prompts(prompts, scores, probs, target_idx, vocabulary.words)
+        return ret.summarize(records), records
+
+    for cond in conditions:
+        for n in range(1, ret.MAX_PROPERTIES + 1):
+            prompts = ret.build_prompts(targets, cond, n, determiner=config.determiner,
+                                        template=template, seed=config.seed, **random_kw)
+            if not prompts:
+                continue
+            units.append(Unit({"task": "retrieval", "condition": cond.name, "n_properties": n},
+                              lambda c=cond, n=n, p=prompts: run_retrieval(c, n, p),
+                              size=len(prompts)))
+
+    return units
+
+
+def _elicitation_units(config: StaConfig, loaded, norms: Norms, lama, summary: dict) -> list[Unit]:
+    """Property elicitation: one unit per relation × context."""
+    from kgprobe.models.distributions import (
+        single_token_vocabulary,
+        slot_distribution,
+    )
+    units: list[Unit] = []
+    vocabulary_e = single_token_vocabulary(lama(), loaded)
+    scorer_e = slot_distribution(loaded, vocabulary_e, batch_size=config.batch_size)
+    concepts = sample(list(norms.concepts.values()), config.elicitation_concepts(), config.seed, "concepts")
+    sensible = eli.sensible_sets(norms)
+    summary["elicitation"] = {
+        "concepts": len(concepts), "vocabulary": "lama", "vocabulary_size": len(vocabulary_e),
+        "method": scorer_e.method,
+        "sensible_set": {r: {"words": len(w), "in_vocabulary": sum(x in vocabulary_e for x in w)}
+                         for r, w in sensible.items()},
+    }
+
+    def run_elicitation(relation: str, prompts: list[eli.ElicitationPrompt]):
+        scores = scorer_e.score([p.prompt for p in prompts])
+        probs = scorer_e.probabilities(scores)
+        sens = [j for j in (vocabulary_e.index(w) for w in sensible[relation]) if j is not None]
+        records = eli.score_prompts(prompts, scores, probs, vocabulary_e.words, vocabulary_e.index, sens)
+        return eli.summarize(records), records
+
+    for relation in eli.RELATIONS:
+        for context in eli.CONTEXTS:
+            prompts_e = eli.build_prompts(concepts, relation, context)
+            if not prompts_e:
+                continue
+            units.append(Unit({"task": "elicitation", "relation": relation, "context": context},
+                              lambda r=relation, p=prompts_e: run_elicitation(r, p),
+                              size=len(prompts_e)))
+
+    return units
+
+
+def run_sta(config: StaConfig, out: str | Path) -> list[dict]:
+    """Run (or resume) the study into `out`; returns the result rows."""
+    from kgprobe.models.loading import load_model
+
+    out = Path(out)
+    _validate(config)
     conditions = _parse_conditions(config.conditions)
     norms = load_norms(config.norms, config.format)
     t0 = time.perf_counter()
@@ -158,87 +258,15 @@ def run_sta(config: StaConfig, out: str | Path) -> list[dict]:
     out.mkdir(parents=True, exist_ok=True)
     pin_settings(out, fingerprint)
 
-    lama_words: list[str] | None = None
-
-    def lama() -> list[str]:
-        nonlocal lama_words
-        if lama_words is None:
-            lama_words = load_word_list(config.lama_file())
-        return lama_words
-
+    lama = _lazy_words(config.lama_file())
     units: list[Unit] = []
     summary: dict = {"settings": fingerprint, "model_load_seconds": round(time.perf_counter() - t0, 1)}
     random_kw = {"random_sets": config.random_sets, "random_permutations": config.random_permutations}
 
     if "retrieval" in config.tasks:
-        vocab_name = config.retrieval_vocab(loaded.fills_masks)
-        template = config.retrieval_template(loaded.fills_masks)
-        source = lama() if vocab_name == "lama" else norms.words()
-        sentence = not loaded.fills_masks and template == "statement"
-        if sentence and vocab_name == "concepts":
-            vocabulary = word_vocabulary(source)  # multi-token concepts can be scored too
-        else:
-            vocabulary = single_token_vocabulary(source, loaded)
-        if sentence:  # the slot is not last: one pass per candidate sentence
-            scorer = SentenceLikelihood(loaded, vocabulary, batch_size=config.batch_size)
-        else:
-            scorer = slot_distribution(loaded, vocabulary, batch_size=config.batch_size)
-        targets, counts = retrieval_targets(norms, vocabulary, determiner=config.determiner,
-                                            limit=config.limit, seed=config.seed)
-        if not targets:
-            raise StaError(f"no retrieval target left: {counts['concepts']} concepts, "
-                           f"{counts['skipped_vowel_sound']} vowel-initial, "
-                           f"{counts['dropped_out_of_vocabulary']} outside the {vocab_name} vocabulary; "
-                           "try --vocab concepts or --determiner the")
-        summary["retrieval"] = {**counts, "vocabulary": vocab_name, "vocabulary_size": len(vocabulary),
-                                "template": template,
-                                "method": scorer.method, "targets_list": [c.word for c in targets]}
-
-        def run_retrieval(cond: ret.Condition, n: int, prompts: list[ret.RetrievalPrompt]):
-            scores = scorer.score([p.prompt for p in prompts])
-            probs = scorer.probabilities(scores)
-            target_idx = [vocabulary.index(p.target) for p in prompts]
-            records = ret.score_prompts(prompts, scores, probs, target_idx, vocabulary.words)
-            return ret.summarize(records), records
-
-        for cond in conditions:
-            for n in range(1, ret.MAX_PROPERTIES + 1):
-                prompts = ret.build_prompts(targets, cond, n, determiner=config.determiner,
-                                            template=template, seed=config.seed, **random_kw)
-                if not prompts:
-                    continue
-                units.append(Unit({"task": "retrieval", "condition": cond.name, "n_properties": n},
-                                  lambda c=cond, n=n, p=prompts: run_retrieval(c, n, p),
-                                  size=len(prompts)))
-
+        units += _retrieval_units(config, loaded, norms, lama, conditions, summary, random_kw)
     if "elicitation" in config.tasks:
-        vocabulary_e = single_token_vocabulary(lama(), loaded)
-        scorer_e = slot_distribution(loaded, vocabulary_e, batch_size=config.batch_size)
-        concepts = sample(list(norms.concepts.values()), config.elicitation_concepts(), config.seed, "concepts")
-        sensible = eli.sensible_sets(norms)
-        summary["elicitation"] = {
-            "concepts": len(concepts), "vocabulary": "lama", "vocabulary_size": len(vocabulary_e),
-            "method": scorer_e.method,
-            "sensible_set": {r: {"words": len(w), "in_vocabulary": sum(x in vocabulary_e for x in w)}
-                             for r, w in sensible.items()},
-        }
-
-        def run_elicitation(relation: str, prompts: list[eli.ElicitationPrompt]):
-            scores = scorer_e.score([p.prompt for p in prompts])
-            probs = scorer_e.probabilities(scores)
-            sens = [j for j in (vocabulary_e.index(w) for w in sensible[relation]) if j is not None]
-            records = eli.score_prompts(prompts, scores, probs, vocabulary_e.words, vocabulary_e.index, sens)
-            return eli.summarize(records), records
-
-        for relation in eli.RELATIONS:
-            for context in eli.CONTEXTS:
-                prompts_e = eli.build_prompts(concepts, relation, context)
-                if not prompts_e:
-                    continue
-                units.append(Unit({"task": "elicitation", "relation": relation, "context": context},
-                                  lambda r=relation, p=prompts_e: run_elicitation(r, p),
-                                  size=len(prompts_e)))
-
+        units += _elicitation_units(config, loaded, norms, lama, summary)
     write_json(out / "summary.json", summary)
     t1 = time.perf_counter()
     rows = run_units(out, units, COLUMNS, progress=config.progress)
