@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from kgprobe.errors import KgprobeError, ModelError
+from kgprobe.models import gguf as gguf_mod
 from kgprobe.models import loading as models_mod
 from kgprobe.models.loading import PRESETS, LoadedModel, load_model, resolve_device
 
@@ -101,7 +102,7 @@ def test_smollm2_preset_converts_once_and_knows_capitals(tmp_path_factory, monke
     def no_conversion(*args, **kwargs):
         raise AssertionError("GGUF converted again")
 
-    monkeypatch.setattr(models_mod, "_convert_gguf", no_conversion)
+    monkeypatch.setattr(gguf_mod, "_convert_gguf", no_conversion)
     t0 = time.perf_counter()
     second = load_model("smollm2-135m", cache_dir=cache)
     second_s = time.perf_counter() - t0
