@@ -2,22 +2,38 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, Iterator
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | Path) -> Iterator[Path]:
+    """Yield a temporary sibling of `path` to write; on success rename it over `path`.
+
+    The one way kgprobe writes a file that must never be seen half-written (results, caches,
+    exports, trained vectors): a crash or an exception leaves the old file or none, and no
+    stray temporary file.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.part{path.suffix}")
+    try:
+        yield tmp
+        tmp.replace(path)  # atomic on POSIX
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def write_text(path: str | Path, text: str) -> None:
-    """Write to a temporary sibling, then rename over the target (atomic on POSIX)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.part")
-    with open(tmp, "w", encoding="utf-8") as fh:
+    """Write `text` atomically (temporary sibling, fsync, rename)."""
+    with atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8") as fh:
         fh.write(text)
         fh.flush()
         os.fsync(fh.fileno())
-    tmp.replace(path)
 
 
 def write_jsonl(path: str | Path, rows: Iterable[dict]) -> int:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Iterable, Iterator
 
 import pyoxigraph as ox
+from kgprobe.atomic import atomic_path
 from kgprobe.errors import QueryError, StoreError
 from kgprobe.kg.lock import LOCK_NAME, WriterLock
 from kgprobe.kg.terms import content_hash, lit, scoped, to_ox
@@ -357,9 +358,8 @@ class KnowledgeGraph:
         result = self._store.query("CONSTRUCT { ?s ?p ?o } WHERE { ?s ?p ?o }", **self._union())
         if out is None:
             return result.serialize(format=formats[fmt])
-        tmp = Path(f"{out}.part")
-        result.serialize(str(tmp), format=formats[fmt])
-        tmp.replace(out)
+        with atomic_path(out) as tmp:
+            result.serialize(str(tmp), format=formats[fmt])
         return None
 
 

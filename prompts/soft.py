@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import torch
-from kgprobe.atomic import write_json
+from kgprobe.atomic import atomic_path, write_json
 from kgprobe.reasoning.items import RULE_RELATIONS, ReasoningItem
 from kgprobe.reasoning.memorizing import RELATIONS
 from tqdm import tqdm
@@ -204,9 +204,8 @@ def train_soft_prompts(study: "Study", out: Path, *, lr: float = 0.05, negatives
                                 seed=cfg.seed, negatives=negatives, label="conjunction",
                                 progress=progress)
     vectors = {k: v.detach().clone() for k, v in params.items()}
-    tmp = folder / ".vectors.pt.part"
-    torch.save(vectors, tmp)
-    tmp.replace(path)
+    with atomic_path(path) as tmp:
+        torch.save(vectors, tmp)
     write_json(folder / "training.json", log)
     return {"vectors": vectors}
 

@@ -33,7 +33,11 @@ from functools import lru_cache
 
 from kgprobe.ontology.norms import PARTICIPLES, Feature, Norms, concept_word
 from kgprobe.reasoning.copen_items import CPJItem
-from kgprobe.reasoning.copen_split import GenerationReport, split_top_levels, split_train_dev
+from kgprobe.reasoning.copen_split import (
+    GenerationReport,
+    split_top_levels,
+    split_train_dev,
+)
 
 TRUE_SHARE, FALSE_SHARE = 0.5, 0.2
 MIN_MEMBERS = 3  # a category needs this many member concepts to anchor a chain

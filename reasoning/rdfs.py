@@ -38,13 +38,12 @@ literal (owlrl does the same).  Blank nodes are ordinary terms everywhere.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from itertools import chain, repeat
 
 import numpy as np
+from kgprobe.atomic import atomic_path
 from kgprobe.errors import KgprobeError
 from kgprobe.ontology.model import (
     RDF_TYPE,
@@ -293,24 +292,13 @@ class Closure:
 
     def write_jsonl(self, path, rule: str | None = None) -> int:
         """Write `derivations(rule)` as JSON lines (atomically: temp file, then rename)."""
-        path = os.fspath(path)
-        directory = os.path.dirname(os.path.abspath(path))
-        fd, tmp = tempfile.mkstemp(prefix=".rdfs-", suffix=".jsonl.tmp", dir=directory)
         count = 0
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                dumps = json.JSONEncoder(ensure_ascii=False, separators=(", ", ": ")).encode
-                for d in self.derivations(rule):
-                    fh.write(dumps(d.to_json()))
-                    fh.write("\n")
-                    count += 1
-            os.replace(tmp, path)
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            raise
+        dumps = json.JSONEncoder(ensure_ascii=False, separators=(", ", ": ")).encode
+        with atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8") as fh:
+            for d in self.derivations(rule):
+                fh.write(dumps(d.to_json()))
+                fh.write("\n")
+                count += 1
         return count
 
 

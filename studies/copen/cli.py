@@ -87,7 +87,7 @@ def config_from_args(args: argparse.Namespace) -> CopenConfig:
     if args.epochs is not None:
         hparams.setdefault(args.method, {})["epochs"] = args.epochs
     try:
-        seeds = [int(s) for s in str(args.seeds).split(",") if s.strip()]
+        seeds = [int(s) for s in comma_list(args.seeds)]
     except ValueError:
         raise KgprobeError(f"--seeds {args.seeds}: give integers separated by commas") from None
     return CopenConfig(
@@ -96,7 +96,7 @@ def config_from_args(args: argparse.Namespace) -> CopenConfig:
         store=str(args.store) if args.store else os.environ.get("KGPROBE_STORE"),
         norms=str(args.norms) if args.norms else None, limit=args.limit,
         train_limit=args.train_limit, seed=args.seed, seeds=seeds,
-        parts=[p.strip() for p in args.parts.split(",")] if args.parts else None,
+        parts=comma_list(args.parts) if args.parts else None,
         pooling=args.pooling, hparams=hparams, device=args.device)
 
 

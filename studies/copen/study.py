@@ -21,14 +21,13 @@ provenance, plus ``summary.json``: what the generators kept and skipped).
 from __future__ import annotations
 
 import json
-import os
 import sys
 import time
 from pathlib import Path
 from typing import Sequence
 
 import numpy as np
-from kgprobe.atomic import write_json, write_text
+from kgprobe.atomic import atomic_path, write_json, write_text
 from kgprobe.errors import KgprobeError
 from kgprobe.reasoning.copen_items import (
     TASK_DIRS,
@@ -173,10 +172,8 @@ def _cached_arrays(path: Path, compute) -> dict[str, np.ndarray]:
         with np.load(path) as z:
             return {k: z[k] for k in z.files}
     value = compute()
-    tmp = path.with_name(f".{path.name}.part.npz")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    np.savez(tmp, **value)
-    os.replace(tmp, path)
+    with atomic_path(path) as tmp:  # suffix .npz kept: np.savez would append one
+        np.savez(tmp, **value)
     return value
 
 

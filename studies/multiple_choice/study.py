@@ -26,6 +26,7 @@ from typing import Sequence
 
 from kgprobe.errors import KgprobeError
 from kgprobe.reasoning.memorizing import RELATIONS, relation_name
+from kgprobe.studies.options import comma_list
 from kgprobe.studies.runner import Unit, run_units
 
 COLUMNS = ["set", "task", "p1", "answer", "n", "accuracy", "calibrated_accuracy", "top_letter", "top_letter_share"]
@@ -73,7 +74,7 @@ def choose(sets: Sequence[QuestionSet], spec: str) -> list[QuestionSet]:
     if spec in ("all", *SETS):
         return [q for q in sets if spec in ("all", q.set)]
     chosen = []
-    for name in (s.strip() for s in spec.split(",") if s.strip()):
+    for name in comma_list(spec):
         m = _REASONING.match(name)
         hits = [q for q in sets if (m and q.task == m.group(1) and q.p1 == P1_SETTINGS[m.group(2)])
                 or (not m and q.task in (name, _relation_or_none(name)))]
