@@ -22,7 +22,6 @@ from kgprobe.models.segments import (
     Prompt,
     batched_features,
     causal_logprobs,
-    score_prompts,
     shared_prefix_features,
 )
 
@@ -63,10 +62,6 @@ class CausalLM(LanguageModel):
     def token_logprobs(self, encoded: Sequence[Encoded], parts: Sequence[str] = (ALL,),
                        groups: Sequence[Sequence[int]] | None = None) -> list[np.ndarray]:
         return causal_logprobs(self, encoded, groups)
-
-    def score_segments(self, prompts: Sequence[Prompt], parts: Sequence[str],
-                       spans: Sequence[tuple[int, int]] | None = None) -> dict[str, np.ndarray]:
-        return score_prompts(self, prompts, parts, spans)
 
     def features(self, prompts: Sequence[Prompt], pooling: str | None = None,
                  spans: Sequence[tuple[int, int]] | None = None) -> np.ndarray:

@@ -32,6 +32,7 @@ import numpy as np
 import torch
 from kgprobe.errors import ModelError
 from kgprobe.models.encoding import POOLINGS
+from kgprobe.models.segments import ALL, Encoded, Prompt, score_prompts
 
 __all__ = ["LanguageModel", "Scorer", "SlotScorer", "Pseudowords"]
 
@@ -130,19 +131,20 @@ class LanguageModel(ABC):
         tokens around a text (`front`, `back`); see `models.segments.PromptCodec`."""
 
     @abstractmethod
-    def token_logprobs(self, encoded: Sequence[Any], parts: Sequence[str] = ("all",),
+    def token_logprobs(self, encoded: Sequence[Encoded], parts: Sequence[str] = (ALL,),
                        groups: Sequence[Sequence[int]] | None = None) -> list[np.ndarray]:
-        """Per encoded prompt (`models.segments.Encoded`), the log-probability of each token of
-        the requested `parts` (NaN where not scored). `groups` (indices into `encoded`) share a
-        prefix where the model can run it once."""
+        """Per encoded prompt, the log-probability of each token of the requested `parts` (NaN
+        where not scored). `groups` (indices into `encoded`) share a prefix where the model
+        can run it once."""
 
-    @abstractmethod
-    def score_segments(self, prompts: Sequence[Any], parts: Sequence[str],
+    def score_segments(self, prompts: Sequence[Prompt], parts: Sequence[str],
                        spans: Sequence[tuple[int, int]] | None = None) -> dict[str, np.ndarray]:
-        """Part → mean log-probability per prompt (`models.segments.score_prompts`)."""
+        """Part → mean log-probability per prompt; every distinct prompt is scored once, and
+        the prompts of a span (one item's choices) share their prefix where the model can."""
+        return score_prompts(self, prompts, parts, spans)
 
     @abstractmethod
-    def features(self, prompts: Sequence[Any], pooling: str | None = None,
+    def features(self, prompts: Sequence[Prompt], pooling: str | None = None,
                  spans: Sequence[tuple[int, int]] | None = None) -> np.ndarray:
         """[len(prompts), hidden] frozen final hidden states (`pooling` default
         `feature_pooling`)."""

@@ -22,7 +22,6 @@ from kgprobe.models.segments import (
     Prompt,
     batched_features,
     masked_pll,
-    score_prompts,
 )
 
 __all__ = ["MaskedLM"]
@@ -56,10 +55,6 @@ class MaskedLM(LanguageModel):
     def token_logprobs(self, encoded: Sequence[Encoded], parts: Sequence[str] = (ALL,),
                        groups: Sequence[Sequence[int]] | None = None) -> list[np.ndarray]:
         return masked_pll(self, encoded, parts)
-
-    def score_segments(self, prompts: Sequence[Prompt], parts: Sequence[str],
-                       spans: Sequence[tuple[int, int]] | None = None) -> dict[str, np.ndarray]:
-        return score_prompts(self, prompts, parts, spans)
 
     def features(self, prompts: Sequence[Prompt], pooling: str | None = None,
                  spans: Sequence[tuple[int, int]] | None = None) -> np.ndarray:

@@ -29,12 +29,11 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Any, Protocol, Sequence
 
 import numpy as np
 import torch
 from kgprobe.models.encoding import PromptEncoder
-from kgprobe.models.language_model import LanguageModel
 
 ALL = "all"
 #: Log-probability budget per forward pass: tokens × vocabulary floats (~256 MB).
@@ -59,10 +58,26 @@ class Encoded:
     tags: list[str | None]  # None for special tokens, "" for template words, else the part
 
 
+class SegmentModel(Protocol):
+    """What the functions here use of a `models.language_model.LanguageModel` (which imports
+    this module, so it is named by its shape here)."""
+
+    model: Any
+    tokenizer: Any
+
+    @property
+    def hidden_size(self) -> int: ...
+
+    def segment_frame(self, front: list[int], back: list[int]) -> tuple[list[int], list[int]]: ...
+
+    def token_logprobs(self, encoded: Sequence[Encoded], parts: Sequence[str],
+                       groups: Sequence[Sequence[int]] | None) -> list[np.ndarray]: ...
+
+
 class PromptCodec:
     """Token ids of segmented prompts for one model (cached per model)."""
 
-    def __init__(self, loaded: LanguageModel):
+    def __init__(self, loaded: SegmentModel):
         self.loaded = loaded
         self.enc = PromptEncoder(loaded.tokenizer)
         self.front, self.back = loaded.segment_frame(list(self.enc.front), list(self.enc.back))
@@ -81,7 +96,7 @@ class PromptCodec:
         return Encoded(front + ids + back, [None] * len(front) + tags + [None] * len(back))
 
 
-def _device(loaded: LanguageModel) -> torch.device:
+def _device(loaded: SegmentModel) -> torch.device:
     return next(loaded.model.parameters()).device
 
 
@@ -111,7 +126,7 @@ def _pad(rows: Sequence[Sequence[int]], pad: int, device) -> tuple[torch.Tensor,
     return ids.to(device), mask.to(device)
 
 
-def _vocab(loaded: LanguageModel) -> int:
+def _vocab(loaded: SegmentModel) -> int:
     return int(loaded.model.get_output_embeddings().weight.shape[0])
 
 
@@ -149,7 +164,7 @@ def _shared_runs(module, rows: Sequence[Sequence[int]], pad: int, device, budget
 
 
 @torch.no_grad()
-def causal_logprobs(loaded: LanguageModel, encoded: Sequence[Encoded],
+def causal_logprobs(loaded: SegmentModel, encoded: Sequence[Encoded],
                     groups: Sequence[Sequence[int]] | None = None) -> list[np.ndarray]:
     """Per prompt, log P(token | tokens before it) of every token that has one before it (NaN
     for the first); the prompts of a group (indices into `encoded`, e.g. one item's choices)
@@ -184,7 +199,7 @@ def causal_logprobs(loaded: LanguageModel, encoded: Sequence[Encoded],
 
 
 @torch.no_grad()
-def masked_pll(loaded: LanguageModel, encoded: Sequence[Encoded], parts: Sequence[str] = (ALL,)) -> list[np.ndarray]:
+def masked_pll(loaded: SegmentModel, encoded: Sequence[Encoded], parts: Sequence[str] = (ALL,)) -> list[np.ndarray]:
     """Per prompt, the pseudo-log-likelihood of the tokens of the requested `parts` (every text
     token for ``all``; NaN elsewhere), one masked copy each."""
     wanted = set(parts)
@@ -241,7 +256,7 @@ def _unique_groups(prompts: Sequence[Prompt], spans: Sequence[tuple[int, int]] |
     return unique, index, groups
 
 
-def score_prompts(loaded: LanguageModel, prompts: Sequence[Prompt], parts: Sequence[str],
+def score_prompts(loaded: SegmentModel, prompts: Sequence[Prompt], parts: Sequence[str],
                   spans: Sequence[tuple[int, int]] | None = None) -> dict[str, np.ndarray]:
     """Score every distinct prompt once; returns part → score per prompt. `spans` group the
     prompts that share a prefix (one item's choices) for causal models."""
@@ -266,7 +281,7 @@ def base_network(model) -> torch.nn.Module:
     return base if base is not None and base is not model else model
 
 
-def pooled_hidden(loaded: LanguageModel, rows: Sequence[Encoded], pooling: str,
+def pooled_hidden(loaded: SegmentModel, rows: Sequence[Encoded], pooling: str,
                   base: torch.nn.Module | None = None) -> torch.Tensor:
     """[len(rows), hidden] final hidden states (differentiable; callers choose no_grad)."""
     base = base or base_network(loaded.model)
@@ -286,7 +301,7 @@ def pooled_hidden(loaded: LanguageModel, rows: Sequence[Encoded], pooling: str,
 
 
 @torch.no_grad()
-def batched_features(loaded: LanguageModel, prompts: Sequence[Prompt], pooling: str,
+def batched_features(loaded: SegmentModel, prompts: Sequence[Prompt], pooling: str,
                      budget_tokens: int = 2048) -> np.ndarray:
     """Frozen features of each prompt, distinct prompts run once, in length-sorted batches."""
     encoded, index = _encode_unique(loaded, prompts)
@@ -298,7 +313,7 @@ def batched_features(loaded: LanguageModel, prompts: Sequence[Prompt], pooling: 
 
 
 @torch.no_grad()
-def shared_prefix_features(loaded: LanguageModel, prompts: Sequence[Prompt],
+def shared_prefix_features(loaded: SegmentModel, prompts: Sequence[Prompt],
                            spans: Sequence[tuple[int, int]] | None = None) -> np.ndarray:
     """The last token's final hidden state of each prompt under causal attention: the prompts
     of a span (one item's choices) run their common prefix once."""
@@ -318,7 +333,7 @@ def shared_prefix_features(loaded: LanguageModel, prompts: Sequence[Prompt],
     return hidden[[index[p] for p in prompts]] if prompts else hidden[:0]
 
 
-def _encode_unique(loaded: LanguageModel, prompts: Sequence[Prompt]):
+def _encode_unique(loaded: SegmentModel, prompts: Sequence[Prompt]):
     codec = PromptCodec(loaded)
     unique = list(dict.fromkeys(prompts))
     return [codec.encode(p) for p in unique], {p: i for i, p in enumerate(unique)}
