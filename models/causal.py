@@ -59,7 +59,7 @@ from kgprobe.models.encoding import (
     pool_logprobs,
     split_prompt,
 )
-from kgprobe.models.loading import LoadedModel
+from kgprobe.models.language_model import LanguageModel
 from kgprobe.models.trie import CandidateTrie, additive_mask, tree_layout
 
 __all__ = ["CausalScorer"]
@@ -72,7 +72,7 @@ class CausalScorer(TensorScorer):
 
     def __init__(
         self,
-        loaded: LoadedModel,
+        loaded: LanguageModel,
         *,
         pooling: str = "sum",
         include_suffix: bool = False,

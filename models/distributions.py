@@ -1,7 +1,8 @@
 """Candidate vocabularies and slot scorers for the tacit-assumption (STA) study.
 
 The paper ranks the target word among a fixed vocabulary with a masked LM's distribution at
-``[MASK]``. Three scorers cover both model families, all over one fixed candidate list:
+``[MASK]``. Three scorers (`SlotScorer`s; `LanguageModel.slot_distribution` picks the first or
+the second for a model) cover both model families, all over one fixed candidate list:
 
 * `MaskDistribution` (masked LMs): log-softmax over the model's whole vocabulary at the
   mask, read at each single-token candidate — the paper's method. This is
@@ -29,14 +30,13 @@ never a tie that would cost the target a rank.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterable, Protocol, Sequence
+from typing import Iterable, Sequence
 
 import numpy as np
 import torch
-from kgprobe.models.causal import last_token_logits
+from kgprobe.models.causal import CausalScorer, last_token_logits
 from kgprobe.models.encoding import MASK, PromptEncoder
-from kgprobe.models.loading import LoadedModel
-from kgprobe.models.scoring import make_scorer
+from kgprobe.models.language_model import LanguageModel, SlotScorer
 
 __all__ = [
     "Vocabulary",
@@ -80,7 +80,7 @@ class Vocabulary:
         return self.index(word) is not None
 
 
-def single_token_vocabulary(words: Iterable[str], loaded: LoadedModel) -> Vocabulary:
+def single_token_vocabulary(words: Iterable[str], loaded: LanguageModel) -> Vocabulary:
     """`words` that the model writes as ONE token after a space ("LAMA ∩ model vocabulary").
 
     The first word of each token id is kept; later spellings of the same token and
@@ -121,24 +121,10 @@ def softmax_rows(scores: np.ndarray) -> np.ndarray:
     return e / e.sum(axis=1, keepdims=True)
 
 
-class SlotScorer(Protocol):
-    """Scores every candidate of a fixed vocabulary for the ``[MASK]`` slot of prompts."""
-
-    vocabulary: Vocabulary
-    method: str
-
-    def score(self, prompts: Sequence[str]) -> np.ndarray:
-        """[len(prompts), len(vocabulary)] log-scores; higher is better."""
-        ...
-
-    def probabilities(self, scores: np.ndarray) -> np.ndarray:
-        ...
-
-
 class _SingleTokenDistribution:
     """A distribution read at one position: candidates must each be one token."""
 
-    def __init__(self, loaded: LoadedModel, vocabulary: Vocabulary, *, batch_size: int = 32):
+    def __init__(self, loaded: LanguageModel, vocabulary: Vocabulary, *, batch_size: int = 32):
         if vocabulary.kind != "single-token":
             raise ValueError(f"{type(self).__name__} needs a single-token vocabulary")
         self.loaded = loaded
@@ -151,9 +137,9 @@ class MaskDistribution(_SingleTokenDistribution):
 
     method = "mask distribution"
 
-    def __init__(self, loaded: LoadedModel, vocabulary: Vocabulary, *, batch_size: int = 32):
+    def __init__(self, loaded: LanguageModel, vocabulary: Vocabulary, *, batch_size: int = 32):
         super().__init__(loaded, vocabulary, batch_size=batch_size)
-        self._scorer = make_scorer(loaded, masks="single", pooling="first")
+        self._scorer = loaded.scorer(masks="single", pooling="first")
 
     def score(self, prompts: Sequence[str]) -> np.ndarray:
         return self._scorer.score(list(prompts), self.vocabulary.words, batch_size=self.batch_size)
@@ -174,9 +160,9 @@ class NextTokenDistribution(_SingleTokenDistribution):
 
     method = "next-token distribution"
 
-    def __init__(self, loaded: LoadedModel, vocabulary: Vocabulary, *, batch_size: int = 32):
+    def __init__(self, loaded: LanguageModel, vocabulary: Vocabulary, *, batch_size: int = 32):
         super().__init__(loaded, vocabulary, batch_size=batch_size)
-        self._causal = make_scorer(loaded, pooling="first")  # for its prompt encoding only
+        self._causal = CausalScorer(loaded, pooling="first")  # for its prompt encoding only
         self._ids = torch.tensor(vocabulary.token_ids, dtype=torch.long)
 
     def _prefix_ids(self, prompt: str) -> list[int]:
@@ -212,10 +198,10 @@ class SentenceLikelihood:
 
     method = "sentence log-likelihood"
 
-    def __init__(self, loaded: LoadedModel, vocabulary: Vocabulary, *, batch_size: int = 32):
+    def __init__(self, loaded: LanguageModel, vocabulary: Vocabulary, *, batch_size: int = 32):
         self.vocabulary = vocabulary
         self.batch_size = batch_size
-        self._scorer = make_scorer(loaded, pooling="sum", include_suffix=True)
+        self._scorer = loaded.scorer(pooling="sum", include_suffix=True)
 
     def score(self, prompts: Sequence[str]) -> np.ndarray:
         return self._scorer.score(list(prompts), self.vocabulary.words, batch_size=self.batch_size)
@@ -223,9 +209,3 @@ class SentenceLikelihood:
     def probabilities(self, scores: np.ndarray) -> np.ndarray:
         return softmax_rows(scores)
 
-
-def slot_distribution(loaded: LoadedModel, vocabulary: Vocabulary, *, batch_size: int = 32):
-    """A scorer of `vocabulary` at a prompt's slot: the [MASK] distribution of a model that
-    fills masks, else the next-token distribution (the slot must then end the prompt)."""
-    cls = MaskDistribution if loaded.fills_masks else NextTokenDistribution
-    return cls(loaded, vocabulary, batch_size=batch_size)

@@ -8,7 +8,9 @@
 * a Hugging Face hub id (only works where the hub is reachable or already cached).
 
 The model's configuration decides its family: ``"masked"`` (BERT-like, loaded with
-`AutoModelForMaskedLM`) or ``"causal"`` (GPT-like, `AutoModelForCausalLM`).
+`AutoModelForMaskedLM`, returned as a `MaskedLM`) or ``"causal"`` (GPT-like,
+`AutoModelForCausalLM`, returned as a `CausalLM`); both are the one `LanguageModel` interface
+the studies use (``models/language_model.py``).
 
 GGUF files are de-quantised by transformers (`from_pretrained(dir, gguf_file=...)`), which
 takes 15-80 s. We therefore convert each GGUF file ONCE into a plain Hugging Face directory
@@ -29,27 +31,30 @@ import contextlib
 import logging
 import os
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 import torch
 from kgprobe.errors import ModelError
+from kgprobe.models.causal_lm import CausalLM
+from kgprobe.models.language_model import LanguageModel
+from kgprobe.models.masked_lm import MaskedLM
 
 __all__ = [
     "PRESETS",
-    "LoadedModel",
+    "LanguageModel",
     "ModelError",
     "load_model",
     "resolve_device",
     "set_threads",
     "default_cache_dir",
-    "input_embedding_matrix",
 ]
 
 log = logging.getLogger(__name__)
 
 Kind = Literal["masked", "causal"]
+#: The model families `load_model` can return, by `kind`.
+FAMILIES: dict[str, type[LanguageModel]] = {cls.kind: cls for cls in (MaskedLM, CausalLM)}
 
 from .gguf import (  # noqa: F401
     _CONVERSION_VERSION,
@@ -59,50 +64,6 @@ from .gguf import (  # noqa: F401
     _preset_entry,
     _publish,
 )
-
-
-@dataclass
-class LoadedModel:
-    """A model ready for scoring: weights in eval mode on `device`, plus its tokenizer."""
-
-    name: str
-    kind: Kind
-    model: Any  # transformers.PreTrainedModel
-    tokenizer: Any  # transformers tokenizer
-    device: str
-    #: Where the weights were read from (a directory); for presets and GGUF files, the cache entry.
-    source: str | None = None
-    #: Timings and cache facts of the load (``{"converted": bool, "seconds": float}``).
-    info: dict = field(default_factory=dict)
-
-    # What differs between masked and causal models, as capabilities the studies ask for
-    # instead of branching on `kind` (ARCHITECTURE.md, "The model interface").
-
-    @property
-    def fills_masks(self) -> bool:
-        """A ``[MASK]`` slot anywhere in a text is read in one pass (masked LMs); a causal LM
-        reads only the token after its prefix, so a slot must come last."""
-        return self.kind == "masked"
-
-    @property
-    def answers_next_token(self) -> bool:
-        """It can answer with the next token after a question (an option letter)."""
-        return self.kind == "causal"
-
-    @property
-    def default_pooling(self) -> str:
-        """How token log-probabilities of a multi-token candidate are pooled by default:
-        the paper's mean over masks for masked LMs, the sequence log-probability for causal."""
-        return "mean" if self.kind == "masked" else "sum"
-
-    @property
-    def pseudoword_anchor(self) -> str:
-        """Where pseudowords are sampled: near [MASK] (the paper) or, without one, the mean."""
-        return "mask" if self.kind == "masked" else "mean"
-
-    def input_embeddings(self) -> torch.Tensor:
-        """The static input embeddings [V, H] as the first layer sees them."""
-        return input_embedding_matrix(self)
 
 
 def default_cache_dir() -> Path:
@@ -184,12 +145,8 @@ def _quiet_transformers():
 
 
 def _load_hf(source: str, name: str, *, kind: Kind | None, hub_kwargs: dict) -> tuple[Kind, Any, Any]:
-    from transformers import (
-        AutoConfig,
-        AutoModelForCausalLM,
-        AutoModelForMaskedLM,
-        AutoTokenizer,
-    )
+    import transformers
+    from transformers import AutoConfig, AutoTokenizer
 
     try:
         config = AutoConfig.from_pretrained(source, **hub_kwargs)
@@ -201,7 +158,7 @@ def _load_hf(source: str, name: str, *, kind: Kind | None, hub_kwargs: dict) -> 
             ) from None
         raise _unknown(name) from None
     kind = kind or _kind_of(config, name)
-    auto = AutoModelForMaskedLM if kind == "masked" else AutoModelForCausalLM
+    auto = getattr(transformers, FAMILIES[kind].auto_class)
     try:
         with _quiet_transformers():  # we report a missing head ourselves, in one line
             model, info = auto.from_pretrained(source, config=config, dtype=torch.float32, output_loading_info=True, **hub_kwargs)
@@ -233,7 +190,7 @@ def load_model(
     cache_dir: str | os.PathLike | None = None,
     kind: Kind | None = None,
     local_files_only: bool | None = None,
-) -> LoadedModel:
+) -> LanguageModel:
     """Load a preset, a ``.gguf`` file, a local HF directory or a hub id.
 
     `device`: ``"cpu"``, ``"cuda"`` or ``"auto"`` (cuda if available). `cache_dir`: root of the
@@ -252,7 +209,7 @@ def load_model(
     if local_files_only:
         hub_kwargs["local_files_only"] = True
 
-    if kind is not None and kind not in ("masked", "causal"):
+    if kind is not None and kind not in FAMILIES:
         raise ModelError(f"unknown model kind '{kind}'; use masked or causal")
 
     if name in PRESETS:
@@ -285,39 +242,11 @@ def load_model(
             if getattr(tokenizer, candidate, None) is not None:
                 tokenizer.pad_token = getattr(tokenizer, candidate)
                 break
-    return LoadedModel(
+    return FAMILIES[kind_](
         name=name,
-        kind=kind_,
         model=model,
         tokenizer=tokenizer,
         device=dev,
         source=source,
         info={"converted": converted, "seconds": round(time.perf_counter() - t0, 3)},
     )
-
-
-# --------------------------------------------------------------------------------------
-# Embedding helpers (pseudoword sampling)
-# --------------------------------------------------------------------------------------
-
-
-def _embed_scale(module: Any) -> Any:
-    scale = getattr(module, "embed_scale", None)
-    return 1.0 if scale is None else scale
-
-
-def input_embedding_matrix(loaded: LoadedModel) -> torch.Tensor:
-    """The static input embeddings [V, H] as the model's first layer sees them.
-
-    Equals ``model.get_input_embeddings()(arange(V))``: the weight matrix, times
-    ``embed_scale`` for models whose embedding module scales its output (Gemma). Pseudoword
-    vectors live in this space and are injected unchanged through ``inputs_embeds``.
-    """
-    module = loaded.model.get_input_embeddings()
-    with torch.no_grad():
-        weight = module.weight.detach()
-        scale = _embed_scale(module)
-        if isinstance(scale, torch.Tensor):
-            scale = scale.to(weight.dtype)
-        return weight * scale if not (isinstance(scale, float) and scale == 1.0) else weight
-

@@ -23,7 +23,7 @@ from kgprobe.models.encoding import (
     pool_logprobs,
     split_prompt,
 )
-from kgprobe.models.loading import LoadedModel
+from kgprobe.models.language_model import LanguageModel
 
 __all__ = ["MaskedScorer"]
 
@@ -31,7 +31,7 @@ __all__ = ["MaskedScorer"]
 class MaskedScorer(TensorScorer):
     """Scores candidates at the ``[MASK]`` slot of a masked LM. See module docstring."""
 
-    def __init__(self, loaded: LoadedModel, *, masks: str = "multi", pooling: str = "mean"):
+    def __init__(self, loaded: LanguageModel, *, masks: str = "multi", pooling: str = "mean"):
         if masks not in ("multi", "single"):
             raise ModelError(f"unknown mask method {masks!r}; use multi or single")
         tok = loaded.tokenizer

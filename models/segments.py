@@ -1,36 +1,39 @@
 """Scoring whole prompts by parts, and frozen features, for the COPEN methods.
 
-`prompts.scoring` ranks fillers of one ``[MASK]`` slot; COPEN's zero-shot probing instead
+`models.scoring` ranks fillers of one ``[MASK]`` slot; COPEN's zero-shot probing instead
 scores a *text part* of a filled prompt (Tables 8 and 11): the query entity, the candidate,
 the concept, the answer word, or all of it. A prompt is therefore a list of `Segment`s, each
 tagged with the part it belongs to, and scoring returns one log-probability per token:
 
-* causal LMs: log P(token | every token before it), one forward pass per prompt; the first
-  text token is conditioned on the tokenizer's BOS (else EOS) token, as in `CausalScorer`;
-* masked LMs: the pseudo-log-likelihood of the paper, one masked copy per scored token,
-  log P(token | the prompt with that token masked).
+* causal LMs (`causal_logprobs`): log P(token | every token before it), one forward pass per
+  prompt; the first text token is conditioned on the tokenizer's BOS (else EOS) token, as in
+  `CausalScorer`;
+* masked LMs (`masked_pll`): the pseudo-log-likelihood of the paper, one masked copy per
+  scored token, log P(token | the prompt with that token masked).
+
+Each `LanguageModel` picks its own (`token_logprobs`) and frames a prompt's ids with its own
+special tokens (`segment_frame`); the functions here serve both.
 
 A part's score is the mean log-probability of its tokens; ``all`` averages every text token
 (the negative log-perplexity, which orders prompts as the paper's negative perplexity does).
 
-Segments are tokenised piece by piece with `prompts.encoding.PromptEncoder`, like the
+Segments are tokenised piece by piece with `models.encoding.PromptEncoder`, like the
 project's scorers, so a part's tokens never depend on its neighbours.
 
-`features` returns the final hidden state of one token per prompt (Appendix A.2: [CLS] for
-BERT-like models, the last token for GPT-like ones) from the model's base network, without
-running the vocabulary head.
+`batched_features` and `shared_prefix_features` return the final hidden state of one token per
+prompt (Appendix A.2: [CLS] for BERT-like models, the last token for GPT-like ones; the model's
+`feature_pooling`) from the model's base network, without running the vocabulary head.
 """
 
 from __future__ import annotations
 
 import copy
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Any, Protocol, Sequence
 
 import numpy as np
 import torch
 from kgprobe.models.encoding import PromptEncoder
-from kgprobe.models.loading import LoadedModel
 
 ALL = "all"
 #: Log-probability budget per forward pass: tokens × vocabulary floats (~256 MB).
@@ -55,18 +58,29 @@ class Encoded:
     tags: list[str | None]  # None for special tokens, "" for template words, else the part
 
 
+class SegmentModel(Protocol):
+    """What the functions here use of a `models.language_model.LanguageModel` (which imports
+    this module, so it is named by its shape here)."""
+
+    model: Any
+    tokenizer: Any
+
+    @property
+    def hidden_size(self) -> int: ...
+
+    def segment_frame(self, front: list[int], back: list[int]) -> tuple[list[int], list[int]]: ...
+
+    def token_logprobs(self, encoded: Sequence[Encoded], parts: Sequence[str],
+                       groups: Sequence[Sequence[int]] | None) -> list[np.ndarray]: ...
+
+
 class PromptCodec:
     """Token ids of segmented prompts for one model (cached per model)."""
 
-    def __init__(self, loaded: LoadedModel):
+    def __init__(self, loaded: SegmentModel):
         self.loaded = loaded
         self.enc = PromptEncoder(loaded.tokenizer)
-        tok = loaded.tokenizer
-        start = tok.bos_token_id if tok.bos_token_id is not None else tok.eos_token_id
-        self.start_id = int(start) if start is not None else None
-        pad = tok.pad_token_id
-        self.pad_id = int(pad) if pad is not None else 0
-        self.mask_id = getattr(tok, "mask_token_id", None)
+        self.front, self.back = loaded.segment_frame(list(self.enc.front), list(self.enc.back))
 
     def encode(self, prompt: Sequence[Segment]) -> Encoded:
         ids: list[int] = []
@@ -78,14 +92,11 @@ class PromptCodec:
             e, at_start, space = self.enc.encode_pieces([seg.text], at_start=at_start, space_before=space)
             ids.extend(e.ids)
             tags.extend([seg.tag] * len(e.ids))
-        front = list(self.enc.front)
-        back = list(self.enc.back) if self.loaded.kind == "masked" else []
-        if self.loaded.kind == "causal" and not front and self.start_id is not None:
-            front = [self.start_id]
+        front, back = self.front, self.back
         return Encoded(front + ids + back, [None] * len(front) + tags + [None] * len(back))
 
 
-def _device(loaded: LoadedModel) -> torch.device:
+def _device(loaded: SegmentModel) -> torch.device:
     return next(loaded.model.parameters()).device
 
 
@@ -115,24 +126,8 @@ def _pad(rows: Sequence[Sequence[int]], pad: int, device) -> tuple[torch.Tensor,
     return ids.to(device), mask.to(device)
 
 
-def _vocab(loaded: LoadedModel) -> int:
+def _vocab(loaded: SegmentModel) -> int:
     return int(loaded.model.get_output_embeddings().weight.shape[0])
-
-
-@torch.no_grad()
-def token_logprobs(loaded: LoadedModel, encoded: Sequence[Encoded], parts: Sequence[str] = (ALL,),
-                   groups: Sequence[Sequence[int]] | None = None) -> list[np.ndarray]:
-    """Per prompt, the log-probability of each token (NaN where not scored).
-
-    Causal models score every token that has a token before it; the prompts of a group
-    (indices into `encoded`, e.g. one item's choices) run their common prefix once. Masked
-    models score only the tokens of the requested `parts` (every text token for ``all``), one
-    masked copy each."""
-    if loaded.kind == "causal":
-        groups = groups if groups is not None else [[i] for i in range(len(encoded))]
-        return _causal_logprobs(loaded, encoded, groups)
-    wanted = set(parts)
-    return _masked_pll(loaded, encoded, lambda tag: tag is not None and (ALL in wanted or tag in wanted))
 
 
 def _lcp(rows: Sequence[Sequence[int]]) -> int:
@@ -168,8 +163,13 @@ def _shared_runs(module, rows: Sequence[Sequence[int]], pad: int, device, budget
         yield "rest", L, batch, out
 
 
-def _causal_logprobs(loaded: LoadedModel, encoded: Sequence[Encoded],
-                     groups: Sequence[Sequence[int]]) -> list[np.ndarray]:
+@torch.no_grad()
+def causal_logprobs(loaded: SegmentModel, encoded: Sequence[Encoded],
+                    groups: Sequence[Sequence[int]] | None = None) -> list[np.ndarray]:
+    """Per prompt, log P(token | tokens before it) of every token that has one before it (NaN
+    for the first); the prompts of a group (indices into `encoded`, e.g. one item's choices)
+    run their common prefix once."""
+    groups = groups if groups is not None else [[i] for i in range(len(encoded))]
     model, device = loaded.model, _device(loaded)
     pad = loaded.tokenizer.pad_token_id or 0
     budget = max(32, min(_GROUP_BUDGET, _LOGIT_BUDGET // _vocab(loaded)))
@@ -198,7 +198,15 @@ def _causal_logprobs(loaded: LoadedModel, encoded: Sequence[Encoded],
     return out
 
 
-def _masked_pll(loaded: LoadedModel, encoded: Sequence[Encoded], scored) -> list[np.ndarray]:
+@torch.no_grad()
+def masked_pll(loaded: SegmentModel, encoded: Sequence[Encoded], parts: Sequence[str] = (ALL,)) -> list[np.ndarray]:
+    """Per prompt, the pseudo-log-likelihood of the tokens of the requested `parts` (every text
+    token for ``all``; NaN elsewhere), one masked copy each."""
+    wanted = set(parts)
+
+    def scored(tag: str | None) -> bool:
+        return tag is not None and (ALL in wanted or tag in wanted)
+
     model, device = loaded.model, _device(loaded)
     mask_id = loaded.tokenizer.mask_token_id
     pad = loaded.tokenizer.pad_token_id or 0
@@ -248,14 +256,14 @@ def _unique_groups(prompts: Sequence[Prompt], spans: Sequence[tuple[int, int]] |
     return unique, index, groups
 
 
-def score_prompts(loaded: LoadedModel, prompts: Sequence[Prompt], parts: Sequence[str],
+def score_prompts(loaded: SegmentModel, prompts: Sequence[Prompt], parts: Sequence[str],
                   spans: Sequence[tuple[int, int]] | None = None) -> dict[str, np.ndarray]:
     """Score every distinct prompt once; returns part → score per prompt. `spans` group the
     prompts that share a prefix (one item's choices) for causal models."""
     codec = PromptCodec(loaded)
     unique, index, groups = _unique_groups(prompts, spans)
     encoded = [codec.encode(p) for p in unique]
-    lps = token_logprobs(loaded, encoded, parts, groups)
+    lps = loaded.token_logprobs(encoded, parts, groups)
     per_unique = {part: np.array([part_score(e, lp, part) for e, lp in zip(encoded, lps)])
                   for part in parts}
     return {part: scores[[index[p] for p in prompts]] if prompts else np.zeros(0)
@@ -267,18 +275,13 @@ def score_prompts(loaded: LoadedModel, prompts: Sequence[Prompt], parts: Sequenc
 POOLINGS = ("first", "last", "mean")
 
 
-def default_pooling(loaded: LoadedModel) -> str:
-    """Appendix A.2: [CLS] (the first token) for masked LMs, the last token for causal ones."""
-    return "first" if loaded.kind == "masked" else "last"
-
-
 def base_network(model) -> torch.nn.Module:
     """The transformer under the LM head (``model.bert``, ``model.model``, ``model.transformer``)."""
     base = getattr(model, "base_model", None)
     return base if base is not None and base is not model else model
 
 
-def pooled_hidden(loaded: LoadedModel, rows: Sequence[Encoded], pooling: str,
+def pooled_hidden(loaded: SegmentModel, rows: Sequence[Encoded], pooling: str,
                   base: torch.nn.Module | None = None) -> torch.Tensor:
     """[len(rows), hidden] final hidden states (differentiable; callers choose no_grad)."""
     base = base or base_network(loaded.model)
@@ -298,26 +301,39 @@ def pooled_hidden(loaded: LoadedModel, rows: Sequence[Encoded], pooling: str,
 
 
 @torch.no_grad()
-def features(loaded: LoadedModel, prompts: Sequence[Prompt], pooling: str,
-             spans: Sequence[tuple[int, int]] | None = None, budget_tokens: int = 2048) -> np.ndarray:
-    """Frozen features of each prompt (distinct prompts are run once). For causal models and
-    the last token, the prompts of a span (one item's choices) run their common prefix once."""
+def batched_features(loaded: SegmentModel, prompts: Sequence[Prompt], pooling: str,
+                     budget_tokens: int = 2048) -> np.ndarray:
+    """Frozen features of each prompt, distinct prompts run once, in length-sorted batches."""
+    encoded, index = _encode_unique(loaded, prompts)
+    base = base_network(loaded.model)
+    hidden = np.zeros((len(encoded), loaded.hidden_size), dtype=np.float32)
+    for batch in _batches([len(e.ids) for e in encoded], budget_tokens):
+        hidden[batch] = pooled_hidden(loaded, [encoded[i] for i in batch], pooling, base).float().cpu().numpy()
+    return hidden[[index[p] for p in prompts]] if prompts else hidden[:0]
+
+
+@torch.no_grad()
+def shared_prefix_features(loaded: SegmentModel, prompts: Sequence[Prompt],
+                           spans: Sequence[tuple[int, int]] | None = None) -> np.ndarray:
+    """The last token's final hidden state of each prompt under causal attention: the prompts
+    of a span (one item's choices) run their common prefix once."""
     codec = PromptCodec(loaded)
     unique, index, groups = _unique_groups(prompts, spans)
     encoded = [codec.encode(p) for p in unique]
     base = base_network(loaded.model)
-    size = int(loaded.model.get_input_embeddings().weight.shape[1])
-    hidden = np.zeros((len(unique), size), dtype=np.float32)
-    if loaded.kind == "causal" and pooling == "last":
-        pad = loaded.tokenizer.pad_token_id or 0
-        for group in groups:
-            rows = [encoded[i].ids for i in group]
-            for kind, L, batch, res in _shared_runs(base, rows, pad, _device(loaded), _GROUP_BUDGET):
-                if kind == "rest":
-                    h = res.last_hidden_state.float()
-                    for k, b in enumerate(batch):
-                        hidden[group[b]] = h[k, len(rows[b]) - L - 1].cpu().numpy()
-    else:
-        for batch in _batches([len(e.ids) for e in encoded], budget_tokens):
-            hidden[batch] = pooled_hidden(loaded, [encoded[i] for i in batch], pooling, base).float().cpu().numpy()
+    hidden = np.zeros((len(unique), loaded.hidden_size), dtype=np.float32)
+    pad = loaded.tokenizer.pad_token_id or 0
+    for group in groups:
+        rows = [encoded[i].ids for i in group]
+        for kind, L, batch, res in _shared_runs(base, rows, pad, _device(loaded), _GROUP_BUDGET):
+            if kind == "rest":
+                h = res.last_hidden_state.float()
+                for k, b in enumerate(batch):
+                    hidden[group[b]] = h[k, len(rows[b]) - L - 1].cpu().numpy()
     return hidden[[index[p] for p in prompts]] if prompts else hidden[:0]
+
+
+def _encode_unique(loaded: SegmentModel, prompts: Sequence[Prompt]):
+    codec = PromptCodec(loaded)
+    unique = list(dict.fromkeys(prompts))
+    return [codec.encode(p) for p in unique], {p: i for i, p in enumerate(unique)}

@@ -28,9 +28,8 @@ from typing import Sequence
 
 import torch
 from kgprobe.errors import KgprobeError, ModelError
-from kgprobe.models.causal import last_token_logits
 from kgprobe.models.encoding import PromptEncoder
-from kgprobe.models.loading import LoadedModel
+from kgprobe.models.language_model import LanguageModel
 
 __all__ = [
     "MultipleChoiceResult", "load_multiple_choice", "score_multiple_choice", "score_option_texts",
@@ -91,7 +90,7 @@ def _context(tok, question: str, instruction: str, use_chat: bool) -> list[int]:
 
 @torch.no_grad()
 def score_multiple_choice(
-    loaded: LoadedModel,
+    loaded: LanguageModel,
     prompts: Sequence[str],
     golds: Sequence[str],
     *,
@@ -100,11 +99,11 @@ def score_multiple_choice(
     batch_size: int = 4,
 ) -> MultipleChoiceResult:
     """Accuracy of picking the gold option letter as the most likely next token."""
-    if loaded.kind != "causal":
+    if not loaded.answers_next_token:
         raise ModelError(f"multiple-choice scoring needs a causal (instruct) model; '{loaded.name}' is {loaded.kind}")
     if len(prompts) != len(golds):
         raise ValueError(f"{len(prompts)} prompts but {len(golds)} golds")
-    tok, model = loaded.tokenizer, loaded.model
+    tok = loaded.tokenizer
     use_chat = bool(getattr(tok, "chat_template", None)) if use_chat_template is None else use_chat_template
     encoder = PromptEncoder(tok)
     letter_id = {chr(c): encoder.encode_text(chr(c), "glued")[0] for c in range(ord("a"), ord("z") + 1)}
@@ -112,13 +111,12 @@ def score_multiple_choice(
     contexts = [_context(tok, q, instruction, use_chat) for q in prompts]
     options = [list(dict.fromkeys(_OPTION.findall(q))) or [chr(c) for c in range(ord("a"), ord("t") + 1)] for q in prompts]
     gold_letters = [_letter(g) for g in golds]
-    pad = tok.pad_token_id if tok.pad_token_id is not None else 0
 
     predictions: list[str] = []
     per_question: list[dict[str, float]] = []
     for start in range(0, len(contexts), batch_size):
         batch = contexts[start : start + batch_size]
-        lp = torch.log_softmax(last_token_logits(model, batch, pad), dim=-1).cpu()
+        lp = torch.log_softmax(loaded.next_token_logits(batch), dim=-1).cpu()
         for b in range(len(batch)):
             letters = options[start + b]
             row = {l: float(lp[b, letter_id[l]]) for l in letters}

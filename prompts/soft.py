@@ -39,7 +39,7 @@ class Study(Protocol):
     candidates: dict  # candidates key -> candidate labels
     templates: Any  # TemplateSet
     memorizing: dict  # relation -> MemorizingSet
-    loaded: Any  # LoadedModel
+    loaded: Any  # LanguageModel
     scorer: Any  # a scorer with score_tensor()
     pseudowords: list
 

@@ -14,7 +14,7 @@ Causal LMs have no ``[MASK]`` token; our documented choice is the mean input emb
 the vocabulary (the centre of the embedding cloud, closest in spirit to "could be any
 word"); `anchor_for(loaded, "mask")` is still available when the tokenizer has a mask token.
 
-Embeddings are those the model's first layer sees (`LoadedModel.input_embeddings`: Gemma's
+Embeddings are those the model's first layer sees (`LanguageModel.input_embeddings`: Gemma's
 scaled embeddings included), and the vectors are injected unchanged via ``inputs_embeds``.
 """
 

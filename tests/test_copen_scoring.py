@@ -8,7 +8,7 @@ import torch
 
 from kgprobe.studies.copen.methods import cic_prompts, cpj_prompt, csj_prompts
 from kgprobe.models.segments import (
-    ALL, PromptCodec, Segment, features, part_score, score_prompts, token_logprobs,
+    ALL, PromptCodec, Segment, part_score,
 )
 from kgprobe.reasoning.copen_items import CiCItem, CPJItem, CSJItem
 
@@ -33,7 +33,7 @@ def test_shared_prefix_logprobs_equal_whole_prompt_runs(name, request):
     prompts = csj_prompts(CSJ) + cic_prompts(CIC)
     encoded = [codec.encode(p) for p in prompts]
     groups = [[0, 1, 2], [3, 4, 5]]
-    shared = token_logprobs(loaded, encoded, groups=groups)
+    shared = loaded.token_logprobs(encoded, groups=groups)
     for enc, got in zip(encoded, shared):
         want = reference_causal(loaded, enc.ids)
         np.testing.assert_allclose(got[1:], want[1:], atol=1e-4)
@@ -45,7 +45,7 @@ def test_shared_prefix_logprobs_equal_whole_prompt_runs(name, request):
 def test_parts_select_their_tokens(tiny_gpt2):
     codec = PromptCodec(tiny_gpt2)
     enc = codec.encode(cpj_prompt(CPJ, "true"))
-    lp = token_logprobs(tiny_gpt2, [enc])[0]
+    lp = tiny_gpt2.token_logprobs([enc])[0]
     concept = [i for i, t in enumerate(enc.tags) if t == "concept"]
     answer = [i for i, t in enumerate(enc.tags) if t == "answer"]
     assert concept and answer and enc.tags[0] is None  # BOS is not text
@@ -59,10 +59,10 @@ def test_masked_pseudo_log_likelihood_masks_one_token_per_copy(tiny_bert):
     codec = PromptCodec(tiny_bert)
     enc = codec.encode((Segment("paris", "query"), Segment(" is the capital of "), Segment("france", "candidate"),
                         Segment(" .")))
-    only_query = token_logprobs(tiny_bert, [enc], parts=["query"])[0]
+    only_query = tiny_bert.token_logprobs([enc], parts=["query"])[0]
     scored = [i for i, v in enumerate(only_query) if not np.isnan(v)]
     assert scored == [i for i, t in enumerate(enc.tags) if t == "query"]
-    full = token_logprobs(tiny_bert, [enc], parts=[ALL])[0]
+    full = tiny_bert.token_logprobs([enc], parts=[ALL])[0]
     for pos in [i for i, t in enumerate(enc.tags) if t is not None]:
         ids = list(enc.ids)
         ids[pos] = tiny_bert.tokenizer.mask_token_id
@@ -75,8 +75,8 @@ def test_masked_pseudo_log_likelihood_masks_one_token_per_copy(tiny_bert):
 
 def test_duplicate_prompts_are_scored_once_and_spans_do_not_change_scores(tiny_llama):
     prompts = csj_prompts(CSJ) + csj_prompts(CSJ)[:1]
-    grouped = score_prompts(tiny_llama, prompts, ["candidate", ALL], [(0, 3), (3, 4)])
-    alone = score_prompts(tiny_llama, prompts, ["candidate", ALL])
+    grouped = tiny_llama.score_segments(prompts, ["candidate", ALL], [(0, 3), (3, 4)])
+    alone = tiny_llama.score_segments(prompts, ["candidate", ALL])
     for part in ("candidate", ALL):
         np.testing.assert_allclose(grouped[part], alone[part], atol=1e-4)
         assert grouped[part][3] == grouped[part][0]
@@ -86,8 +86,8 @@ def test_duplicate_prompts_are_scored_once_and_spans_do_not_change_scores(tiny_l
 def test_shared_prefix_features_equal_whole_prompt_features(name, request):
     loaded = request.getfixturevalue(name)
     prompts = csj_prompts(CSJ)
-    shared = features(loaded, prompts, "last", [(0, 3)])
-    alone = features(loaded, prompts, "last")
+    shared = loaded.features(prompts, "last", [(0, 3)])
+    alone = loaded.features(prompts, "last")
     np.testing.assert_allclose(shared, alone, atol=1e-4)
     assert shared.shape == (3, loaded.model.config.hidden_size)
     assert not np.allclose(shared[0], shared[1])

@@ -8,9 +8,10 @@ import pytest
 import torch
 
 from kgprobe.errors import KgprobeError, ModelError
-from kgprobe.models import gguf as gguf_mod
+from kgprobe.models import gguf
 from kgprobe.models import loading as models_mod
-from kgprobe.models.loading import PRESETS, LoadedModel, load_model, resolve_device
+from kgprobe.models.language_model import LanguageModel
+from kgprobe.models.loading import PRESETS, load_model, resolve_device
 
 
 def _one_line(err: BaseException) -> str:
@@ -20,7 +21,7 @@ def _one_line(err: BaseException) -> str:
 
 
 def test_load_local_directories(tiny_bert, tiny_gpt2, tiny_bert_dir):
-    assert isinstance(tiny_bert, LoadedModel)
+    assert isinstance(tiny_bert, LanguageModel)
     assert tiny_bert.kind == "masked" and tiny_gpt2.kind == "causal"
     assert tiny_bert.device == "cpu" and not tiny_bert.model.training
     assert tiny_bert.tokenizer.mask_token == "[MASK]"
@@ -102,7 +103,7 @@ def test_smollm2_preset_converts_once_and_knows_capitals(tmp_path_factory, monke
     def no_conversion(*args, **kwargs):
         raise AssertionError("GGUF converted again")
 
-    monkeypatch.setattr(gguf_mod, "_convert_gguf", no_conversion)
+    monkeypatch.setattr(gguf, "_convert_gguf", no_conversion)
     t0 = time.perf_counter()
     second = load_model("smollm2-135m", cache_dir=cache)
     second_s = time.perf_counter() - t0

@@ -7,7 +7,6 @@ import pytest
 import torch
 
 from kgprobe.errors import KgprobeError, ModelError
-from kgprobe.models.loading import input_embedding_matrix
 from kgprobe.models.scoring import make_scorer
 from kgprobe.pseudowords.sampler import (
     PAPER_COEFFICIENT,
@@ -85,7 +84,7 @@ def test_anchors(tiny_bert, tiny_gpt2, tiny_gemma3):
     # Gemma scales its embeddings: the matrix is what the first layer sees
     module = tiny_gemma3.model.get_input_embeddings()
     ids = torch.arange(module.weight.shape[0])
-    torch.testing.assert_close(input_embedding_matrix(tiny_gemma3), module(ids).detach())
+    torch.testing.assert_close(tiny_gemma3.input_embeddings(), module(ids).detach())
 
 
 def test_sets_for_a_model_feed_the_scorer(tiny_bert):

@@ -95,7 +95,7 @@ def _with_embedding_row(loaded, token_id, vector):
         new.weight.copy_(old.weight)
         new.weight[token_id] = vector
     model.set_input_embeddings(new)
-    return type(loaded)(name=loaded.name, kind=loaded.kind, model=model, tokenizer=loaded.tokenizer, device="cpu")
+    return type(loaded)(name=loaded.name, model=model, tokenizer=loaded.tokenizer, device="cpu")
 
 
 @pytest.mark.parametrize("masks", ["multi", "single"])

@@ -35,15 +35,13 @@ from typing import Callable, Sequence
 import numpy as np
 import torch
 from kgprobe.errors import KgprobeError
-from kgprobe.models.loading import LoadedModel
+from kgprobe.models.language_model import LanguageModel
 from kgprobe.models.segments import (
     ALL,
     PromptCodec,
     Segment,
     base_network,
-    features,
     pooled_hidden,
-    score_prompts,
 )
 from kgprobe.ontology.labels import article
 from kgprobe.prompts.texts import prompt_segments
@@ -174,12 +172,12 @@ def cpj_record(item: CPJItem, pred: int, scores: Sequence[float]) -> dict:
 # ----------------------------------------------------------------------------- zero-shot
 
 
-def zero_shot(loaded: LoadedModel, task: str, items: Sequence[Item],
+def zero_shot(loaded: LanguageModel, task: str, items: Sequence[Item],
               parts: Sequence[str]) -> dict[str, list[dict]]:
     """Prediction records per text part."""
     if task == "cpj":
         prompts = [cpj_prompt(it, a) for it in items for a in CPJ_ANSWERS]
-        scored = score_prompts(loaded, prompts, parts, [(k, k + 2) for k in range(0, len(prompts), 2)])
+        scored = loaded.score_segments(prompts, parts, [(k, k + 2) for k in range(0, len(prompts), 2)])
         out = {}
         for part in parts:
             s = np.nan_to_num(scored[part], nan=-np.inf).reshape(-1, 2) if items else np.zeros((0, 2))
@@ -195,7 +193,7 @@ def zero_shot(loaded: LoadedModel, task: str, items: Sequence[Item],
         if task == "cic":
             groups.append((len(prompts), len(prompts) + len(ps)))
             prompts.extend(choice_prompts(task, it, context=False))
-    scored = score_prompts(loaded, prompts, parts, groups)
+    scored = loaded.score_segments(prompts, parts, groups)
     out = {}
     for part in parts:
         recs = []
@@ -313,14 +311,14 @@ def linear_probe(task: str, train: Batchable, dev: Batchable, test: Batchable,
         {"dev_accuracy": best[0], "best_epoch": best[2], "epochs_run": epoch + 1}
 
 
-def frozen_features(loaded: LoadedModel, data: dict[str, Batchable], pooling: str) -> dict[str, np.ndarray]:
-    return {k: features(loaded, v.prompts, pooling, v.spans()) for k, v in data.items()}
+def frozen_features(loaded: LanguageModel, data: dict[str, Batchable], pooling: str) -> dict[str, np.ndarray]:
+    return {k: loaded.features(v.prompts, pooling, v.spans()) for k, v in data.items()}
 
 
 # ----------------------------------------------------------------------------- fine-tuning
 
 
-def finetune(loaded: LoadedModel, task: str, train: Batchable, dev: Batchable, test: Batchable,
+def finetune(loaded: LanguageModel, task: str, train: Batchable, dev: Batchable, test: Batchable,
              seed: int, cfg: TrainConfig, pooling: str, test_ooc: Batchable | None = None,
              progress: Callable[[str], None] | None = None) -> tuple[list[dict], dict]:
     """Fine-tune a copy of the model with a linear scorer on top; return test records."""

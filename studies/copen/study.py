@@ -178,9 +178,7 @@ def _cached_arrays(path: Path, compute) -> dict[str, np.ndarray]:
 
 
 def _pooling(cfg: CopenConfig, model) -> str:
-    from kgprobe.models.segments import default_pooling
-
-    return cfg.pooling if cfg.pooling != "auto" else default_pooling(model())
+    return cfg.pooling if cfg.pooling != "auto" else model().feature_pooling
 
 
 def build_units(cfg: CopenConfig, out: Path, sets: dict, model: _Lazy) -> list[Unit]:

@@ -58,9 +58,7 @@ def make_scorer(model: str, loaded, mset: MemorizingSet, *, masks: str, pooling:
         return FrequencyBaseline([r.answers for r in mset.records if r.split == "train"], seed=seed)
     if model == "random":
         return RandomBaseline(seed=seed)
-    from kgprobe.models.scoring import make_scorer as model_scorer
-
-    return model_scorer(loaded, masks=masks, pooling=pooling)
+    return loaded.scorer(masks=masks, pooling=pooling)
 
 
 def score_unit(scorer, prompts: list[str], records: Sequence[MemorizingRecord],

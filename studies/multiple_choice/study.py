@@ -117,7 +117,6 @@ def run_multiple_choice(model: str, out: str | Path, *, tasks: str = "all",
                         progress: bool = True) -> list[dict]:
     """Run (or resume) the probe; return one row per question set."""
     from kgprobe.models.loading import load_model
-    from kgprobe.models.scoring import make_scorer
     from kgprobe.prompts.multiple_choice import (
         DEFAULT_INSTRUCTION,
         load_multiple_choice,
@@ -132,7 +131,7 @@ def run_multiple_choice(model: str, out: str | Path, *, tasks: str = "all",
     if answer == "letter" and not loaded.answers_next_token:
         raise KgprobeError(f"letter answers need a causal (instruct) model; '{model}' is a masked LM: "
                            "use --answer text")
-    scorer = make_scorer(loaded) if answer == "text" else None
+    scorer = loaded.scorer() if answer == "text" else None
 
     def unit(q: QuestionSet) -> Unit:
         prompts, golds = load_multiple_choice(q.path)

@@ -69,7 +69,6 @@ def build_study(config: AblationConfig, source: Source | None = None) -> Study:
     other, on memorizing sets generated from it (seeded split).
     """
     from kgprobe.models.loading import load_model
-    from kgprobe.models.scoring import make_scorer
     from kgprobe.pseudowords.sampler import sample_pseudoword_sets
     from kgprobe.reasoning.memorizing_sets import (
         generated_memorizing_sets,
@@ -84,7 +83,7 @@ def build_study(config: AblationConfig, source: Source | None = None) -> Study:
     items = select_items(all_items, config.limit, config.seed)
     memorizing = reference_sets() if bundled else generated_memorizing_sets(onto, seed=config.seed)
     loaded = load_model(config.model, device=config.device)
-    scorer = make_scorer(loaded, masks="multi", pooling=loaded.default_pooling)
+    scorer = loaded.scorer(masks="multi")  # pooling: the model's default_pooling
     pseudowords = sample_pseudoword_sets(loaded, config.pairs, seed=config.seed)
     return Study(config, items, all_items, candidate_sets(onto), templates,
                  Verbalizer(onto, templates), memorizing, loaded, scorer, pseudowords)

@@ -160,7 +160,6 @@ def _retrieval_units(config: StaConfig, loaded, norms: Norms, lama, conditions: 
     from kgprobe.models.distributions import (
         SentenceLikelihood,
         single_token_vocabulary,
-        slot_distribution,
         word_vocabulary,
     )
     units: list[Unit] = []
@@ -175,7 +174,7 @@ def _retrieval_units(config: StaConfig, loaded, norms: Norms, lama, conditions: 
     if sentence:  # the slot is not last: one pass per candidate sentence
         scorer = SentenceLikelihood(loaded, vocabulary, batch_size=config.batch_size)
     else:
-        scorer = slot_distribution(loaded, vocabulary, batch_size=config.batch_size)
+        scorer = loaded.slot_distribution(vocabulary, batch_size=config.batch_size)
     targets, counts = retrieval_targets(norms, vocabulary, determiner=config.determiner,
                                         limit=config.limit, seed=config.seed)
     if not targets:
@@ -209,13 +208,10 @@ def _retrieval_units(config: StaConfig, loaded, norms: Norms, lama, conditions: 
 
 def _elicitation_units(config: StaConfig, loaded, norms: Norms, lama, summary: dict) -> list[Unit]:
     """Property elicitation: one unit per relation × context."""
-    from kgprobe.models.distributions import (
-        single_token_vocabulary,
-        slot_distribution,
-    )
+    from kgprobe.models.distributions import single_token_vocabulary
     units: list[Unit] = []
     vocabulary_e = single_token_vocabulary(lama(), loaded)
-    scorer_e = slot_distribution(loaded, vocabulary_e, batch_size=config.batch_size)
+    scorer_e = loaded.slot_distribution(vocabulary_e, batch_size=config.batch_size)
     concepts = sample(list(norms.concepts.values()), config.elicitation_concepts(), config.seed, "concepts")
     sensible = eli.sensible_sets(norms)
     summary["elicitation"] = {
