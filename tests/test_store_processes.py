@@ -71,10 +71,13 @@ def graph_counts(tmp: Path) -> dict[str, int]:
 
 
 def test_second_writer_is_named_and_refused_readers_keep_working(tmp_path):
-    synthetic(tmp_path / "flat.nt", 50_000)
+    # Large enough that `reason` outlasts the four CLI processes below even on an idle
+    # machine (at 50k instances it sometimes finished first there).
+    n = 150_000
+    synthetic(tmp_path / "flat.nt", n)
     (tmp_path / "small.ttl").write_text("<http://ex.org/a> <http://ex.org/q> <http://ex.org/b> .\n")
     ok(tmp_path, "kg", "load", "flat.nt")
-    writer = start(tmp_path, "reason")  # holds the store while it computes the closure (~10 s)
+    writer = start(tmp_path, "reason")  # holds the store while it computes the closure
     try:
         wait_for_lock(tmp_path, writer)
         second = run(tmp_path, "kg", "load", "small.ttl")
@@ -84,7 +87,7 @@ def test_second_writer_is_named_and_refused_readers_keep_working(tmp_path):
         assert "--wait" in lines[0]
         stats = run(tmp_path, "kg", "stats")  # readers open the store read-only beside the writer
         assert stats.returncode == 0, stats.stderr
-        assert "urn:kgprobe:source:flat" in stats.stdout and "100100" in stats.stdout
+        assert "urn:kgprobe:source:flat" in stats.stdout and str(2 * n + 100) in stats.stdout
         assert ok(tmp_path, "kg", "query", "ASK { <http://ex.org/i7> ?p ?o }").strip() == "true"
         assert writer.poll() is None, "the writer finished before the readers: nothing was tested"
         waiting = run(tmp_path, "kg", "load", "small.ttl", "--wait")
@@ -96,7 +99,7 @@ def test_second_writer_is_named_and_refused_readers_keep_working(tmp_path):
         writer.communicate()
     counts = graph_counts(tmp_path)
     print("graphs:", counts)
-    assert counts == {"urn:kgprobe:source:flat": 100100, "urn:kgprobe:inferred": 50000,
+    assert counts == {"urn:kgprobe:source:flat": 2 * n + 100, "urn:kgprobe:inferred": n,
                       "urn:kgprobe:source:small": 1}, counts
 
 
