@@ -5,6 +5,8 @@ from __future__ import annotations
 import csv
 import json
 
+import pytest
+
 from kgprobe.studies.memorization.study import COLUMNS, reference_sets, run_memorization
 
 
@@ -68,3 +70,26 @@ def test_a_rerun_with_another_limit_redoes_only_the_units_it_changes(tmp_path):
     assert {r["task"]: r["n"] for r in rows} == {"type": 50, "domain": 30}
     assert domain.stat().st_mtime_ns == stamp
     assert [r["n"] for r in read_rows(tmp_path / "results.csv")] == ["50", "30"]
+
+
+def test_a_rerun_with_another_seed_or_model_is_refused(tmp_path):
+    from kgprobe.errors import StudyError
+
+    run_memorization("random", tmp_path, tasks=["domain"], templates="0", limit=5, progress=False)
+    before = (tmp_path / "results.csv").read_text()
+    for other in ({"model": "random", "seed": 1}, {"model": "frequency", "seed": 0}):
+        with pytest.raises(StudyError, match="other settings"):
+            run_memorization(other["model"], tmp_path, tasks=["domain"], templates="0", limit=5,
+                             seed=other["seed"], progress=False)
+    assert (tmp_path / "results.csv").read_text() == before
+    assert json.loads((tmp_path / "config.json").read_text())["seed"] == 0
+
+
+@pytest.mark.parametrize("bad", [{"templates": "x"}, {"masks": "two"}, {"split": "val"},
+                                 {"limit": 0}, {"tasks": ["colour"]}])
+def test_bad_settings_are_refused_before_any_work(tmp_path, bad):
+    from kgprobe.errors import KgprobeError
+
+    with pytest.raises(KgprobeError):
+        run_memorization("random", tmp_path / "out", progress=False, **bad)
+    assert not (tmp_path / "out").exists()

@@ -87,6 +87,10 @@ def test_cli_writes_accuracy_predictions_and_resumes(tiny_llama_dir, tiny_llama,
     stamps = {p: p.stat().st_mtime_ns for p in (out / "units").iterdir()}
     assert main(args) == 0
     assert {p: p.stat().st_mtime_ns for p in (out / "units").iterdir()} == stamps
+    # Another instruction would change every number: the folder is pinned to its settings.
+    assert main([*args, "--instruction", "Answer:"]) == 2
+    assert "other settings (instruction)" in capsys.readouterr().err
+    assert {p: p.stat().st_mtime_ns for p in (out / "units").iterdir()} == stamps
 
 
 @pytest.fixture()

@@ -33,7 +33,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run_cli(args: argparse.Namespace) -> int:
     from .report import write_report
-    from .study import RELATIONS, format_table, run_memorization
+    from kgprobe.reasoning.memorizing import RELATIONS
+
+    from .study import format_table, run_memorization
 
     tasks = list(RELATIONS) if args.task == "all" else [args.task]
     rows = run_memorization(args.model, args.out, tasks=tasks, templates=args.template,

@@ -17,7 +17,6 @@ from kgprobe.ontology.verbalize import (
     load_templates,
 )
 from kgprobe.reasoning.memorizing import (
-    RELATIONS,
     MemorizingRecord,
 )
 from kgprobe.reasoning.memorizing_sets import (  # noqa: F401 (re-exported)
@@ -26,6 +25,7 @@ from kgprobe.reasoning.memorizing_sets import (  # noqa: F401 (re-exported)
     generated_sets,
     reference_sets,
 )
+from kgprobe.studies.memorization.config import MemorizationConfig
 from kgprobe.studies.metrics import (
     FrequencyBaseline,
     RandomBaseline,
@@ -33,6 +33,7 @@ from kgprobe.studies.metrics import (
     gold_indices,
 )
 from kgprobe.studies.runner import Unit, run_units
+from kgprobe.studies.settings import pin_settings
 
 COLUMNS = ["task", "template", "masks", "pooling", "split", "n", "R@1", "R@5", "R@10", "MRR", "MRRa"]
 #: The paper evaluates TP and SCO on test records 20–519 and the other tasks on all of them.
@@ -76,39 +77,44 @@ def score_unit(scorer, prompts: list[str], records: Sequence[MemorizingRecord],
     return metrics, preds
 
 
-def run_memorization(model: str, out: str | Path, *, tasks: Sequence[str] = RELATIONS,
-                     templates: str = "all", masks: str = "multi", pooling: str | None = None,
-                     split: str = "test", limit: int | None = None, seed: int = 0,
-                     probes: str | Path | None = None, device: str = "cpu",
-                     batch_size: int = 64, progress: bool = True) -> list[dict]:
-    """Run (or resume) the study and return the result rows."""
+def run_memorization(model: str, out: str | Path, *, progress: bool = True, **settings) -> list[dict]:
+    """Run (or resume) the study and return the result rows (`settings`: `MemorizationConfig`)."""
+    return run_config(MemorizationConfig(model, **settings), Path(out), progress=progress)
+
+
+def run_config(config: MemorizationConfig, out: Path, *, progress: bool = True) -> list[dict]:
+    """Run (or resume) the study of one validated configuration into `out`."""
     tmpl_set = load_templates()
-    sets = generated_sets(probes, tasks=tasks) if probes else reference_sets(tasks)
+    probes = config.probes
+    sets = generated_sets(probes, tasks=config.tasks) if probes else reference_sets(config.tasks)
     loaded = None
-    if model not in BASELINES:
+    if config.model not in BASELINES:
         from kgprobe.models.loading import load_model
 
-        loaded = load_model(model, device=device)
-    pooling_name = pooling or (loaded.default_pooling if loaded is not None else "-")
-    masks_name = masks if loaded is not None and loaded.fills_masks else "-"
+        loaded = load_model(config.model, device=config.device)
+    pooling_name = config.pooling or (loaded.default_pooling if loaded is not None else "-")
+    masks_name = config.masks if loaded is not None and loaded.fills_masks else "-"
     units = []
     for relation, mset in sets.items():
         n_templates = len(tmpl_set[relation].manual)
-        chosen = range(n_templates) if templates == "all" else [int(templates)]
-        task_limit = limit if limit is not None else (PAPER_LIMITS.get(relation) if probes is None else None)
-        records = select(mset.records, split, task_limit)
+        chosen = range(n_templates) if config.templates == "all" else [int(config.templates)]
+        task_limit = config.limit if config.limit is not None else (
+            PAPER_LIMITS.get(relation) if probes is None else None)
+        records = select(mset.records, config.split, task_limit)
         for t in chosen:
             if not 0 <= t < n_templates:
                 raise KgprobeError(f"task {relation} has templates 0–{n_templates - 1}, not {t}")
 
             def run(mset=mset, records=records, t=t):
-                scorer = make_scorer(model, loaded, mset, masks=masks, pooling=pooling, seed=seed)
+                scorer = make_scorer(config.model, loaded, mset, masks=config.masks,
+                                     pooling=config.pooling, seed=config.seed)
                 return score_unit(scorer, prompts_for(mset, records, tmpl_set, t), records,
-                                  mset.candidates, batch_size)
+                                  mset.candidates, config.batch_size)
 
             units.append(Unit({"task": relation, "template": t, "masks": masks_name,
-                               "pooling": pooling_name, "split": split}, run, len(records)))
-    return run_units(Path(out), units, COLUMNS, progress=progress)
+                               "pooling": pooling_name, "split": config.split}, run, len(records)))
+    pin_settings(out, config.pinned())
+    return run_units(out, units, COLUMNS, progress=progress)
 
 
 def format_table(rows: Sequence[dict]) -> str:

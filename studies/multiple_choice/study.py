@@ -26,12 +26,13 @@ from typing import Sequence
 
 from kgprobe.errors import KgprobeError
 from kgprobe.reasoning.memorizing import RELATIONS, relation_name
+from kgprobe.studies.multiple_choice.config import MultipleChoiceConfig
 from kgprobe.studies.options import comma_list
 from kgprobe.studies.runner import Unit, run_units
+from kgprobe.studies.settings import pin_settings
 
 COLUMNS = ["set", "task", "p1", "answer", "n", "accuracy", "calibrated_accuracy", "top_letter", "top_letter_share"]
 SETS = ("memorizing", "reasoning")
-ANSWERS = ("letter", "text")
 P1_SETTINGS = {"0": "not given", "1": "implicit", "2": "explicit"}
 _REASONING = re.compile(r"^(rdfs\d+)-([012])2$")
 
@@ -110,12 +111,15 @@ def calibrated(scores: Sequence[dict[str, float]]) -> list[str]:
     return [max(row, key=lambda l: row[l] - prior[l]) for row in scores]
 
 
-def run_multiple_choice(model: str, out: str | Path, *, tasks: str = "all",
-                        data: str | Path | None = None, limit: int | None = None,
-                        instruction: str | None = None, chat: bool | None = None,
-                        answer: str = "letter", device: str = "cpu", batch_size: int = 4,
-                        progress: bool = True) -> list[dict]:
-    """Run (or resume) the probe; return one row per question set."""
+def run_multiple_choice(model: str, out: str | Path, *, progress: bool = True,
+                        **settings) -> list[dict]:
+    """Run (or resume) the probe; return one row per question set (`settings`:
+    `MultipleChoiceConfig`)."""
+    return run_config(MultipleChoiceConfig(model, **settings), Path(out), progress=progress)
+
+
+def run_config(config: MultipleChoiceConfig, out: Path, *, progress: bool = True) -> list[dict]:
+    """Run (or resume) the probe of one validated configuration into `out`."""
     from kgprobe.models.loading import load_model
     from kgprobe.prompts.multiple_choice import (
         DEFAULT_INSTRUCTION,
@@ -124,14 +128,14 @@ def run_multiple_choice(model: str, out: str | Path, *, tasks: str = "all",
         score_option_texts,
     )
 
-    if answer not in ANSWERS:
-        raise KgprobeError(f"--answer {answer}: use letter or text")
-    chosen = choose(find_sets(data), tasks)
-    loaded = load_model(model, device=device)
+    model, answer, limit = config.model, config.answer, config.limit
+    chosen = choose(find_sets(config.data), config.tasks)
+    loaded = load_model(model, device=config.device)
     if answer == "letter" and not loaded.answers_next_token:
         raise KgprobeError(f"letter answers need a causal (instruct) model; '{model}' is a masked LM: "
                            "use --answer text")
     scorer = loaded.scorer() if answer == "text" else None
+    instruction = DEFAULT_INSTRUCTION if config.instruction is None else config.instruction
 
     def unit(q: QuestionSet) -> Unit:
         prompts, golds = load_multiple_choice(q.path)
@@ -142,8 +146,8 @@ def run_multiple_choice(model: str, out: str | Path, *, tasks: str = "all",
                 result = score_option_texts(scorer, prompts, golds)
             else:
                 result = score_multiple_choice(
-                    loaded, prompts, golds, batch_size=batch_size, use_chat_template=chat,
-                    instruction=DEFAULT_INSTRUCTION if instruction is None else instruction)
+                    loaded, prompts, golds, batch_size=config.batch_size,
+                    use_chat_template=config.chat, instruction=instruction)
             letter, share = letter_bias(result.predictions)
             # Calibration removes a preference for letters; option texts have none to remove.
             fixed = calibrated(result.scores) if scorer is None else None
@@ -163,7 +167,9 @@ def run_multiple_choice(model: str, out: str | Path, *, tasks: str = "all",
 
         return Unit({"set": q.set, "task": q.task, "p1": q.p1, "answer": answer}, run, len(prompts))
 
-    return run_units(Path(out), [unit(q) for q in chosen], COLUMNS, progress=progress)
+    units = [unit(q) for q in chosen]
+    pin_settings(out, config.pinned())
+    return run_units(out, units, COLUMNS, progress=progress)
 
 
 def format_table(rows: Sequence[dict]) -> str:

@@ -1,0 +1,51 @@
+"""The memorization study's settings: everything that decides its numbers."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from kgprobe.errors import StudyError
+from kgprobe.reasoning.memorizing import RELATIONS, relation_name
+
+MASKS = ("multi", "single")
+POOLINGS = ("mean", "max", "first", "sum")
+SPLITS = ("train", "dev", "test")
+
+
+@dataclass
+class MemorizationConfig:
+    model: str
+    tasks: tuple[str, ...] = RELATIONS
+    templates: str = "all"  # a manual template index, or all
+    masks: str = "multi"
+    pooling: str | None = None  # None: the model's default pooling
+    split: str = "test"
+    limit: int | None = None  # records per task; None: the paper's (500 for TP and SCO)
+    seed: int = 0
+    probes: Path | None = None  # a `generate memorizing` folder; None: the paper's sets
+    device: str = "cpu"
+    batch_size: int = 64
+
+    def __post_init__(self) -> None:
+        self.tasks = tuple(relation_name(t) for t in self.tasks)
+        if self.templates != "all" and not str(self.templates).isdigit():
+            raise StudyError(f"--template {self.templates}: use a template index (0, 1, …) or all")
+        if self.masks not in MASKS:
+            raise StudyError(f"--masks {self.masks}: use one of {', '.join(MASKS)}")
+        if self.pooling is not None and self.pooling not in POOLINGS:
+            raise StudyError(f"--pooling {self.pooling}: use one of {', '.join(POOLINGS)}")
+        if self.split not in SPLITS:
+            raise StudyError(f"--split {self.split}: use one of {', '.join(SPLITS)}")
+        if self.limit is not None and self.limit < 1:
+            raise StudyError(f"--limit {self.limit}: give at least 1 record per task")
+
+    def pinned(self) -> dict:
+        """The settings a run folder is pinned to.
+
+        Task, template, masks, pooling, split and the number of records are in every unit's
+        key, so a rerun with other values of those adds or redoes only the units they change;
+        the model, the seed and the probe set change every unit's numbers, so they are pinned.
+        """
+        probes = str(Path(self.probes).expanduser().resolve()) if self.probes else None
+        return {"model": self.model, "seed": self.seed, "probes": probes}
