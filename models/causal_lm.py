@@ -18,8 +18,8 @@ from kgprobe.models.distributions import NextTokenDistribution, Vocabulary
 from kgprobe.models.language_model import LanguageModel, Scorer
 from kgprobe.models.segments import (
     ALL,
-    Encoded,
     Prompt,
+    TaggedIds,
     batched_features,
     causal_logprobs,
     shared_prefix_features,
@@ -59,7 +59,7 @@ class CausalLM(LanguageModel):
             front = [int(start)] if start is not None else []
         return front, []
 
-    def token_logprobs(self, encoded: Sequence[Encoded], parts: Sequence[str] = (ALL,),
+    def token_logprobs(self, encoded: Sequence[TaggedIds], parts: Sequence[str] = (ALL,),
                        groups: Sequence[Sequence[int]] | None = None) -> list[np.ndarray]:
         return causal_logprobs(self, encoded, groups)
 

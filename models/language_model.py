@@ -32,7 +32,7 @@ import numpy as np
 import torch
 from kgprobe.errors import ModelError
 from kgprobe.models.encoding import POOLINGS
-from kgprobe.models.segments import ALL, Encoded, Prompt, score_prompts
+from kgprobe.models.segments import ALL, Prompt, TaggedIds, score_prompts
 
 __all__ = ["LanguageModel", "Scorer", "SlotScorer", "Pseudowords"]
 
@@ -131,7 +131,7 @@ class LanguageModel(ABC):
         tokens around a text (`front`, `back`); see `models.segments.PromptCodec`."""
 
     @abstractmethod
-    def token_logprobs(self, encoded: Sequence[Encoded], parts: Sequence[str] = (ALL,),
+    def token_logprobs(self, encoded: Sequence[TaggedIds], parts: Sequence[str] = (ALL,),
                        groups: Sequence[Sequence[int]] | None = None) -> list[np.ndarray]:
         """Per encoded prompt, the log-probability of each token of the requested `parts` (NaN
         where not scored). `groups` (indices into `encoded`) share a prefix where the model

@@ -18,8 +18,8 @@ from kgprobe.models.language_model import LanguageModel, Scorer
 from kgprobe.models.masked import MaskedScorer
 from kgprobe.models.segments import (
     ALL,
-    Encoded,
     Prompt,
+    TaggedIds,
     batched_features,
     masked_pll,
 )
@@ -52,7 +52,7 @@ class MaskedLM(LanguageModel):
         """The tokenizer's own special tokens on both sides ([CLS] … [SEP])."""
         return front, back
 
-    def token_logprobs(self, encoded: Sequence[Encoded], parts: Sequence[str] = (ALL,),
+    def token_logprobs(self, encoded: Sequence[TaggedIds], parts: Sequence[str] = (ALL,),
                        groups: Sequence[Sequence[int]] | None = None) -> list[np.ndarray]:
         return masked_pll(self, encoded, parts)
 

@@ -53,7 +53,9 @@ Prompt = tuple[Segment, ...]
 
 
 @dataclass
-class Encoded:
+class TaggedIds:
+    """A segmented prompt's token ids, each tagged with the part it came from."""
+
     ids: list[int]
     tags: list[str | None]  # None for special tokens, "" for template words, else the part
 
@@ -70,7 +72,7 @@ class SegmentModel(Protocol):
 
     def segment_frame(self, front: list[int], back: list[int]) -> tuple[list[int], list[int]]: ...
 
-    def token_logprobs(self, encoded: Sequence[Encoded], parts: Sequence[str],
+    def token_logprobs(self, encoded: Sequence[TaggedIds], parts: Sequence[str],
                        groups: Sequence[Sequence[int]] | None) -> list[np.ndarray]: ...
 
 
@@ -82,7 +84,7 @@ class PromptCodec:
         self.enc = PromptEncoder(loaded.tokenizer)
         self.front, self.back = loaded.segment_frame(list(self.enc.front), list(self.enc.back))
 
-    def encode(self, prompt: Sequence[Segment]) -> Encoded:
+    def encode(self, prompt: Sequence[Segment]) -> TaggedIds:
         ids: list[int] = []
         tags: list[str | None] = []
         at_start, space = True, False
@@ -93,7 +95,7 @@ class PromptCodec:
             ids.extend(e.ids)
             tags.extend([seg.tag] * len(e.ids))
         front, back = self.front, self.back
-        return Encoded(front + ids + back, [None] * len(front) + tags + [None] * len(back))
+        return TaggedIds(front + ids + back, [None] * len(front) + tags + [None] * len(back))
 
 
 def _device(loaded: SegmentModel) -> torch.device:
@@ -164,7 +166,7 @@ def _shared_runs(module, rows: Sequence[Sequence[int]], pad: int, device, budget
 
 
 @torch.no_grad()
-def causal_logprobs(loaded: SegmentModel, encoded: Sequence[Encoded],
+def causal_logprobs(loaded: SegmentModel, encoded: Sequence[TaggedIds],
                     groups: Sequence[Sequence[int]] | None = None) -> list[np.ndarray]:
     """Per prompt, log P(token | tokens before it) of every token that has one before it (NaN
     for the first); the prompts of a group (indices into `encoded`, e.g. one item's choices)
@@ -199,7 +201,7 @@ def causal_logprobs(loaded: SegmentModel, encoded: Sequence[Encoded],
 
 
 @torch.no_grad()
-def masked_pll(loaded: SegmentModel, encoded: Sequence[Encoded], parts: Sequence[str] = (ALL,)) -> list[np.ndarray]:
+def masked_pll(loaded: SegmentModel, encoded: Sequence[TaggedIds], parts: Sequence[str] = (ALL,)) -> list[np.ndarray]:
     """Per prompt, the pseudo-log-likelihood of the tokens of the requested `parts` (every text
     token for ``all``; NaN elsewhere), one masked copy each."""
     wanted = set(parts)
@@ -232,7 +234,7 @@ def masked_pll(loaded: SegmentModel, encoded: Sequence[Encoded], parts: Sequence
     return out
 
 
-def part_score(enc: Encoded, token_lp: np.ndarray, part: str) -> float:
+def part_score(enc: TaggedIds, token_lp: np.ndarray, part: str) -> float:
     """Mean log-probability of the part's scored tokens (NaN when it has none)."""
     sel = [i for i, t in enumerate(enc.tags) if t is not None and (part == ALL or t == part)
            and not np.isnan(token_lp[i])]
@@ -272,7 +274,9 @@ def score_prompts(loaded: SegmentModel, prompts: Sequence[Prompt], parts: Sequen
 
 # ----------------------------------------------------------------------------- features
 
-POOLINGS = ("first", "last", "mean")
+#: How a prompt's final hidden states become one feature vector (not `encoding.POOLINGS`,
+#: which pool a candidate's token log-probabilities).
+FEATURE_POOLINGS = ("first", "last", "mean")
 
 
 def base_network(model) -> torch.nn.Module:
@@ -281,7 +285,7 @@ def base_network(model) -> torch.nn.Module:
     return base if base is not None and base is not model else model
 
 
-def pooled_hidden(loaded: SegmentModel, rows: Sequence[Encoded], pooling: str,
+def pooled_hidden(loaded: SegmentModel, rows: Sequence[TaggedIds], pooling: str,
                   base: torch.nn.Module | None = None) -> torch.Tensor:
     """[len(rows), hidden] final hidden states (differentiable; callers choose no_grad)."""
     base = base or base_network(loaded.model)
@@ -297,7 +301,7 @@ def pooled_hidden(loaded: SegmentModel, rows: Sequence[Encoded], pooling: str,
     if pooling == "mean":
         m = mask.unsqueeze(-1).to(hidden.dtype)
         return (hidden * m).sum(dim=1) / m.sum(dim=1)
-    raise ValueError(f"unknown pooling {pooling!r}; use one of {', '.join(POOLINGS)}")
+    raise ValueError(f"unknown pooling {pooling!r}; use one of {', '.join(FEATURE_POOLINGS)}")
 
 
 @torch.no_grad()

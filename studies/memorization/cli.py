@@ -32,9 +32,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run_cli(args: argparse.Namespace) -> int:
-    from .report import write_report
     from kgprobe.reasoning.memorizing import RELATIONS
 
+    from .report import write_report
     from .study import format_table, run_memorization
 
     tasks = list(RELATIONS) if args.task == "all" else [args.task]

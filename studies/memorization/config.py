@@ -9,7 +9,6 @@ from kgprobe.errors import StudyError
 from kgprobe.reasoning.memorizing import RELATIONS, relation_name
 
 MASKS = ("multi", "single")
-POOLINGS = ("mean", "max", "first", "sum")
 SPLITS = ("train", "dev", "test")
 
 
@@ -19,7 +18,7 @@ class MemorizationConfig:
     tasks: tuple[str, ...] = RELATIONS
     templates: str = "all"  # a manual template index, or all
     masks: str = "multi"
-    pooling: str | None = None  # None: the model's default pooling
+    pooling: str | None = None  # None: the model's default (checked by `LanguageModel.scorer`)
     split: str = "test"
     limit: int | None = None  # records per task; None: the paper's (500 for TP and SCO)
     seed: int = 0
@@ -33,8 +32,6 @@ class MemorizationConfig:
             raise StudyError(f"--template {self.templates}: use a template index (0, 1, …) or all")
         if self.masks not in MASKS:
             raise StudyError(f"--masks {self.masks}: use one of {', '.join(MASKS)}")
-        if self.pooling is not None and self.pooling not in POOLINGS:
-            raise StudyError(f"--pooling {self.pooling}: use one of {', '.join(POOLINGS)}")
         if self.split not in SPLITS:
             raise StudyError(f"--split {self.split}: use one of {', '.join(SPLITS)}")
         if self.limit is not None and self.limit < 1:
