@@ -12,7 +12,6 @@ from __future__ import annotations
 import csv
 
 import pytest
-
 from kgprobe.cli import main
 from kgprobe.studies.memorization.study import reference_sets, run_memorization
 from kgprobe.studies.metrics import FrequencyBaseline
