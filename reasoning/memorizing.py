@@ -70,6 +70,34 @@ def ancestors(start: str, parents: dict[str, list[str]]) -> list[str]:
     return sorted(depth, key=lambda n: (depth[n], n))
 
 
+def direct_parents(parents: dict[str, list[str]]) -> dict[str, list[str]]:
+    """The parents that no other parent lies below: a store holding the RDFS closure lists
+    every ancestor as a parent, and without this they would all read as "nearest".
+
+    A parent p of n is dropped when another parent q has p as an ancestor (and p is not in
+    turn an ancestor of q: members of a cycle are kept).
+    """
+    @functools.cache
+    def above(node: str) -> frozenset[str]:
+        seen: set[str] = set()
+        queue = deque(parents.get(node, []))
+        while queue:
+            x = queue.popleft()
+            if x not in seen:
+                seen.add(x)
+                queue.extend(parents.get(x, []))
+        return frozenset(seen)
+
+    out = {}
+    for node, ps in parents.items():
+        if len(ps) < 2:
+            out[node] = list(ps)
+            continue
+        out[node] = [p for p in ps if p != node and not any(
+            q != p and q != node and p in above(q) and q not in above(p) for q in ps)]
+    return out
+
+
 def candidate_sets(onto: Ontology) -> dict[str, list[str]]:
     """The candidate labels per kind, normalized and deduplicated, in a stable order."""
     def unique(labels: Iterable[str]) -> list[str]:
@@ -91,8 +119,8 @@ def generate_memorizing(onto: Ontology, tasks: Iterable[str] = RELATIONS, *, see
     graph and one without give the same answers. An instance with several most specific
     types yields one TP record per type chain, as the paper's files do.
     """
-    class_parents = {iri: c.parents for iri, c in onto.classes.items()}
-    prop_parents = {iri: p.parents for iri, p in onto.properties.items()}
+    class_parents = direct_parents({iri: c.parents for iri, c in onto.classes.items()})
+    prop_parents = direct_parents({iri: p.parents for iri, p in onto.properties.items()})
     label = onto.label
     class_ancestors = functools.cache(lambda c: tuple(ancestors(c, class_parents)))
     out: dict[str, list[MemorizingRecord]] = {}
