@@ -9,13 +9,12 @@ from typing import Iterable
 import networkx as nx
 from kgprobe.ontology.exclusions import ID_LIKE, Exclusions, load_exclusions
 from kgprobe.ontology.labels import LABEL_PROPERTIES, pick_label
-from kgprobe.ontology.owl_axioms import lower
 from kgprobe.ontology.model import (
     CLASS_TYPES,
     KGP_PATTERN,
     META_TYPES,
-    OWL,
     ONTOPROBE_NS,
+    OWL,
     OWL_EQUIVALENT_PROPERTY,
     PROPERTY_TYPES,
     RDF,
@@ -35,6 +34,7 @@ from kgprobe.ontology.model import (
     is_literal,
     parse_literal,
 )
+from kgprobe.ontology.owl_axioms import lower
 
 #: Predicates whose triples describe the schema or labels, not facts about instances.
 _SCHEMA_NAMESPACES = (RDF, RDFS, OWL, SKOS, KGP_PATTERN.rsplit("#", 1)[0])
@@ -237,13 +237,21 @@ def _exclude(onto: Ontology, types: dict[str, set[str]], exclusions: Exclusions)
         return list(dict.fromkeys(p for i in iris for p in _bypass(i, parents, excluded)
                                   if p != own))
 
+    emptied = onto.emptied
     for c in onto.classes.values():
+        had = bool(c.parents)
         c.parents = lift(c.parents, class_parents, c.iri)
+        emptied["subClassOf"] += had and not c.parents and c.iri not in excluded
     for p in onto.properties.values():
+        had = (bool(p.domain), bool(p.range))
         p.parents = lift(p.parents, prop_parents, p.iri)
         p.domain, p.range = lift(p.domain, class_parents), lift(p.range, class_parents)
+        if p.iri not in excluded:
+            emptied["domain"] += had[0] and not p.domain
+            emptied["range"] += had[1] and not p.range
     for i in onto.instances.values():
         i.types = sorted(lift(i.types, class_parents))
+        emptied["type"] += not i.types and i.iri not in excluded
     counts: dict[str, dict[str, int]] = {}
     for kind, table in (("class", onto.classes), ("property", onto.properties),
                         ("instance", onto.instances)):

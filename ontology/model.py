@@ -8,6 +8,7 @@ syntax (it starts with ``"``).
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Iterator
 
@@ -124,6 +125,9 @@ class Ontology:
     #: counts per reason and kind (class/property/instance), for summaries.
     excluded: dict[str, str] = field(default_factory=dict)
     excluded_counts: dict[str, dict[str, int]] = field(default_factory=dict)
+    #: relation → subjects whose every answer was excluded (an instance typed only
+    #: owl:Thing, a property whose only range is xsd:integer): no record is made for them.
+    emptied: Counter = field(default_factory=Counter)
 
     def label(self, iri: str) -> str:
         for table in (self.classes, self.properties, self.instances):

@@ -12,7 +12,13 @@ from urllib.parse import quote
 
 from kgprobe.errors import OntologyError
 from kgprobe.ontology.from_triples import check_cycles
-from kgprobe.ontology.model import ONTOPROBE_NS, Instance, OntClass, Ontology, OntProperty
+from kgprobe.ontology.model import (
+    ONTOPROBE_NS,
+    Instance,
+    OntClass,
+    Ontology,
+    OntProperty,
+)
 from kgprobe.ontology.source import Source
 
 __all__ = ["ONTOPROBE_NS", "load_ontoprobe"]
