@@ -186,13 +186,14 @@ contains contain includes include uses use owns own produces produce makes make 
 wrote writes created creates founded founds directed directs played plays lives lived
 belongs belonged works worked depends depended consists consisted leads led""".split())
 _PREPOSITIONS = frozenset("of in on at to for from by with about into onto under over as "
-                          "than via within".split())
+                          "than via within near after before".split())
 
 
 def default_pattern(label: str) -> str:
     """A grammatical pattern for a property that has none (`kgp:pattern` gives one).
 
-    A verb phrase goes between subject and object ("has topping" → "[X] has topping [Y]");
+    A verb phrase goes between subject and object ("has topping" → "[X] has topping [Y]",
+    "affects", "belongs to");
     a participle or a noun ending in a preposition follows "is" ("located in" → "[X] is
     located in [Y]", "part of" → "[X] is part of [Y]"); any other noun phrase follows
     "has" ("telephone number" → "[X] has telephone number [Y]").
@@ -201,9 +202,9 @@ def default_pattern(label: str) -> str:
     if not words:
         return "[X] [Y] ."
     first, last = words[0].lower(), words[-1].lower()
-    if first in _VERBS or (len(words) > 1 and first.endswith("s") and not
-                           first.endswith(("ss", "us", "is")) and words[1].lower() in
-                           _PREPOSITIONS):
+    third_person = first.endswith("s") and not first.endswith(("ss", "us", "is", "ics"))
+    if first in _VERBS or (third_person and (len(words) == 1 or words[1].lower() in
+                                             _PREPOSITIONS)):
         return f"[X] {label} [Y] ."
     if (len(words) > 1 and first.endswith("ed")) or last in _PREPOSITIONS:
         return f"[X] is {label} [Y] ."

@@ -17,7 +17,7 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import Iterable
 
-from kgprobe.ontology.model import Ontology, Triple
+from kgprobe.ontology.model import Ontology, Triple, is_literal, parse_literal
 from kgprobe.ontology.verbalize import (
     TemplateSet,
     capitalize,
@@ -102,7 +102,10 @@ class Verbalizer:
 
     def name(self, iri: str, slot: str) -> str:
         """An entity as written: its slot with pseudowords, else its label."""
-        return slot if self.pseudowords else self.onto.label(iri)
+        if self.pseudowords:
+            return slot
+        # A literal is written as its value ("555-0100"), never as a label of its syntax.
+        return parse_literal(iri)[0] if is_literal(iri) else self.onto.label(iri)
 
     def property_meta(self, prop: str) -> dict[str, str]:
         p = self.onto.properties.get(prop)
