@@ -41,10 +41,10 @@ def _skipped_summary(onto: Ontology, skipped: Counter) -> dict:
     """What generation left out: terms per reason and kind, records or items per reason."""
     for line in onto.warnings:
         warn(line)
-    if skipped:
-        warn("left out: " + ", ".join(f"{n} {k}" for k, n in sorted(skipped.items())))
-    return {"terms": onto.excluded_counts,
-            "records": {k: n for k, n in sorted(skipped.items()) if n}}
+    left_out = {k: n for k, n in sorted(skipped.items()) if n}
+    if left_out:
+        warn("left out: " + ", ".join(f"{n} {k}" for k, n in left_out.items()))
+    return {"terms": onto.excluded_counts, "records": left_out}
 
 
 @command("generate memorizing")
