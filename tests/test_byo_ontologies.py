@@ -13,6 +13,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+
 from kgprobe.cli import main
 from kgprobe.ontology.exclusions import Exclusions
 from kgprobe.ontology.from_triples import BuildOptions, build_ontology
@@ -22,11 +23,7 @@ from kgprobe.ontology.model import RDFS_SUBCLASSOF, Instance
 from kgprobe.ontology.owl_axioms import lower
 from kgprobe.ontology.verbalize import default_pattern, load_templates, property_meta
 from kgprobe.reasoning.items import reasoning_items
-from kgprobe.reasoning.memorizing import (
-    candidate_sets,
-    empty_splits,
-    generate_memorizing,
-)
+from kgprobe.reasoning.memorizing import candidate_sets, empty_splits, generate_memorizing
 from kgprobe.reasoning.rdfs import closure
 
 DATA = Path(__file__).parent / "data" / "byo"

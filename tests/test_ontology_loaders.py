@@ -6,20 +6,11 @@ import json
 from pathlib import Path
 
 import pytest
+
 from kgprobe.errors import OntologyError
 from kgprobe.ontology.labels import article, local_name_label, pick_label
-from kgprobe.ontology.loaders import (
-    bundled_source,
-    load_ontoprobe,
-    load_rdf,
-    load_source,
-)
-from kgprobe.ontology.model import (
-    RDFS_SUBCLASSOF,
-    SKOS_PREFLABEL,
-    literal,
-    parse_literal,
-)
+from kgprobe.ontology.loaders import bundled_source, load_ontoprobe, load_rdf, load_source
+from kgprobe.ontology.model import RDFS_SUBCLASSOF, SKOS_PREFLABEL, literal, parse_literal
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 DBO = "http://dbpedia.org/ontology/"
