@@ -29,9 +29,9 @@ def parse_split(text: str) -> tuple[float, float]:
     except ValueError:
         raise KgprobeError(f"--split {text}: give TRAIN,DEV as counts (10,10) or fractions "
                            "(0.1,0.1)") from None
-    fractions = [x for x in (train, dev) if 0 < x < 1]
-    if train < 0 or dev < 0 or (fractions and max(train, dev) >= 1) or train + dev >= 1 > max(
-            train, dev) and fractions:
+    fractions = any(0 < x < 1 for x in (train, dev))
+    counts_too = max(train, dev) >= 1
+    if min(train, dev) < 0 or (fractions and (counts_too or train + dev >= 1)):
         raise KgprobeError(f"--split {text}: give two counts ≥ 0, or two fractions that leave a "
                            "test split (sum below 1)")
     return train, dev
