@@ -34,7 +34,7 @@ def parse_split(text: str) -> tuple[float, float]:
     if min(train, dev) < 0 or (fractions and (counts_too or train + dev >= 1)):
         raise KgprobeError(f"--split {text}: give two counts ≥ 0, or two fractions that leave a "
                            "test split (sum below 1)")
-    return train, dev
+    return tuple(int(x) if x.is_integer() else x for x in (train, dev))
 
 
 def _skipped_summary(onto: Ontology, skipped: Counter) -> dict:
