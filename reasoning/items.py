@@ -203,7 +203,7 @@ def _shape(d: Derivation) -> tuple:
 
 
 def _item(verb: Verbalizer, d: Derivation, asserted) -> ReasoningItem | None:
-    (p1, p2), (cs, cp, co) = d.premises, d.conclusion
+    (p1, p2), (cs, _, co) = d.premises, d.conclusion
     if any(t.startswith(('"', "_:")) for t in (cs, co)) or cs == co:
         return None  # literals, blank nodes and reflexive edges say nothing in words
     label = verb.label
