@@ -1,4 +1,4 @@
-"""`kgprobe kg …`, `kgprobe reason` and `kgprobe generate …`: the knowledge graph and its probes.
+"""`kgprobe kg …` and `kgprobe reason`: the knowledge graph (`generate.py` writes its probes).
 
 Only light modules are imported here (pyoxigraph, the ontology model): these commands start at
 once and never load torch or a language model.
@@ -17,11 +17,13 @@ from typing import Sequence
 
 from kgprobe.errors import KgprobeError, OntologyError
 from kgprobe.kg.store import PREFIXES, KnowledgeGraph, QueryResult, default_store_path
-from kgprobe.ontology.loaders import Source, bundled_source, load_source
+from kgprobe.ontology.from_triples import BuildOptions
+from kgprobe.ontology.loaders import Source, build_ontology, bundled_source, load_source
 from kgprobe.ontology.model import parse_literal
 from kgprobe.reasoning.rdfs import RULES
 from kgprobe.studies.options import comma_list
 
+from .model_options import model_args, model_options
 from .registry import command, warn
 
 
@@ -46,10 +48,15 @@ def open_store(args: argparse.Namespace, *, write: bool = False) -> KnowledgeGra
 # ------------------------------------------------------------------------------ kg
 
 
-def parse_sources(paths: Sequence[str], default: bool, name: str | None) -> list[Source]:
+def parse_sources(paths: Sequence[str], default: bool, name: str | None,
+                  options: BuildOptions | None = None) -> list[Source]:
     """Parse every source before the store is opened: a bad file changes nothing."""
     sources = [bundled_source()] if default else []
-    sources += [load_source(p) for p in paths]
+    for path in paths:
+        src = load_source(path)
+        if options is not None and options != BuildOptions() and not Path(path).is_dir():
+            src.ontology = build_ontology(src.ontology.name, src.triples, options)
+        sources.append(src)
     if not sources:
         raise OntologyError("nothing to load; give SOURCE paths or --default")
     if name is not None:
@@ -88,7 +95,7 @@ def created_store(args: argparse.Namespace):
 
 @command("kg load")
 def cmd_kg_load(args: argparse.Namespace) -> int:
-    sources = parse_sources(args.sources, args.default, args.name)
+    sources = parse_sources(args.sources, args.default, args.name, model_options(args))
     with created_store(args) as kg:
         kg.add_sources(sources, replace=args.replace)
         for src in sources:
@@ -224,63 +231,6 @@ def cmd_reason(args: argparse.Namespace) -> int:
     return 0
 
 
-# ------------------------------------------------------------------------------ generate
-
-
-@command("generate memorizing")
-def cmd_generate_memorizing(args: argparse.Namespace) -> int:
-    from kgprobe.atomic import write_json, write_jsonl
-    from kgprobe.reasoning.memorizing import candidate_sets, generate_memorizing
-
-    with open_store(args, write=args.reason) as kg:
-        if args.reason and kg.inferred_state() == "stale":
-            print_reason(kg, RULES)
-        onto = kg.ontology()
-    records = generate_memorizing(onto, seed=args.seed)
-    out = Path(args.out)
-    summary = {}
-    for relation, recs in records.items():
-        write_jsonl(out / f"{relation}.jsonl", (r.to_json() for r in recs))
-        summary[relation] = {split: sum(r.split == split for r in recs)
-                             for split in ("train", "dev", "test")}
-        print(f"{relation:14s} {len(recs):>6} records  {summary[relation]}")
-    write_json(out / "candidates.json", candidate_sets(onto))
-    write_json(out / "summary.json", {"tasks": summary, "seed": args.seed})
-    print(f"wrote {out}")
-    return 0
-
-
-@command("generate reasoning")
-def cmd_generate_reasoning(args: argparse.Namespace) -> int:
-    from kgprobe.atomic import write_json, write_jsonl
-    from kgprobe.ontology.loaders import build_ontology
-    from kgprobe.ontology.verbalize import load_templates
-    from kgprobe.reasoning.items import reasoning_items, rule_summary
-    from kgprobe.reasoning.materialize import asserted_triples
-    from kgprobe.reasoning.memorizing import candidate_sets
-    from kgprobe.reasoning.rdfs import closure
-
-    templates = load_templates(args.templates)
-    with open_store(args) as kg:
-        triples = asserted_triples(kg)
-    onto = build_ontology("store", triples)
-    items = reasoning_items(onto, closure(triples, RULES), templates,
-                            rules=comma_list(args.rules), pseudowords=not args.no_pseudowords)
-    out = Path(args.out)
-    for rule, rule_items in items.items():
-        write_jsonl(out / f"{rule}.jsonl", (i.to_json() for i in rule_items))
-    summary = rule_summary(items)
-    for rule, entry in summary.items():
-        print(f"{rule:7s} {entry['items']:>6} items from {entry['derivations']:>7} derivations"
-              f"{'  (' + entry['note'] + ')' if 'note' in entry else ''}")
-    write_json(out / "candidates.json", candidate_sets(onto))
-    write_json(out / "summary.json", {"rules": summary, "pseudowords": not args.no_pseudowords,
-                                      "templates": templates.path})
-    print(f"wrote {out}")
-    return 0
-
-
-
 #: The superclass chain of a class, specific → general: an ancestor's depth is the number
 #: of distinct classes on the way up to it.
 DEMO_QUERY = """SELECT DISTINCT ?ancestor ?label ?depth WHERE {
@@ -314,7 +264,7 @@ def cmd_kg_tour(args: argparse.Namespace) -> int:
 
 
 def add_parsers(sub) -> None:
-    """`kg load|query|stats|export|tour`, `reason`, `generate memorizing|reasoning`."""
+    """`kg load|query|stats|export|tour`, `reason` (`generate …` is in `generate.py`)."""
     kg = sub.add_parser("kg", help="the knowledge graph: load, query, stats, export, tour")
     kg_sub = kg.add_subparsers(dest="kg_command", required=True)
     p = kg_sub.add_parser("load", help="load ontology sources into the store")
@@ -326,6 +276,7 @@ def add_parsers(sub) -> None:
     p.add_argument("--replace", action="store_true",
                    help="let a source replace a graph that holds a different file")
     p.add_argument("--reason", action="store_true", help="materialize the RDFS closure afterwards")
+    model_args(p)
     writer_args(p)
     p = kg_sub.add_parser("remove", help="remove a source graph (inferences become stale)")
     p.add_argument("name", help="the graph name, as `kg stats` shows it after urn:kgprobe:source:")
@@ -350,20 +301,3 @@ def add_parsers(sub) -> None:
     p.add_argument("--provenance", type=Path, default=None,
                    help="write every one-step derivation (rule, conclusion, premises) as JSONL")
     writer_args(p)
-
-    gen = sub.add_parser("generate", help="write probe sets from the knowledge graph")
-    gen_sub = gen.add_subparsers(dest="generate_command", required=True)
-    p = gen_sub.add_parser("memorizing", help="TP/SCO/SPO/DM/RG records, one JSONL per relation")
-    p.add_argument("--out", required=True, type=Path)
-    p.add_argument("--seed", type=int, default=0, help="seed of the train/dev/test split")
-    p.add_argument("--reason", action="store_true", help="re-run `kgprobe reason` first if the "
-                   "inferences are stale")
-    writer_args(p)
-    p = gen_sub.add_parser("reasoning", help="premise/hypothesis items, one JSONL per rule")
-    p.add_argument("--out", required=True, type=Path)
-    p.add_argument("--rules", default=",".join(RULES))
-    p.add_argument("--no-pseudowords", action="store_true",
-                   help="write real labels instead of the [X]/[Y] slots (confound analysis)")
-    p.add_argument("--templates", type=Path, default=None,
-                   help="a template TOML file (default: the paper's templates)")
-    store_arg(p)

@@ -7,11 +7,13 @@ from dataclasses import dataclass, field
 from typing import Iterable
 
 import networkx as nx
-from kgprobe.ontology.labels import pick_label
+from kgprobe.ontology.exclusions import ID_LIKE, Exclusions, load_exclusions
+from kgprobe.ontology.labels import LABEL_PROPERTIES, pick_label
 from kgprobe.ontology.model import (
     CLASS_TYPES,
     KGP_PATTERN,
     META_TYPES,
+    ONTOPROBE_NS,
     OWL,
     OWL_EQUIVALENT_PROPERTY,
     PROPERTY_TYPES,
@@ -19,12 +21,10 @@ from kgprobe.ontology.model import (
     RDF_TYPE,
     RDFS,
     RDFS_DOMAIN,
-    RDFS_LABEL,
     RDFS_RANGE,
     RDFS_SUBCLASSOF,
     RDFS_SUBPROPERTYOF,
     SKOS,
-    SKOS_PREFLABEL,
     Instance,
     OntClass,
     Ontology,
@@ -34,9 +34,25 @@ from kgprobe.ontology.model import (
     is_literal,
     parse_literal,
 )
+from kgprobe.ontology.owl_axioms import lower
 
 #: Predicates whose triples describe the schema or labels, not facts about instances.
 _SCHEMA_NAMESPACES = (RDF, RDFS, OWL, SKOS, KGP_PATTERN.rsplit("#", 1)[0])
+
+
+@dataclass(frozen=True)
+class BuildOptions:
+    """How the model is read from triples (`--lang`, `--schema-includes`, `--exclusions`)."""
+
+    langs: tuple[str, ...] = ("en",)
+    schema_includes: bool | None = None  # None: on when the data uses schema.org
+    exclusions: Exclusions | None = None  # None: the bundled list
+    #: Split labels written as identifiers (``EUEnergyEfficiencyEnumeration``) into words.
+    #: None: yes, except for the bundled OntoProbe data, whose labels are the paper's.
+    split_identifier_labels: bool | None = None
+
+
+_LABEL_PROPERTIES = frozenset(LABEL_PROPERTIES)
 
 
 @dataclass
@@ -45,13 +61,13 @@ class _Sorted:
 
     types: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
     edges: dict[str, list[Triple]] = field(default_factory=lambda: defaultdict(list))
-    rdfs_labels: dict[str, list] = field(default_factory=lambda: defaultdict(list))
-    skos_labels: dict[str, list] = field(default_factory=lambda: defaultdict(list))
+    labels: dict[str, dict[str, list]] = field(
+        default_factory=lambda: defaultdict(lambda: defaultdict(list)))
     patterns: dict[str, str] = field(default_factory=dict)
     other: list[Triple] = field(default_factory=list)
 
-    def label(self, iri: str) -> str:
-        return pick_label(self.rdfs_labels.get(iri, []), self.skos_labels.get(iri, []), iri)
+    def label(self, iri: str, langs: tuple[str, ...], split: bool, names: bool) -> str | None:
+        return pick_label(self.labels.get(iri, {}), iri, langs, split, names)
 
 
 def _sort(triples: Iterable[Triple]) -> _Sorted:
@@ -63,10 +79,8 @@ def _sort(triples: Iterable[Triple]) -> _Sorted:
         elif p in (RDFS_SUBCLASSOF, RDFS_SUBPROPERTYOF, RDFS_DOMAIN, RDFS_RANGE,
                    OWL_EQUIVALENT_PROPERTY):
             out.edges[p].append(t)
-        elif p == RDFS_LABEL and is_literal(o):
-            out.rdfs_labels[s].append(parse_literal(o))
-        elif p == SKOS_PREFLABEL and is_literal(o):
-            out.skos_labels[s].append(parse_literal(o))
+        elif p in _LABEL_PROPERTIES and is_literal(o):
+            out.labels[s][p].append(parse_literal(o))
         elif p == KGP_PATTERN and is_literal(o):
             out.patterns[s] = parse_literal(o)[0]
         else:
@@ -126,38 +140,134 @@ def _link(onto: Ontology, src: _Sorted) -> None:
                 getattr(onto.properties[s], attr).append(o)
 
 
-def build_ontology(name: str, triples: Iterable[Triple]) -> Ontology:
+def build_ontology(name: str, triples: Iterable[Triple],
+                   options: BuildOptions | None = None) -> Ontology:
     """Build the typed model from RDF triples (a parsed file, or the store's union graph).
 
     Classes come from ``rdfs:Class``/``owl:Class``, named ``rdfs:subClassOf`` ends,
     domain/range objects and instance types; properties from the RDF/OWL property types
     and domain/range/subPropertyOf; instances are subjects of ``rdf:type`` with a
-    non-schema type; facts are other triples about instances. Superclasses that are blank
-    nodes (OWL restrictions, unions) are ignored and counted in a warning.
+    non-schema type; facts are other triples about instances. OWL class expressions keep
+    what RDFS can say of them (`owl_axioms.lower`); the rest is counted in a warning.
+    Terms without a label usable as words, datatypes and top/meta classes are taken out
+    (`_exclude`) and listed in `Ontology.excluded`.
     """
+    options = options or BuildOptions()
+    triples = triples if isinstance(triples, list) else list(triples)
+    lowering = lower(triples, options.schema_includes)
     src = _sort(triples)
-    class_iris, prop_iris, anonymous = _schema_terms(src)
+    for t in lowering.model_triples():
+        src.edges[t[1]].append(t)
+    class_iris, prop_iris, _ = _schema_terms(src)
     types = src.types
     instance_iris = {s for s, ts in types.items() if is_iri(s) and ts - META_TYPES}
     for s in instance_iris:
         class_iris.update(t for t in types[s] - META_TYPES if is_iri(t))
     facts = _facts(src, class_iris, prop_iris, instance_iris)
     onto = Ontology(name=name)
+    split = options.split_identifier_labels
+    if split is None:
+        split = not any(i.startswith(ONTOPROBE_NS) for i in instance_iris)
+    schema = class_iris | prop_iris
+    labels = {iri: src.label(iri, options.langs, split, iri not in schema)
+              for iri in schema | instance_iris}
     # An OWL file may type a term both as class and as individual (punning); keep both.
     for iri in sorted(class_iris):
-        onto.classes[iri] = OntClass(iri, src.label(iri))
+        onto.classes[iri] = OntClass(iri, labels[iri] or "")
     for iri in sorted(prop_iris):
-        onto.properties[iri] = OntProperty(iri, src.label(iri), pattern=src.patterns.get(iri))
+        onto.properties[iri] = OntProperty(iri, labels[iri] or "", pattern=src.patterns.get(iri))
     for iri in sorted(instance_iris):
         onto.instances[iri] = Instance(
-            iri, src.label(iri), sorted(t for t in types[iri] - META_TYPES if is_iri(t)))
+            iri, labels[iri] or "", sorted(t for t in types[iri] - META_TYPES if is_iri(t)))
     _link(onto, src)
     onto.facts.extend(facts)
-    if anonymous:
-        onto.warnings.append(f"{anonymous} subClassOf/domain/range axiom(s) with a blank node "
-                             "(OWL restriction or class expression) ignored")
+    onto.warnings.extend(lowering.warnings())
+    _exclude(onto, types, options.exclusions or load_exclusions())
     check_cycles(onto)
     return onto
+
+
+def _excluded_terms(onto: Ontology, types: dict[str, set[str]],
+                    exclusions: Exclusions) -> dict[str, str]:
+    """iri → reason for every class, property and instance that is not a word or answer."""
+    out: dict[str, str] = {}
+    for table in (onto.classes, onto.properties, onto.instances):
+        for iri, term in table.items():
+            reason = exclusions.reason(iri, types.get(iri, set()))
+            if reason is None and not term.label:
+                reason = ID_LIKE
+            if reason is not None:
+                out.setdefault(iri, reason)
+    # Subclasses of a datatype are datatypes (schema:URL ⊑ schema:Text).
+    datatypes = {i for i, r in out.items() if r == "datatype"}
+    changed = True
+    while changed:
+        changed = False
+        for iri, c in onto.classes.items():
+            if iri not in datatypes and datatypes.intersection(c.parents):
+                datatypes.add(iri)
+                out[iri] = "datatype"
+                changed = True
+    return out
+
+
+def _bypass(iri: str, parents: dict[str, list[str]], excluded: dict[str, str],
+            seen: frozenset[str] = frozenset()) -> list[str]:
+    """The nearest kept ancestors of `iri` (itself when kept): an edge to an excluded term
+    is replaced by edges to that term's own parents, so no entailment is lost."""
+    if iri not in excluded:
+        return [iri]
+    if iri in seen:
+        return []
+    out: list[str] = []
+    for parent in parents.get(iri, []):
+        out.extend(p for p in _bypass(parent, parents, excluded, seen | {iri}) if p not in out)
+    return out
+
+
+def _exclude(onto: Ontology, types: dict[str, set[str]], exclusions: Exclusions) -> None:
+    """Take excluded terms out of the model, reconnecting around them, and count them."""
+    excluded = _excluded_terms(onto, types, exclusions)
+    if not excluded:
+        return
+    class_parents = {i: c.parents for i, c in onto.classes.items()}
+    prop_parents = {i: p.parents for i, p in onto.properties.items()}
+
+    def lift(iris: list[str], parents: dict[str, list[str]], own: str = "") -> list[str]:
+        return list(dict.fromkeys(p for i in iris for p in _bypass(i, parents, excluded)
+                                  if p != own))
+
+    emptied = onto.emptied
+    for c in onto.classes.values():
+        had = bool(c.parents)
+        c.parents = lift(c.parents, class_parents, c.iri)
+        emptied["subClassOf"] += had and not c.parents and c.iri not in excluded
+    for p in onto.properties.values():
+        had = (bool(p.domain), bool(p.range))
+        p.parents = lift(p.parents, prop_parents, p.iri)
+        p.domain, p.range = lift(p.domain, class_parents), lift(p.range, class_parents)
+        if p.iri not in excluded:
+            emptied["domain"] += had[0] and not p.domain
+            emptied["range"] += had[1] and not p.range
+    for i in onto.instances.values():
+        i.types = sorted(lift(i.types, class_parents))
+        emptied["type"] += not i.types and i.iri not in excluded
+    counts: dict[str, dict[str, int]] = {}
+    for kind, table in (("class", onto.classes), ("property", onto.properties),
+                        ("instance", onto.instances)):
+        for iri in [i for i in table if i in excluded]:
+            del table[iri]
+            reason = counts.setdefault(excluded[iri], {})
+            reason[kind] = reason.get(kind, 0) + 1
+    onto.excluded.update(excluded)
+    onto.excluded_counts = counts
+    for reason, by_kind in sorted(counts.items()):
+        what = ", ".join(f"{n} {k}{'es' if k == 'class' and n > 1 else ''}"
+                         f"{'s' if k != 'class' and n > 1 else ''}" for k, n in by_kind.items())
+        why = {ID_LIKE: "no label usable as words (an ID-like name)",
+               "datatype": "datatypes are not classes of things",
+               "top": "top classes answer every question"}.get(reason, f"{reason} terms")
+        onto.warnings.append(f"skipped {what}: {why}")
 
 
 def check_cycles(onto: Ontology) -> None:

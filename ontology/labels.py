@@ -28,26 +28,91 @@ def local_name_label(iri: str) -> str:
     return re.sub(r"\s+", " ", words).lower() or iri
 
 
-def pick_label(
-    rdfs_labels: list[tuple[str, str | None]],
-    skos_labels: list[tuple[str, str | None]],
-    iri: str,
-) -> str:
-    """English ``rdfs:label``, else ``skos:prefLabel``, else the IRI's local name.
+#: Label properties, most preferred first: a term's label is the first one found in the
+#: first language of the `--lang` order that has any (see `pick_label`).
+LABEL_PROPERTIES = (
+    "http://www.w3.org/2000/01/rdf-schema#label",
+    "http://www.w3.org/2004/02/skos/core#prefLabel",
+    "http://purl.obolibrary.org/obo/IAO_0000111",  # editor preferred term
+    "http://www.geneontology.org/formats/oboInOwl#shorthand",
+    "http://purl.obolibrary.org/obo/IAO_0000118",  # alternative term
+    "http://www.geneontology.org/formats/oboInOwl#hasExactSynonym",
+    "http://www.w3.org/2004/02/skos/core#altLabel",
+)
 
-    Each list holds (text, language tag). An untagged label counts as English when no
-    ``@en`` one exists, since many ontologies never tag their labels.
+_DIGIT_EDGE = re.compile(r"(?<=[A-Za-z])(?=[0-9])|(?<=[0-9])(?=[A-Za-z])")
+#: An identifier rather than a word: letters then digits (DOID_4006, C20921, uberon_0001062,
+#: IAO:0000115, Q42), or letters and digits interleaved (R7Cq1QvDx7dMLhEm).
+_ID_LIKE = re.compile(r"[A-Za-z]{0,12}(?:[_:.\-]?[A-Za-z]{1,12})?[_:.\-]?([0-9]{2,})[A-Za-z]?")
+
+
+def is_id_like(name: str) -> bool:
+    """Whether a label or local name is an identifier that must never be used as a word."""
+    name = name.strip()
+    if " " in name or not any(c.isalpha() for c in name):
+        return False  # a year ("1031") is a word; a bare number as a local name is not
+    m = _ID_LIKE.fullmatch(name)
+    if m:  # ICD10, COVID19 are names; DOID_4006, Q42, C20921 are not
+        return len(m.group(1)) >= 3 or sum(c.isalpha() for c in name) <= 2
+    return len(_DIGIT_EDGE.findall(name)) >= 4
+
+
+def name_words(name: str) -> str:
+    """A name written as an identifier, as words: split at camelCase, underscores and
+    digits, lower-cased except acronyms (``EUEnergyEfficiency`` → ``EU energy efficiency``,
+    ``Procedure_Has_Imaged_Anatomy`` → ``procedure has imaged anatomy``, ``Tier3Team`` →
+    ``tier 3 team``)."""
+    spaced = _DIGIT_EDGE.sub(" ", _CAMEL.sub(" ", name))
+    words = re.sub(r"[_\-\s]+", " ", spaced).split()
+    return " ".join(w if len(w) > 1 and w.isupper() else w.lower() for w in words)
+
+
+def looks_like_identifier(label: str) -> bool:
+    """A label written as an identifier (schema.org's ``EUEnergyEfficiencyEnumeration``,
+    NCIt's ``Procedure_Has_Imaged_Anatomy``): one token with an underscore or an inner
+    lower→upper case change."""
+    return " " not in label.strip() and bool(
+        "_" in label or re.search(r"[a-z][A-Z]", label))
+
+
+def _lang_matches(lang: str | None, wanted: str, primary: str) -> bool:
+    if wanted == "*":
+        return True
+    if lang is None:  # untagged labels count as the first language asked for
+        return wanted == primary
+    return lang == wanted or lang.startswith(wanted + "-")
+
+
+def pick_label(labels: dict[str, list[tuple[str, str | None]]], iri: str,
+               langs: tuple[str, ...] = ("en",), split_identifiers: bool = True,
+               names: bool = False) -> str | None:
+    """The term's label, or None when it has none usable as words.
+
+    `labels` maps a label property to its (text, language tag) values. Languages are tried
+    in the `langs` order (``"*"`` is any language); within a language, tagged labels before
+    untagged ones (many ontologies never tag: untagged counts as the first language) and
+    `LABEL_PROPERTIES` in order. An ID-like label is passed over, unless the term is an
+    individual (`names`: gene symbols, product codes such as STS-117 are names); a label written as an
+    identifier is split into words when `split_identifiers`. Only when no label is
+    found is the IRI's local name used, split into words — and never when it is ID-like.
     """
-    for labels in (rdfs_labels, skos_labels):
-        for wanted in ("en", None):
-            choices = sorted(
-                text for text, lang in labels
-                if (lang == wanted or (wanted == "en" and lang and lang.startswith("en-")))
-                and text.strip()
-            )
-            if choices:
-                return choices[0].strip()
-    return local_name_label(iri)
+    primary = langs[0] if langs else "en"
+    for wanted in langs:
+        for untagged in (False, True):
+            for prop in LABEL_PROPERTIES:
+                choices = sorted(
+                    text.strip() for text, lang in labels.get(prop, ())
+                    if (lang is None) == untagged and _lang_matches(lang, wanted, primary)
+                    and text.strip() and (names or not is_id_like(text)))
+                if choices:
+                    label = choices[0]
+                    if split_identifiers and looks_like_identifier(label):
+                        return name_words(label)
+                    return label
+    name = local_name(iri)
+    if is_id_like(name) or name.isdigit() or not name_words(name):
+        return None
+    return name_words(name)
 
 
 @lru_cache(maxsize=1)

@@ -8,6 +8,7 @@ syntax (it starts with ``"``).
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Iterator
 
@@ -22,6 +23,8 @@ SKOS = "http://www.w3.org/2004/02/skos/core#"
 XSD = "http://www.w3.org/2001/XMLSchema#"
 #: kgprobe's own vocabulary (verbalization patterns) and minted IRIs live here.
 KGP = "https://w3id.org/kgprobe/vocab#"
+#: Where IRIs are minted for OntoProbe terms the data gives only by label.
+ONTOPROBE_NS = "https://w3id.org/kgprobe/ontoprobe/"
 
 RDF_TYPE = RDF + "type"
 RDF_PROPERTY = RDF + "Property"
@@ -118,6 +121,13 @@ class Ontology:
     instances: dict[str, Instance] = field(default_factory=dict)
     facts: list[Triple] = field(default_factory=list)  # instance-level (s, p, o), objects may be literals
     warnings: list[str] = field(default_factory=list)
+    #: Terms taken out of the model (iri → reason: id-like, datatype, top, meta), and their
+    #: counts per reason and kind (class/property/instance), for summaries.
+    excluded: dict[str, str] = field(default_factory=dict)
+    excluded_counts: dict[str, dict[str, int]] = field(default_factory=dict)
+    #: relation → subjects whose every answer was excluded (an instance typed only
+    #: owl:Thing, a property whose only range is xsd:integer): no record is made for them.
+    emptied: Counter = field(default_factory=Counter)
 
     def label(self, iri: str) -> str:
         for table in (self.classes, self.properties, self.instances):

@@ -12,11 +12,16 @@ from urllib.parse import quote
 
 from kgprobe.errors import OntologyError
 from kgprobe.ontology.from_triples import check_cycles
-from kgprobe.ontology.model import Instance, OntClass, Ontology, OntProperty
+from kgprobe.ontology.model import (
+    ONTOPROBE_NS,
+    Instance,
+    OntClass,
+    Ontology,
+    OntProperty,
+)
 from kgprobe.ontology.source import Source
 
-#: Where IRIs are minted for OntoProbe terms the data gives only by label.
-ONTOPROBE_NS = "https://w3id.org/kgprobe/ontoprobe/"
+__all__ = ["ONTOPROBE_NS", "load_ontoprobe"]
 
 
 def _mint(kind: str, label: str) -> str:

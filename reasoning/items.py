@@ -13,10 +13,11 @@ premise-ablation study can test whether a model knows it without regenerating it
 from __future__ import annotations
 
 import functools
+from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import Iterable
 
-from kgprobe.ontology.model import Ontology, Triple
+from kgprobe.ontology.model import Ontology, Triple, is_literal, parse_literal
 from kgprobe.ontology.verbalize import (
     TemplateSet,
     capitalize,
@@ -101,7 +102,10 @@ class Verbalizer:
 
     def name(self, iri: str, slot: str) -> str:
         """An entity as written: its slot with pseudowords, else its label."""
-        return slot if self.pseudowords else self.onto.label(iri)
+        if self.pseudowords:
+            return slot
+        # A literal is written as its value ("555-0100"), never as a label of its syntax.
+        return parse_literal(iri)[0] if is_literal(iri) else self.onto.label(iri)
 
     def property_meta(self, prop: str) -> dict[str, str]:
         p = self.onto.properties.get(prop)
@@ -121,8 +125,15 @@ class Verbalizer:
 
 
 def reasoning_items(onto: Ontology, closure: Closure, templates: TemplateSet, *,
-                    rules: Iterable[str] = RULES, pseudowords: bool = True) -> dict[str, list[ReasoningItem]]:
-    """Items per rule, in a deterministic order (sorted by their text)."""
+                    rules: Iterable[str] = RULES, pseudowords: bool = True,
+                    skipped: Counter | None = None) -> dict[str, list[ReasoningItem]]:
+    """Items per rule, in a deterministic order (sorted by their text).
+
+    A derivation that would write an excluded term (a datatype, a top class, a term with
+    no label usable as words: `Ontology.excluded`) is skipped and counted in `skipped`
+    under "RULE: REASON" (per distinct item shape with pseudowords).
+    """
+    skipped = Counter() if skipped is None else skipped
     verb = Verbalizer(onto, templates, pseudowords)
     asserted = closure.asserted
     out: dict[str, list[ReasoningItem]] = {}
@@ -142,7 +153,10 @@ def reasoning_items(onto: Ontology, closure: Closure, templates: TemplateSet, *,
                     if by_shape[shape] is not None:
                         by_shape[shape].count += 1
                     continue
-            item = _item(verb, d, asserted)
+            reason = _unspeakable(onto, d, pseudowords)
+            item = None if reason else _item(verb, d, asserted)
+            if reason:
+                skipped[f"{rule}: {reason}"] += 1
             if pseudowords:
                 by_shape[shape] = item
             if item is None:
@@ -160,6 +174,24 @@ def reasoning_items(onto: Ontology, closure: Closure, templates: TemplateSet, *,
     return out
 
 
+def _unspeakable(onto: Ontology, d: Derivation, pseudowords: bool) -> str | None:
+    """Why the item of `d` cannot be written (an excluded term it would name), or None."""
+    (p1, p2) = d.premises
+    if d.rule in ("rdfs2", "rdfs3", "rdfs7"):
+        named = [p2[1], p1[2]]
+        entities = [p2[0], p2[2]]
+    else:
+        named = [p1[0], p1[2]]
+        entities = [p2[0]]
+    if not pseudowords:
+        named += [e for e in entities if not e.startswith('"')]
+    for term in named:
+        reason = onto.excluded.get(term)
+        if reason:
+            return reason
+    return None
+
+
 def _shape(d: Derivation) -> tuple:
     """A derivation with the slotted entities replaced by their slot names."""
     (p1, p2), c = d.premises, d.conclusion
@@ -171,7 +203,7 @@ def _shape(d: Derivation) -> tuple:
 
 
 def _item(verb: Verbalizer, d: Derivation, asserted) -> ReasoningItem | None:
-    (p1, p2), (cs, cp, co) = d.premises, d.conclusion
+    (p1, p2), (cs, _, co) = d.premises, d.conclusion
     if any(t.startswith(('"', "_:")) for t in (cs, co)) or cs == co:
         return None  # literals, blank nodes and reflexive edges say nothing in words
     label = verb.label
@@ -220,11 +252,16 @@ def _item(verb: Verbalizer, d: Derivation, asserted) -> ReasoningItem | None:
         slots=slots, hypotheses=hyps, relation=hyp_rel)
 
 
-def rule_summary(items: dict[str, list[ReasoningItem]]) -> dict[str, dict]:
+def rule_summary(items: dict[str, list[ReasoningItem]],
+                 skipped: Counter | None = None) -> dict[str, dict]:
     """Counts per rule; a rule that produced nothing says what it would need."""
     out = {}
     for rule, rule_items in items.items():
         entry = {"items": len(rule_items), "derivations": sum(i.count for i in rule_items)}
+        gone = {k.split(": ", 1)[1]: n for k, n in sorted((skipped or {}).items())
+                if k.startswith(rule + ": ")}
+        if gone:
+            entry["skipped"] = gone
         if not rule_items:
             entry["note"] = f"no items: the data has no {RULE_NEEDS[rule]}"
         out[rule] = entry

@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 import json
 import random
-from collections import deque
+from collections import Counter, deque
 from dataclasses import asdict, dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -70,6 +70,34 @@ def ancestors(start: str, parents: dict[str, list[str]]) -> list[str]:
     return sorted(depth, key=lambda n: (depth[n], n))
 
 
+def direct_parents(parents: dict[str, list[str]]) -> dict[str, list[str]]:
+    """The parents that no other parent lies below: a store holding the RDFS closure lists
+    every ancestor as a parent, and without this they would all read as "nearest".
+
+    A parent p of n is dropped when another parent q has p as an ancestor (and p is not in
+    turn an ancestor of q: members of a cycle are kept).
+    """
+    @functools.cache
+    def above(node: str) -> frozenset[str]:
+        seen: set[str] = set()
+        queue = deque(parents.get(node, []))
+        while queue:
+            x = queue.popleft()
+            if x not in seen:
+                seen.add(x)
+                queue.extend(parents.get(x, []))
+        return frozenset(seen)
+
+    out = {}
+    for node, ps in parents.items():
+        if len(ps) < 2:
+            out[node] = list(ps)
+            continue
+        out[node] = [p for p in ps if p != node and not any(
+            q != p and q != node and p in above(q) and q not in above(p) for q in ps)]
+    return out
+
+
 def candidate_sets(onto: Ontology) -> dict[str, list[str]]:
     """The candidate labels per kind, normalized and deduplicated, in a stable order."""
     def unique(labels: Iterable[str]) -> list[str]:
@@ -83,27 +111,60 @@ def candidate_sets(onto: Ontology) -> dict[str, list[str]]:
     }
 
 
-def generate_memorizing(onto: Ontology, tasks: Iterable[str] = RELATIONS, *, seed: int = 0,
-                        train: int = TRAIN, dev: int = DEV) -> dict[str, list[MemorizingRecord]]:
-    """Records per relation, with a seeded train/dev/test split (train/dev sizes configurable).
+def _type_rows(onto: Ontology, class_ancestors, *, seed: int,
+               instances_per_class: int | None, skipped: Counter) -> list[tuple]:
+    """TP rows: one per instance and most specific type; instances sharing a label are one
+    (the first by IRI), and at most `instances_per_class` seeded instances per type."""
+    rows: list[tuple[str, str, list[str], str | None]] = []
+    seen: set[str] = set()
+    for inst in sorted(onto.instances.values(), key=lambda i: (i.label, i.iri)):
+        if inst.label in seen:
+            skipped["type: instance sharing another's label"] += 1
+            continue
+        seen.add(inst.label)
+        types = set(inst.types)
+        implied = {a for t in types for a in class_ancestors(t)}
+        for t in sorted(types - implied, key=onto.label):
+            rows.append((inst.label, inst.iri, [t, *class_ancestors(t)], None))
+    if instances_per_class is None:
+        return rows
+    by_class: dict[str, list[int]] = {}
+    for n, row in enumerate(rows):
+        by_class.setdefault(row[2][0], []).append(n)
+    rng = random.Random(seed)
+    keep = sorted(n for cls in sorted(by_class) for n in (
+        by_class[cls] if len(by_class[cls]) <= instances_per_class
+        else rng.sample(by_class[cls], instances_per_class)))
+    skipped["type: beyond --instances-per-class"] += len(rows) - len(keep)
+    return [rows[n] for n in keep]
 
-    Types and superclasses come from the model's edges, so a store holding the inferred
-    graph and one without give the same answers. An instance with several most specific
-    types yields one TP record per type chain, as the paper's files do.
+
+def generate_memorizing(onto: Ontology, tasks: Iterable[str] = RELATIONS, *, seed: int = 0,
+                        train: float = TRAIN, dev: float = DEV,
+                        instances_per_class: int | None = None,
+                        skipped: Counter | None = None) -> dict[str, list[MemorizingRecord]]:
+    """Records per relation, with a seeded train/dev/test split (train/dev sizes, or
+    fractions below 1, configurable).
+
+    Types and superclasses come from the model's edges, reduced to the direct ones, so a
+    store holding the inferred graph and one without give the same answers in the same
+    order. An instance with several most specific types yields one TP record per type
+    chain, as the paper's files do. What is left out is counted in `skipped`.
     """
-    class_parents = {iri: c.parents for iri, c in onto.classes.items()}
-    prop_parents = {iri: p.parents for iri, p in onto.properties.items()}
+    skipped = Counter() if skipped is None else skipped
+    for relation, n in onto.emptied.items():
+        if n:
+            skipped[f"{relation}: only excluded answers"] += n
+    class_parents = direct_parents({iri: c.parents for iri, c in onto.classes.items()})
+    prop_parents = direct_parents({iri: p.parents for iri, p in onto.properties.items()})
     label = onto.label
     class_ancestors = functools.cache(lambda c: tuple(ancestors(c, class_parents)))
     out: dict[str, list[MemorizingRecord]] = {}
     for relation in (relation_name(t) for t in tasks):
         rows: list[tuple[str, str, list[str], str | None]] = []
         if relation == "type":
-            for inst in sorted(onto.instances.values(), key=lambda i: (i.label, i.iri)):
-                types = set(inst.types)
-                implied = {a for t in types for a in class_ancestors(t)}
-                for t in sorted(types - implied, key=label):
-                    rows.append((inst.label, inst.iri, [t, *class_ancestors(t)], None))
+            rows = _type_rows(onto, class_ancestors, seed=seed,
+                              instances_per_class=instances_per_class, skipped=skipped)
         elif relation in ("subClassOf", "subPropertyOf"):
             table, parents = ((onto.classes, class_parents) if relation == "subClassOf"
                               else (onto.properties, prop_parents))
@@ -130,8 +191,28 @@ def generate_memorizing(onto: Ontology, tasks: Iterable[str] = RELATIONS, *, see
     return out
 
 
-def assign_splits(records: list[MemorizingRecord], *, seed: int, train: int, dev: int) -> None:
+def split_sizes(n: int, train: float, dev: float) -> tuple[int, int]:
+    """Train and dev sizes for `n` records: counts, or fractions of `n` when below 1."""
+    def size(x: float) -> int:
+        return int(round(x * n)) if 0 < x < 1 else int(x)
+
+    return size(train), size(dev)
+
+
+def empty_splits(records: dict[str, list[MemorizingRecord]]) -> dict[str, list[str]]:
+    """relation → the splits that got no record (a test split of 0 measures nothing)."""
+    out = {}
+    for relation, recs in records.items():
+        empty = [s for s in ("train", "dev", "test") if not any(r.split == s for r in recs)]
+        if empty and recs:
+            out[relation] = empty
+    return out
+
+
+def assign_splits(records: list[MemorizingRecord], *, seed: int, train: float,
+                  dev: float) -> None:
     """Seeded split: `train` records for training, `dev` for development, the rest test."""
+    train, dev = split_sizes(len(records), train, dev)
     order = list(range(len(records)))
     random.Random(seed).shuffle(order)
     for rank, idx in enumerate(order):

@@ -1,0 +1,151 @@
+"""`kgprobe generate memorizing|reasoning`: probe sets from the knowledge graph.
+
+The typed model is built here from the store's triples with the model options (`--lang`,
+`--schema-includes`, `--exclusions`), and what it leaves out is printed as warnings and
+written to `summary.json`.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections import Counter
+from pathlib import Path
+
+from kgprobe.errors import KgprobeError
+from kgprobe.ontology.model import Ontology
+from kgprobe.reasoning.rdfs import RULES
+from kgprobe.studies.options import comma_list
+
+from .kg import open_store, print_reason, store_arg, writer_args
+from .model_options import model_args, model_options
+from .registry import command, warn
+
+
+def parse_split(text: str) -> tuple[float, float]:
+    """``10,10`` (train and dev records) or ``0.1,0.1`` (fractions of each relation)."""
+    parts = comma_list(text)
+    try:
+        train, dev = (float(x) for x in parts)
+    except ValueError:
+        raise KgprobeError(f"--split {text}: give TRAIN,DEV as counts (10,10) or fractions "
+                           "(0.1,0.1)") from None
+    fractions = any(0 < x < 1 for x in (train, dev))
+    counts_too = max(train, dev) >= 1
+    if min(train, dev) < 0 or (fractions and (counts_too or train + dev >= 1)):
+        raise KgprobeError(f"--split {text}: give two counts ≥ 0, or two fractions that leave a "
+                           "test split (sum below 1)")
+    return tuple(int(x) if x.is_integer() else x for x in (train, dev))
+
+
+def _skipped_summary(onto: Ontology, skipped: Counter) -> dict:
+    """What generation left out: terms per reason and kind, records or items per reason."""
+    for line in onto.warnings:
+        warn(line)
+    left_out = {k: n for k, n in sorted(skipped.items()) if n}
+    if left_out:
+        warn("left out: " + ", ".join(f"{n} {k}" for k, n in left_out.items()))
+    return {"terms": onto.excluded_counts, "records": left_out}
+
+
+@command("generate memorizing")
+def cmd_generate_memorizing(args: argparse.Namespace) -> int:
+    from kgprobe.atomic import write_json, write_jsonl
+    from kgprobe.ontology.from_triples import build_ontology
+    from kgprobe.reasoning.memorizing import (
+        candidate_sets,
+        empty_splits,
+        generate_memorizing,
+    )
+
+    train, dev = parse_split(args.split)
+    options = model_options(args)
+    with open_store(args, write=args.reason) as kg:
+        if args.reason and kg.inferred_state() == "stale":
+            print_reason(kg, RULES)
+        onto = build_ontology("store", kg.triples(), options)
+    skipped: Counter = Counter()
+    records = generate_memorizing(onto, seed=args.seed, train=train, dev=dev,
+                                  instances_per_class=args.instances_per_class, skipped=skipped)
+    out = Path(args.out)
+    summary = {}
+    for relation, recs in records.items():
+        write_jsonl(out / f"{relation}.jsonl", (r.to_json() for r in recs))
+        summary[relation] = {split: sum(r.split == split for r in recs)
+                             for split in ("train", "dev", "test")}
+        print(f"{relation:14s} {len(recs):>6} records  {summary[relation]}")
+    for relation, splits in empty_splits(records).items():
+        warn(f"{relation}: no {' and no '.join(splits)} records ({len(records[relation])} in "
+             "all); change --split")
+    write_json(out / "candidates.json", candidate_sets(onto))
+    write_json(out / "summary.json", {
+        "tasks": summary, "seed": args.seed, "split": [train, dev],
+        "instances_per_class": args.instances_per_class, "lang": list(options.langs),
+        "skipped": _skipped_summary(onto, skipped)})
+    print(f"wrote {out}")
+    return 0
+
+
+@command("generate reasoning")
+def cmd_generate_reasoning(args: argparse.Namespace) -> int:
+    from kgprobe.atomic import write_json, write_jsonl
+    from kgprobe.ontology.from_triples import build_ontology
+    from kgprobe.ontology.owl_axioms import lower
+    from kgprobe.ontology.verbalize import load_templates
+    from kgprobe.reasoning.items import reasoning_items, rule_summary
+    from kgprobe.reasoning.materialize import asserted_triples
+    from kgprobe.reasoning.memorizing import candidate_sets
+    from kgprobe.reasoning.rdfs import closure
+
+    templates = load_templates(args.templates)
+    options = model_options(args)
+    with open_store(args) as kg:
+        triples = list(asserted_triples(kg))
+    onto = build_ontology("store", triples, options)
+    # The sound RDFS edges kept from OWL expressions (and schema.org includes, when on)
+    # take part in the closure, so their consequences become items too.
+    kept = lower(triples, options.schema_includes).closure_triples()
+    skipped: Counter = Counter()
+    items = reasoning_items(onto, closure(triples + kept, RULES), templates,
+                            rules=comma_list(args.rules), pseudowords=not args.no_pseudowords,
+                            skipped=skipped)
+    out = Path(args.out)
+    for rule, rule_items in items.items():
+        write_jsonl(out / f"{rule}.jsonl", (i.to_json() for i in rule_items))
+    summary = rule_summary(items, skipped)
+    for rule, entry in summary.items():
+        print(f"{rule:7s} {entry['items']:>6} items from {entry['derivations']:>7} derivations"
+              f"{'  (' + entry['note'] + ')' if 'note' in entry else ''}")
+    write_json(out / "candidates.json", candidate_sets(onto))
+    write_json(out / "summary.json", {"rules": summary, "pseudowords": not args.no_pseudowords,
+                                      "templates": templates.path, "lang": list(options.langs),
+                                      "skipped": _skipped_summary(onto, skipped)})
+    print(f"wrote {out}")
+    return 0
+
+
+def add_parsers(sub) -> None:
+    """`generate memorizing|reasoning`."""
+    gen = sub.add_parser("generate", help="write probe sets from the knowledge graph")
+    gen_sub = gen.add_subparsers(dest="generate_command", required=True)
+    p = gen_sub.add_parser("memorizing", help="TP/SCO/SPO/DM/RG records, one JSONL per relation")
+    p.add_argument("--out", required=True, type=Path)
+    p.add_argument("--seed", type=int, default=0, help="seed of the train/dev/test split and "
+                   "of --instances-per-class")
+    p.add_argument("--split", default="10,10", help="TRAIN,DEV records per relation, as counts "
+                   "(default 10,10, the paper's) or fractions (0.1,0.1); the rest is test")
+    p.add_argument("--instances-per-class", type=int, default=None, metavar="N",
+                   help="at most N seeded instances per most specific class in TP (the paper "
+                        "samples 20; default: all)")
+    p.add_argument("--reason", action="store_true", help="re-run `kgprobe reason` first if the "
+                   "inferences are stale")
+    model_args(p)
+    writer_args(p)
+    p = gen_sub.add_parser("reasoning", help="premise/hypothesis items, one JSONL per rule")
+    p.add_argument("--out", required=True, type=Path)
+    p.add_argument("--rules", default=",".join(RULES))
+    p.add_argument("--no-pseudowords", action="store_true",
+                   help="write real labels instead of the [X]/[Y] slots (confound analysis)")
+    p.add_argument("--templates", type=Path, default=None,
+                   help="a template TOML file (default: the paper's templates)")
+    model_args(p)
+    store_arg(p)

@@ -1,0 +1,36 @@
+"""Options that decide how the typed model is read from triples (`kg load`, `generate …`).
+
+They apply wherever the model is built: the store keeps every parsed triple, so generation
+reads labels, schema.org includes and exclusions again with the options it is given.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from kgprobe.errors import KgprobeError
+from kgprobe.ontology.exclusions import load_exclusions
+from kgprobe.ontology.from_triples import BuildOptions
+from kgprobe.studies.options import comma_list
+
+
+def model_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--lang", default="en",
+                        help="label languages in order of preference, '*' for any (e.g. "
+                             "en,es,*; default: en; untagged labels count as the first)")
+    parser.add_argument("--schema-includes", action=argparse.BooleanOptionalAction,
+                        default=None, help="read schema:domainIncludes/rangeIncludes as "
+                        "rdfs:domain/range (default: on when the data uses schema.org)")
+    parser.add_argument("--exclusions", type=Path, default=None,
+                        help="TOML list of terms that are never answers (default: the bundled "
+                             "ontology/excluded_terms.toml)")
+
+
+def model_options(args: argparse.Namespace) -> BuildOptions:
+    langs = tuple(comma_list(args.lang, lower=True))
+    if not langs:
+        raise KgprobeError(f"--lang {args.lang!r}: give language tags such as en or en,es,*")
+    return BuildOptions(
+        langs=langs, schema_includes=args.schema_includes,
+        exclusions=load_exclusions(args.exclusions) if args.exclusions else None)
