@@ -33,12 +33,15 @@ from dataclasses import dataclass
 from typing import Hashable, Sequence
 
 import numpy as np
-
 from kgprobe.studies.metrics import stable_seed
 
 RESAMPLES = 2000
 CONFIDENCE = 0.95
 MIN_ITEMS = 10  # cells with fewer items are shown but flagged
+#: Tests draw this many times more permutations than an interval draws resamples: a p-value
+#: cannot go below 1 / draws, and Holm multiplies the smallest by the number of comparisons
+#: (about 70 in a premise-ablation report), so 2,000 draws could never reach 0.05.
+TEST_FACTOR = 10
 
 
 @dataclass
@@ -57,7 +60,11 @@ class Clustered:
     def from_prompts(cls, items: Sequence[Hashable], values, strata: Sequence[Hashable] | None = None,
                      ) -> "Clustered":
         """One row of `values` (a metric per column) per prompt; `items[k]` names prompt k's item."""
-        values = np.asarray(values, dtype=np.float64).reshape(len(items), -1)
+        values = np.asarray(values, dtype=np.float64)
+        if not len(items):
+            width = values.shape[1] if values.ndim == 2 else 1
+            return cls(np.zeros((0, width)), np.zeros(0), np.zeros(0, dtype=object))
+        values = values.reshape(len(items), -1)
         order: dict[Hashable, int] = {}
         index = np.array([order.setdefault(item, len(order)) for item in items], dtype=np.int64)
         sums = np.zeros((len(order), values.shape[1]))
@@ -149,6 +156,8 @@ def bca(boot: np.ndarray, estimate: np.ndarray, jackknife: np.ndarray,
     tail = (1 - confidence) / 2
     for k in range(boot.shape[1]):
         column, jk = boot[:, k], jackknife[:, k][np.isfinite(jackknife[:, k])]
+        if jk.size < 2:
+            continue
         share = (np.count_nonzero(column < estimate[k])
                  + np.count_nonzero(column <= estimate[k])) / (2 * column.size)
         spread = jk.mean() - jk
@@ -236,11 +245,15 @@ def paired_difference(name: str, first: Clustered, second: Clustered, *, seed: i
     def statistic(x, y, axis=-1):
         return ((x - y) * weights).sum(axis=axis)
 
-    result = permutation_test((first.sums[:, 0], second.sums[:, 0]), statistic, vectorized=True,
-                              permutation_type="samples", n_resamples=resamples,
-                              random_state=rng_for(seed, name, "p"))
+    p = float("nan")  # one item: nothing to permute, not testable
+    if diff.n_items > 1:
+        p = float(permutation_test((first.sums[:, 0], second.sums[:, 0]), statistic,
+                                   vectorized=True, permutation_type="samples",
+                                   n_resamples=TEST_FACTOR * resamples,
+                                   random_state=rng_for(seed, name, "p"),
+                                   ).pvalue)
     return Comparison(name, "paired", float(interval.estimate[0]), float(interval.lo[0]),
-                      float(interval.hi[0]), float(result.pvalue), str(diff.n_items))
+                      float(interval.hi[0]), p, str(diff.n_items))
 
 
 def unpaired_difference(name: str, first: Clustered, second: Clustered, *, seed: int,
@@ -255,7 +268,7 @@ def unpaired_difference(name: str, first: Clustered, second: Clustered, *, seed:
     boot = (a.resampled(rng_for(seed, name, "first"), resamples)
             - b.resampled(rng_for(seed, name, "second"), resamples))[:, 0]
     lo, hi = percentile(boot, confidence)
-    p = permutation_p(a, b, rng=rng_for(seed, name, "p"), resamples=resamples)
+    p = permutation_p(a, b, rng=rng_for(seed, name, "p"), resamples=TEST_FACTOR * resamples)
     return Comparison(name, "unpaired", estimate, float(lo), float(hi), p, sizes)
 
 
@@ -268,6 +281,8 @@ def permutation_p(a: Clustered, b: Clustered, *, rng: np.random.Generator,
     counts = np.concatenate([a.counts, b.counts])
     strata = np.concatenate([a.strata, b.strata])
     if len(a.stratum_labels()) == 1:
+        if min(a.n_items, b.n_items) < 2:
+            return float("nan")  # scipy needs two items a side; too few to test anyway
         def statistic(x, y, axis=-1):
             # x, y: item indices into sums/counts (permuted between the sides by scipy)
             return (sums[x].sum(axis) / counts[x].sum(axis)
@@ -309,10 +324,10 @@ def against_target(name: str, sample: Clustered, target: float, *, seed: int,
     """value − target, its interval, and the bootstrap p-value of the target."""
     if sample.n_items == 0:
         return Comparison(name, "target", *([float("nan")] * 4), "0")
-    boot = sample.resampled(rng_for(seed, name), resamples)[:, 0]
-    lo, hi = percentile(boot, confidence)
-    below = (np.count_nonzero(boot <= target) + 1) / (resamples + 1)
-    above = (np.count_nonzero(boot >= target) + 1) / (resamples + 1)
+    lo, hi = percentile(sample.resampled(rng_for(seed, name), resamples)[:, 0], confidence)
+    boot = sample.resampled(rng_for(seed, name, "p"), TEST_FACTOR * resamples)[:, 0]
+    below = (np.count_nonzero(boot <= target) + 1) / (boot.size + 1)
+    above = (np.count_nonzero(boot >= target) + 1) / (boot.size + 1)
     return Comparison(name, "target", float(sample.estimate()[0] - target), float(lo - target),
                       float(hi - target), float(min(1.0, 2 * min(below, above))),
                       str(sample.n_items))
