@@ -13,6 +13,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+
 from kgprobe.ontology.loaders import load_rdf
 from kgprobe.ontology.verbalize import load_templates
 from kgprobe.reasoning.items import RULE_RELATIONS
@@ -20,11 +21,7 @@ from kgprobe.reasoning.rdfs import RULES
 from kgprobe.studies.premise_ablation.config import COLUMNS
 from kgprobe.studies.premise_ablation.report import finding, write_report
 from kgprobe.studies.premise_ablation.study import (
-    SETTINGS,
-    AblationConfig,
-    build_study,
-    classify_premises,
-    reasoning_prompt,
+    SETTINGS, AblationConfig, build_study, classify_premises, reasoning_prompt,
     run_premise_ablation,
 )
 

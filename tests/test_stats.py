@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+
 from kgprobe.studies.stats import (
     Clustered,
     adjust,
