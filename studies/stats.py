@@ -29,8 +29,10 @@ it (this module is reachable from the command line).
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
-from typing import Hashable, Sequence
+from pathlib import Path
+from typing import Callable, Hashable, Iterable, Sequence
 
 import numpy as np
 from kgprobe.studies.metrics import stable_seed
@@ -198,6 +200,37 @@ def format_interval(estimate: float, lo: float, hi: float, scale: float = 100.0,
     if estimate is None or not np.isfinite(estimate):
         return "empty"
     return f"{scale * estimate:.{digits}f} [{scale * lo:.{digits}f}, {scale * hi:.{digits}f}]"
+
+
+def read_predictions(out: Path) -> list[dict]:
+    """``OUT/predictions.jsonl`` (every study writes one line per scored item), or nothing."""
+    path = Path(out) / "predictions.jsonl"
+    if not path.exists():
+        return []
+    with open(path, encoding="utf-8") as fh:
+        return [json.loads(line) for line in fh if line.strip()]
+
+
+def grouped_intervals(records: Iterable[dict], group: Callable[[dict], Hashable | None],
+                      value: Callable[[dict], float | None], *, seed: int = 0,
+                      resamples: int = RESAMPLES) -> dict[Hashable, Interval]:
+    """The interval of each group's mean, one observation per record (an item): how the
+    memorization, multiple-choice, COPEN and STA reports put intervals on their headline
+    numbers. Records whose group or value is None are left out."""
+    values: dict[Hashable, list[float]] = {}
+    for record in records:
+        key, v = group(record), value(record)
+        if key is not None and v is not None:
+            values.setdefault(key, []).append(float(v))
+    return {key: mean_interval(vs, seed=seed, key=(str(key),), resamples=resamples)
+            for key, vs in values.items()}
+
+
+def interval_text(interval: Interval | None, scale: float = 100.0, digits: int = 1) -> str:
+    """``[51.2, 74.4]`` (n = items) for a report cell; empty when there is no interval."""
+    if interval is None or interval.n_items == 0:
+        return ""
+    return (f"[{scale * interval.lo[0]:.{digits}f}, {scale * interval.hi[0]:.{digits}f}]")
 
 
 # ------------------------------------------------------------------ comparisons
