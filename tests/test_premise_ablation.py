@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -19,7 +20,7 @@ from kgprobe.ontology.verbalize import load_templates
 from kgprobe.reasoning.items import RULE_RELATIONS
 from kgprobe.reasoning.rdfs import RULES
 from kgprobe.studies.premise_ablation.config import COLUMNS
-from kgprobe.studies.premise_ablation.report import finding, write_report
+from kgprobe.studies.premise_ablation.report import console_table, finding, write_report
 from kgprobe.studies.premise_ablation.study import (
     SETTINGS, AblationConfig, build_study, classify_premises, reasoning_prompt,
     run_premise_ablation,
@@ -103,6 +104,8 @@ def test_end_to_end_all_rules_settings_and_template_kinds(tmp_path, zoo, tiny_gp
     report = (tmp_path / "report.md").read_text()
     assert report.count("| P1 \\ P2 |") == 2 * (len(RULES) + 1)
     assert "[" in report and "†" in report and "MRR per manual template" in report
+    printed = console_table(table, "manual")  # what `kgprobe demo` prints
+    assert re.search(r"\d+\.\d \[\d+\.\d, \d+\.\d\] \(n=\d+\)", printed)
     assert all((tmp_path / f"heatmap_{rule}.png").stat().st_size > 1000 for rule in RULES)
     assert (tmp_path / "summary.png").exists()
     preds = [json.loads(l) for l in (tmp_path / "predictions.jsonl").read_text().splitlines()]

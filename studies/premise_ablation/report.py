@@ -85,12 +85,6 @@ def cells(rows: list[dict], rule: str | None, template: str, metric: str = "MRR"
     return out
 
 
-def grid(rows: list[dict], rule: str | None, template: str, metric: str = "MRR"):
-    """3×3 matrix [P1][P2] of template-averaged `metric` (None where empty) and item counts."""
-    table = cells(rows, rule, template, metric)
-    return ([[c.value for c in row] for row in table], [[c.n_items for c in row] for row in table])
-
-
 def _heatmap(ax, table: list[list[Cell]], title: str):
     import numpy as np
 
@@ -178,6 +172,16 @@ def _table(table: list[list[Cell]]) -> list[str]:
     for i, p1 in enumerate(SETTINGS):
         lines.append(f"| {WORDS[p1]} | " + " | ".join(c.text() for c in table[i]) + " |")
     return lines
+
+
+def console_table(rows: list[dict], template: str) -> str:
+    """The rule-averaged table for a terminal (the demo prints it)."""
+    table = cells(rows, None, template)
+    lines = [f"MRR (%) [95% CI] (n items), mean over the rules, {template} templates averaged",
+             f"{'P1 / P2':18s}" + "".join(f"{WORDS[s]:>28s}" for s in SETTINGS)]
+    for i, p1 in enumerate(SETTINGS):
+        lines.append(f"{WORDS[p1]:18s}" + "".join(f"{c.text():>28s}" for c in table[i]))
+    return "\n".join(lines + [f"{LOW_N}: fewer items than the minimum (see report.md)"])
 
 
 def _per_template(rows: list[dict], rule: str, template: str) -> list[str]:
