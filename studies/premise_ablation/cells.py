@@ -117,14 +117,19 @@ def cell_row(key: dict, prompts: list[Prompt], config: dict, *, stratified: bool
     row = {**key, "n": len(prompts), "n_items": 0, "n_prompts": len(prompts)}
     if not prompts:
         return row  # an empty cell: no numbers, not made-up zeros
+    clustered = sample(prompts, stratified)
     interval = stats.bootstrap_interval(
-        sample(prompts, stratified), seed=config.get("seed", 0), key=tuple(key.values()),
+        clustered, seed=config.get("seed", 0), key=tuple(key.values()),
         resamples=config.get("resamples", stats.RESAMPLES))
     row["n_items"] = interval.n_items
     for k, metric in enumerate(METRICS):
         row.update({metric: float(interval.estimate[k]), f"{metric}_lo": float(interval.lo[k]),
                     f"{metric}_hi": float(interval.hi[k])})
-    row["low_n"] = "yes" if interval.n_items < config.get("min_items", stats.MIN_ITEMS) else ""
+    # A rule with a single item adds nothing to resample: the rule average's interval is then
+    # too narrow, so it is flagged however many items the other rules have.
+    lone = any(np.count_nonzero(clustered.strata == s) == 1 for s in clustered.stratum_labels())
+    low = interval.n_items < config.get("min_items", stats.MIN_ITEMS) or (stratified and lone)
+    row["low_n"] = "yes" if low else ""
     return row
 
 

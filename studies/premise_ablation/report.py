@@ -212,7 +212,9 @@ def finding(c: dict, what: str) -> str:
     detail = (f"{100 * diff:+.1f} points [{100 * low:+.1f}, {100 * high:+.1f}], {c['test']}, "
               + (f"Holm-adjusted p = {p:.3g}" if p is not None else "too few items to test"))
     if c["finding"] != "yes":
-        return f"{what}: no detectable difference (n = {n} items; {detail})."
+        # An interval off zero whose test does not survive Holm's correction is no finding either.
+        after = " after Holm's correction" if low is not None and (low > 0 or high < 0) else ""
+        return f"{what}: no detectable difference{after} (n = {n} items; {detail})."
     verb = "raises" if diff > 0 else "lowers"
     return f"{what} {verb} the MRR by {detail} (n = {n} items)."
 
