@@ -1,4 +1,4 @@
-"""Uncertainty of a study's numbers: item-level bootstrap intervals, comparisons, Holm.
+"""Uncertainty of a study's numbers: item-level bootstrap intervals.
 
 A study's cell averages *prompts*, but prompts are not independent: the prompts of one item
 (its pseudoword pairs, its templates) share the item. So every interval here resamples
@@ -12,19 +12,11 @@ the strata's estimates; its bootstrap resamples items *within* each stratum, so 
 resample keeps each rule's weight.
 
 Intervals are BCa intervals from ``RESAMPLES`` seeded resamples (plain numpy resampling,
-vectorized; a jackknife over items for the acceleration); the same seed gives the same interval, so a resumed run rebuilds
-identical intervals from the observations on disk. Comparisons:
-
-* **paired** (the same items under two settings): the per-item differences, bootstrapped as
-  above; p from ``scipy.stats.permutation_test`` swapping the two settings within items;
-* **unpaired** (different items): each side bootstrapped on its own; p from a permutation
-  test of the item labels — ``scipy.stats.permutation_test`` for one stratum, the same test
-  with labels permuted within each stratum (which scipy cannot do) for a summary;
-* **against a target** (both premises written vs a perfect 100): the bootstrap p-value of the
-  target, the test the percentile interval inverts.
-
-`holm` adjusts a report's p-values together. scipy is imported inside the functions that use
-it (this module is reachable from the command line).
+vectorized; a jackknife over items for the acceleration); the same seed gives the same
+interval, so a resumed run rebuilds identical intervals from the observations on disk.
+`grouped_intervals` puts them on the headline numbers of the other studies' reports;
+`studies/comparisons.py` tests differences between cells. scipy is imported inside the
+functions that use it (this module is reachable from the command line).
 """
 
 from __future__ import annotations
@@ -44,6 +36,16 @@ MIN_ITEMS = 10  # cells with fewer items are shown but flagged
 #: cannot go below 1 / draws, and Holm multiplies the smallest by the number of comparisons
 #: (about 70 in a premise-ablation report), so 2,000 draws could never reach 0.05.
 TEST_FACTOR = 10
+
+
+CHUNK = 1_000_000  # resampled items held in memory at once (a full run has 10^5 items a rule)
+
+
+def chunks(total: int, width: int):
+    """Sizes of the batches of `total` resamples of `width` items that fit in CHUNK."""
+    size = max(1, CHUNK // max(1, width))
+    for start in range(0, total, size):
+        yield min(size, total - start)
 
 
 @dataclass
@@ -105,11 +107,15 @@ class Clustered:
                  for s in labels}
         whole = {s: total / count for s, (total, count) in parts.items()}
         out = np.full(self.sums.shape, np.nan)
-        for i, s in enumerate(self.strata):
+        for s in labels:
+            m = self.strata == s
             total, count = parts[s]
-            if count - self.counts[i] > 0:
-                rest = sum(whole[t] for t in labels if t != s)
-                out[i] = (rest + (total - self.sums[i]) / (count - self.counts[i])) / len(labels)
+            rest = sum(whole[t] for t in labels if t != s)
+            left = count - self.counts[m]
+            with np.errstate(divide="ignore", invalid="ignore"):
+                part = (rest + (total - self.sums[m]) / left[:, None]) / len(labels)
+            part[left <= 0] = np.nan
+            out[m] = part
         return out
 
     def resampled(self, rng: np.random.Generator, resamples: int) -> np.ndarray:
@@ -118,8 +124,11 @@ class Clustered:
         labels = self.stratum_labels()
         for s in labels:
             sums, counts = self.sums[self.strata == s], self.counts[self.strata == s]
-            idx = rng.integers(0, counts.size, size=(resamples, counts.size))
-            total = total + sums[idx].sum(1) / counts[idx].sum(1)[:, None]
+            parts = []
+            for size in chunks(resamples, counts.size):
+                idx = rng.integers(0, counts.size, size=(size, counts.size))
+                parts.append(sums[idx].sum(1) / counts[idx].sum(1)[:, None])
+            total = total + np.concatenate(parts)
         return total / len(labels)
 
 
@@ -231,154 +240,3 @@ def interval_text(interval: Interval | None, scale: float = 100.0, digits: int =
     if interval is None or interval.n_items == 0:
         return ""
     return (f"[{scale * interval.lo[0]:.{digits}f}, {scale * interval.hi[0]:.{digits}f}]")
-
-
-# ------------------------------------------------------------------ comparisons
-
-
-@dataclass
-class Comparison:
-    """A difference (first − second, or value − target) with its interval and p-value."""
-
-    name: str
-    kind: str  # "paired" | "unpaired" | "target"
-    estimate: float
-    lo: float
-    hi: float
-    p: float
-    n_items: str  # "24" (paired, target) or "12 vs 9" (unpaired)
-    p_holm: float = float("nan")
-
-    @property
-    def excludes_zero(self) -> bool:
-        return bool(self.lo > 0 or self.hi < 0)
-
-    def supported(self, alpha: float = 1 - CONFIDENCE) -> bool:
-        """A finding: the interval excludes no difference and the Holm-adjusted p is below alpha."""
-        return self.excludes_zero and self.p_holm < alpha
-
-
-def paired_difference(name: str, first: Clustered, second: Clustered, *, seed: int,
-                      resamples: int = RESAMPLES, confidence: float = CONFIDENCE) -> Comparison:
-    """The same items (and prompts) under two settings: `first` and `second` hold, item by
-    item in the same order, the sums over the *matched* prompts of one metric."""
-    from scipy.stats import permutation_test
-
-    if not np.array_equal(first.counts, second.counts):
-        raise ValueError("a paired comparison needs the same prompts on both sides")
-    diff = Clustered(first.sums - second.sums, first.counts, first.strata)
-    if diff.n_items == 0:
-        return Comparison(name, "paired", *([float("nan")] * 4), "0")
-    interval = bootstrap_interval(diff, seed=seed, key=(name,), resamples=resamples,
-                                  confidence=confidence)
-    labels = diff.stratum_labels()
-    totals = {s: diff.counts[diff.strata == s].sum() for s in labels}
-    weights = np.array([1 / (len(labels) * totals[s]) for s in diff.strata])
-
-    def statistic(x, y, axis=-1):
-        return ((x - y) * weights).sum(axis=axis)
-
-    p = float("nan")  # one item: nothing to permute, not testable
-    if diff.n_items > 1:
-        p = float(permutation_test((first.sums[:, 0], second.sums[:, 0]), statistic,
-                                   vectorized=True, permutation_type="samples",
-                                   n_resamples=TEST_FACTOR * resamples,
-                                   random_state=rng_for(seed, name, "p"),
-                                   ).pvalue)
-    return Comparison(name, "paired", float(interval.estimate[0]), float(interval.lo[0]),
-                      float(interval.hi[0]), p, str(diff.n_items))
-
-
-def unpaired_difference(name: str, first: Clustered, second: Clustered, *, seed: int,
-                        resamples: int = RESAMPLES, confidence: float = CONFIDENCE) -> Comparison:
-    """Different items: mean over the strata both sides have of (first − second)."""
-    common = [s for s in first.stratum_labels() if s in set(second.stratum_labels())]
-    a, b = first.only(common), second.only(common)
-    sizes = f"{a.n_items} vs {b.n_items}"
-    if not common:
-        return Comparison(name, "unpaired", *([float("nan")] * 4), sizes)
-    estimate = float(a.estimate()[0] - b.estimate()[0])
-    boot = (a.resampled(rng_for(seed, name, "first"), resamples)
-            - b.resampled(rng_for(seed, name, "second"), resamples))[:, 0]
-    lo, hi = percentile(boot, confidence)
-    p = permutation_p(a, b, rng=rng_for(seed, name, "p"), resamples=TEST_FACTOR * resamples)
-    return Comparison(name, "unpaired", estimate, float(lo), float(hi), p, sizes)
-
-
-def permutation_p(a: Clustered, b: Clustered, *, rng: np.random.Generator,
-                  resamples: int = RESAMPLES) -> float:
-    """Two-sided p of (a − b) with the item labels permuted (within strata, if several)."""
-    from scipy.stats import permutation_test
-
-    sums = np.concatenate([a.sums[:, 0], b.sums[:, 0]])
-    counts = np.concatenate([a.counts, b.counts])
-    strata = np.concatenate([a.strata, b.strata])
-    if len(a.stratum_labels()) == 1:
-        if min(a.n_items, b.n_items) < 2:
-            return float("nan")  # scipy needs two items a side; too few to test anyway
-        def statistic(x, y, axis=-1):
-            # x, y: item indices into sums/counts (permuted between the sides by scipy)
-            return (sums[x].sum(axis) / counts[x].sum(axis)
-                    - sums[y].sum(axis) / counts[y].sum(axis))
-
-        result = permutation_test((np.arange(a.n_items), np.arange(a.n_items, counts.size)),
-                                  statistic, vectorized=True, n_resamples=resamples,
-                                  permutation_type="independent", random_state=rng)
-        return float(result.pvalue)
-    return stratified_permutation_p(sums, counts, strata, np.arange(counts.size) < a.n_items,
-                                    rng=rng, resamples=resamples)
-
-
-def stratified_permutation_p(sums: np.ndarray, counts: np.ndarray, strata: np.ndarray,
-                             first: np.ndarray, *, rng: np.random.Generator,
-                             resamples: int = RESAMPLES) -> float:
-    """The label permutation test with labels shuffled only within each stratum: the
-    statistic is the mean over strata of (first's mean − second's mean)."""
-    labels = sorted(set(strata.tolist()), key=str)
-    observed, null = 0.0, np.zeros(resamples)
-    for s in labels:
-        m = strata == s
-        x, c, is_first = sums[m], counts[m], first[m]
-        observed += _split_diff(x, c, is_first[None, :])[0]
-        perms = rng.permuted(np.tile(is_first, (resamples, 1)), axis=1)
-        null += _split_diff(x, c, perms)
-    observed, null = observed / len(labels), null / len(labels)
-    hits = np.count_nonzero(np.abs(null) >= abs(observed) - 1e-12)
-    return float((hits + 1) / (resamples + 1))
-
-
-def _split_diff(x: np.ndarray, c: np.ndarray, is_first: np.ndarray) -> np.ndarray:
-    return ((is_first * x).sum(1) / (is_first * c).sum(1)
-            - (~is_first * x).sum(1) / (~is_first * c).sum(1))
-
-
-def against_target(name: str, sample: Clustered, target: float, *, seed: int,
-                   resamples: int = RESAMPLES, confidence: float = CONFIDENCE) -> Comparison:
-    """value − target, its interval, and the bootstrap p-value of the target."""
-    if sample.n_items == 0:
-        return Comparison(name, "target", *([float("nan")] * 4), "0")
-    lo, hi = percentile(sample.resampled(rng_for(seed, name), resamples)[:, 0], confidence)
-    boot = sample.resampled(rng_for(seed, name, "p"), TEST_FACTOR * resamples)[:, 0]
-    below = (np.count_nonzero(boot <= target) + 1) / (boot.size + 1)
-    above = (np.count_nonzero(boot >= target) + 1) / (boot.size + 1)
-    return Comparison(name, "target", float(sample.estimate()[0] - target), float(lo - target),
-                      float(hi - target), float(min(1.0, 2 * min(below, above))),
-                      str(sample.n_items))
-
-
-def holm(pvalues: Sequence[float]) -> np.ndarray:
-    """Holm's step-down adjustment (NaN p-values stay NaN and do not count)."""
-    p = np.asarray(pvalues, dtype=np.float64)
-    out = np.full(p.shape, np.nan)
-    ok = np.flatnonzero(np.isfinite(p))
-    order = ok[np.argsort(p[ok], kind="stable")]
-    scaled = (len(order) - np.arange(len(order))) * p[order]
-    out[order] = np.minimum(1.0, np.maximum.accumulate(scaled))
-    return out
-
-
-def adjust(comparisons: list[Comparison]) -> list[Comparison]:
-    """Set every comparison's Holm-adjusted p (the family: one report's comparisons)."""
-    for c, p in zip(comparisons, holm([c.p for c in comparisons])):
-        c.p_holm = float(p)
-    return comparisons

@@ -132,7 +132,7 @@ def test_a_finding_is_stated_only_when_its_interval_supports_it():
     crossing = {**row, "difference_lo": "-0.02", "p_holm": "0.3", "finding": "no"}
     assert finding(crossing, "Writing P1").startswith("Writing P1: no detectable difference (n = 24")
     # And the decision itself: stats.Comparison.supported needs the interval off zero.
-    from kgprobe.studies.stats import Comparison
+    from kgprobe.studies.comparisons import Comparison
 
     assert Comparison("x", "paired", 0.12, 0.05, 0.19, 1e-4, "24", 0.002).supported()
     assert not Comparison("x", "paired", 0.12, -0.02, 0.19, 1e-4, "24", 0.002).supported()

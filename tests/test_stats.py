@@ -1,21 +1,19 @@
-"""Item-level bootstrap intervals, comparisons and Holm (kgprobe.studies.stats)."""
+"""Item-level bootstrap intervals (studies.stats), comparisons and Holm (studies.comparisons)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from kgprobe.studies.stats import (
-    Clustered,
+from kgprobe.studies.comparisons import (
     adjust,
     against_target,
-    bootstrap_interval,
     holm,
-    mean_interval,
     paired_difference,
     stratified_permutation_p,
     unpaired_difference,
 )
+from kgprobe.studies.stats import Clustered, bootstrap_interval, mean_interval
 
 
 def clustered_sample(rng, n_items: int, true_mean: float):

@@ -25,7 +25,7 @@ import numpy as np
 from kgprobe.errors import StudyError
 from kgprobe.ontology.verbalize import TemplateSet, load_templates
 from kgprobe.reasoning.items import RULE_RELATIONS
-from kgprobe.studies import stats
+from kgprobe.studies import comparisons, stats
 
 from .config import COMPARISON_COLUMNS, METRICS, SETTINGS  # noqa: F401
 
@@ -177,7 +177,7 @@ def _mrr(prompts: list[Prompt], stratified: bool) -> stats.Clustered:
 
 
 def compare(spec: Spec, prompts: list[Prompt], name: str, config: dict,
-            stratified: bool) -> stats.Comparison:
+            stratified: bool) -> comparisons.Comparison:
     """One comparison on MRR over `prompts` (one template kind; one rule or all of them).
 
     P2's implicit and not-given groups can share items when there are several pseudoword
@@ -189,11 +189,11 @@ def compare(spec: Spec, prompts: list[Prompt], name: str, config: dict,
     second = [p for p in prompts if (p.p1, p.p2) in spec.second]
     if spec.test == "paired":
         a, b = _paired(first, second, stratified)
-        return stats.paired_difference(name, a, b, seed=seed, resamples=resamples)
+        return comparisons.paired_difference(name, a, b, seed=seed, resamples=resamples)
     if spec.test == "unpaired":
-        return stats.unpaired_difference(name, _mrr(first, stratified), _mrr(second, stratified),
+        return comparisons.unpaired_difference(name, _mrr(first, stratified), _mrr(second, stratified),
                                          seed=seed, resamples=resamples)
-    return stats.against_target(name, _mrr(first, stratified), 1.0, seed=seed,
+    return comparisons.against_target(name, _mrr(first, stratified), 1.0, seed=seed,
                                 resamples=resamples)
 
 
@@ -211,7 +211,7 @@ def comparison_rows(prompts: list[Prompt], config: dict) -> list[dict]:
                 name = f"{kind}/{rule}/{spec.label}"
                 found.append(compare(spec, scope, name, config, stratified=rule == MEAN))
                 keys.append({"template": kind, "rule": rule, "comparison": spec.label})
-    stats.adjust(found)
+    comparisons.adjust(found)
     rows = []
     for key, c in zip(keys, found):
         rows.append({**key, "test": c.kind, "n_items": c.n_items, "difference": c.estimate,
