@@ -77,7 +77,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
     # Checked before the model loads: a typo must not run the whole study first.
     templates = template_kinds(args.templates)
-    from kgprobe.studies.premise_ablation.report import SETTINGS, WORDS, grid, load_rows
+    from kgprobe.studies.premise_ablation.report import console_table, load_rows
     from kgprobe.studies.premise_ablation.study import run_premise_ablation
 
     config = AblationConfig(args.model, limit=args.limit, templates=templates,
@@ -87,13 +87,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     run_premise_ablation(config, args.out)
     rows = load_rows(Path(args.out))
     for template in config.templates:
-        values, _ = grid(rows, None, template)
-        print(f"\nMRR (%), mean over the six rules, {template} templates")
-        print(f"{'P1 / P2':18s}" + "".join(f"{WORDS[s]:>18s}" for s in SETTINGS))
-        for i, p1 in enumerate(SETTINGS):
-            print(f"{WORDS[p1]:18s}" + "".join(
-                f"{'empty' if values[i][j] is None else f'{100 * values[i][j]:.1f}':>18s}"
-                for j in range(3)))
+        print("\n" + console_table(rows, template))
     print(f"\nreport: {args.out}/report.md (figures: {args.out}/summary.png, "
           f"{args.out}/heatmap_rdfs*.png)")
     return 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -15,8 +16,11 @@ from pathlib import Path
 import pytest
 
 from kgprobe.ontology.loaders import load_rdf
+from kgprobe.ontology.verbalize import load_templates
+from kgprobe.reasoning.items import RULE_RELATIONS
 from kgprobe.reasoning.rdfs import RULES
-from kgprobe.studies.premise_ablation.report import write_report
+from kgprobe.studies.premise_ablation.config import COLUMNS
+from kgprobe.studies.premise_ablation.report import console_table, finding, write_report
 from kgprobe.studies.premise_ablation.study import (
     SETTINGS, AblationConfig, build_study, classify_premises, reasoning_prompt,
     run_premise_ablation,
@@ -53,13 +57,17 @@ def test_end_to_end_all_rules_settings_and_template_kinds(tmp_path, zoo, tiny_gp
     config = AblationConfig(str(tiny_gpt2_dir), templates=("manual", "soft"), limit=None,
                             soft_epochs=2, batch_size=16)
     rows = run_premise_ablation(config, tmp_path, source=load_rdf(zoo), progress=False)
-    assert len(rows) == len(RULES) * 2 * 9
+    templates = load_templates()
+    manual = {rule: len(templates[RULE_RELATIONS[rule][2]].manual) for rule in RULES}
+    assert manual["rdfs9"] == 3 and manual["rdfs5"] == 1  # every manual template is scored
+    assert len(rows) == sum(9 * (manual[rule] + 1) for rule in RULES)  # + the soft template
     table = read(tmp_path / "results.csv")
-    assert list(table[0]) == ["rule", "p1", "p2", "template", "n", "R@1", "R@5", "MRR", "MRRa"]
+    assert list(table[0]) == COLUMNS
+    assert {"n_items", "n_prompts", "MRR_lo", "MRR_hi", "R@1_lo", "R@5_hi", "MRRa_lo"} <= set(COLUMNS)
     for rule in RULES:
         for kind in ("manual", "soft"):
             cells = {(r["p1"], r["p2"]): int(r["n"]) for r in table
-                     if r["rule"] == rule and r["template"] == kind}
+                     if r["rule"] == rule and r["template"] == kind and r["variant"] == "mean"}
             assert set(cells) == {(a, b) for a in SETTINGS for b in SETTINGS}
             # Every item is in the both-explicit cell, and in exactly four cells in all.
             assert cells[("explicit", "explicit")] > 0
@@ -67,19 +75,67 @@ def test_end_to_end_all_rules_settings_and_template_kinds(tmp_path, zoo, tiny_gp
             for r in table:
                 if r["rule"] == rule and int(r["n"]) == 0:
                     assert r["MRR"] == ""  # empty, not a made-up zero
+    by_key = {(r["rule"], r["p1"], r["p2"], r["template"], r["variant"]): r for r in table}
     for r in table:
         if int(r["n"]):
             assert 0 <= float(r["MRR"]) <= 1 and float(r["MRRa"]) <= float(r["MRR"]) + 1e-9
+            for m in ("R@1", "R@5", "MRR", "MRRa"):
+                assert float(r[f"{m}_lo"]) <= float(r[m]) + 1e-9 <= float(r[f"{m}_hi"]) + 2e-9
+            if r["rule"] != "mean":
+                assert (r["low_n"] == "yes") == (int(r["n_items"]) < 10)
+            elif int(r["n_items"]) < 10:
+                assert r["low_n"] == "yes"  # (also flagged: a rule average over a 1-item rule)
+        if r["variant"] == "mean" and r["rule"] != "mean" and int(r["n"]):
+            # The template average: the mean of the templates' cells (same prompts under each).
+            parts = [float(by_key[(r["rule"], r["p1"], r["p2"], r["template"], str(v))]["MRR"])
+                     for v in range(manual[r["rule"]] if r["template"] == "manual" else 1)]
+            assert float(r["MRR"]) == pytest.approx(sum(parts) / len(parts), abs=2e-4)
+    # Each unit's own numbers are what results.csv reports for its template.
+    for unit in (tmp_path / "units").glob("*.jsonl"):
+        head = json.loads(unit.read_text().splitlines()[0])["row"]
+        row = by_key[(head["rule"], head["p1"], head["p2"], head["template"], str(head["variant"]))]
+        assert int(row["n"]) == head["n"]
+        if head["n"]:
+            assert row["MRR"] == f"{head['MRR']:.4f}" and row["R@1"] == f"{head['R@1']:.4f}"
+    tests = {(c["comparison"], c["test"]) for c in read(tmp_path / "comparisons.csv")}
+    assert tests == {("P1 explicit vs unwritten (P2 not given)", "paired"),
+                     ("P1 implicit vs not given (P2 not given)", "unpaired"),
+                     ("P2 explicit vs unwritten (P1 not given)", "paired"),
+                     ("P2 implicit vs not given (P1 not given)", "unpaired"),
+                     ("both explicit vs 100", "target")}
     assert (tmp_path / "soft" / "vectors.pt").exists()
-    assert (tmp_path / "report.md").read_text().count("| P1 \\ P2 |") == 2 * (len(RULES) + 1)
+    report = (tmp_path / "report.md").read_text()
+    assert report.count("| P1 \\ P2 |") == 2 * (len(RULES) + 1)
+    assert "[" in report and "†" in report and "MRR per manual template" in report
+    printed = console_table(table, "manual")  # what `kgprobe demo` prints
+    assert re.search(r"\d+\.\d \[\d+\.\d, \d+\.\d\] \(n=\d+\)", printed)
     assert all((tmp_path / f"heatmap_{rule}.png").stat().st_size > 1000 for rule in RULES)
     assert (tmp_path / "summary.png").exists()
     preds = [json.loads(l) for l in (tmp_path / "predictions.jsonl").read_text().splitlines()]
     assert {p["rule"] for p in preds} == set(RULES)
-    # `kgprobe report DIR` rebuilds the report from results.csv alone.
+    assert all(min(p["gold_ranks"]) == p["gold_rank"] for p in preds)
+    # `kgprobe report DIR` rebuilds the tables and the report from the prompts on disk.
+    before = (tmp_path / "results.csv").read_text(), (tmp_path / "comparisons.csv").read_text()
     (tmp_path / "report.md").unlink()
     write_report(tmp_path)
     assert "Premise-ablation" in (tmp_path / "report.md").read_text()
+    assert ((tmp_path / "results.csv").read_text(), (tmp_path / "comparisons.csv").read_text()) == before
+
+
+def test_a_finding_is_stated_only_when_its_interval_supports_it():
+    row = {"template": "manual", "rule": "mean", "comparison": "P1 explicit vs unwritten "
+           "(P2 not given)", "test": "paired", "n_items": "24", "difference": "0.12",
+           "difference_lo": "0.05", "difference_hi": "0.19", "p": "0.0001", "p_holm": "0.002",
+           "finding": "yes"}
+    assert finding(row, "Writing P1").startswith("Writing P1 raises the MRR by +12.0 points [+5.0, +19.0]")
+    # The same difference with an interval that crosses zero: no finding.
+    crossing = {**row, "difference_lo": "-0.02", "p_holm": "0.3", "finding": "no"}
+    assert finding(crossing, "Writing P1").startswith("Writing P1: no detectable difference (n = 24")
+    # And the decision itself: stats.Comparison.supported needs the interval off zero.
+    from kgprobe.studies.comparisons import Comparison
+
+    assert Comparison("x", "paired", 0.12, 0.05, 0.19, 1e-4, "24", 0.002).supported()
+    assert not Comparison("x", "paired", 0.12, -0.02, 0.19, 1e-4, "24", 0.002).supported()
 
 
 def test_settings_follow_memorization_and_prompts_keep_the_conjunction(tmp_path, zoo, tiny_gpt2_dir):
@@ -96,6 +152,11 @@ def test_settings_follow_memorization_and_prompts_keep_the_conjunction(tmp_path,
     both = reasoning_prompt(study, item, "explicit", "explicit", "manual")
     assert both == f"{item.premises[0].text} {item.premises[1].text} Therefore , {item.conclusion['text']}"
     assert reasoning_prompt(study, item, "implicit", "explicit", "manual").startswith(item.premises[1].text)
+    # Every manual template: the relation's hypothesis template gives the prompt as before.
+    hyp = study.templates["type"].hypothesis
+    prompts = [reasoning_prompt(study, item, "not", "not", "manual", variant=v) for v in range(3)]
+    assert prompts[hyp] == reasoning_prompt(study, item, "not", "not", "manual")
+    assert len(set(prompts)) == 3 and all(p.startswith("Therefore , ") for p in prompts)
 
 
 def test_same_seed_same_numbers_and_resume_after_kill(tmp_path, zoo, tiny_gpt2_dir):
@@ -116,9 +177,19 @@ def test_same_seed_same_numbers_and_resume_after_kill(tmp_path, zoo, tiny_gpt2_d
     proc.wait()
     done_before = {p.name: p.stat().st_mtime_ns for p in units.glob("rule-*.jsonl")}
     assert 3 <= len(done_before) < len(RULES) * 9, "the run should have been cut short"
+    assert not (tmp_path / "b" / "comparisons.csv").exists()
     again = subprocess.run(cmd + ["--out", str(tmp_path / "b")], capture_output=True, text=True,
                            timeout=600, env=env)
     assert again.returncode == 0, again.stderr
     for name, stamp in done_before.items():
         assert (units / name).stat().st_mtime_ns == stamp  # finished units were not redone
-    assert (tmp_path / "a" / "results.csv").read_text() == (tmp_path / "b" / "results.csv").read_text()
+    # Same numbers, intervals and tests included: they are recomputed from the stored prompts
+    # with seeds that depend only on the run's seed and the cell.
+    for name in ("results.csv", "comparisons.csv", "report.md"):
+        assert (tmp_path / "a" / name).read_text() == (tmp_path / "b" / name).read_text()
+    table = read(tmp_path / "b" / "results.csv")
+    assert any(r["MRR_lo"] != r["MRR_hi"] for r in table if r["MRR_lo"])
+    # --pairs 3: a cell's prompts are (item, pair, template) observations nested in items.
+    both = [r for r in table if r["rule"] == "rdfs9" and r["variant"] == "mean"
+            and r["p1"] == r["p2"] == "explicit" and r["template"] == "manual"][0]
+    assert int(both["n_prompts"]) == 3 * 3 * int(both["n_items"])

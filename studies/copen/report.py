@@ -16,6 +16,7 @@ from kgprobe.studies.copen.analysis import (
     wilson,
 )
 from kgprobe.studies.runner import Unit, read_unit, unit_path
+from kgprobe.studies.stats import interval_text, mean_interval
 
 from .config import CopenConfig
 
@@ -46,7 +47,7 @@ def build_report(cfg: CopenConfig, out: Path, sets: dict, summary: dict, units: 
         lv = gold_levels(test)
         lines += ["CiC gold concept level in its chain (0 = most specific), evaluated items: "
                   + ", ".join(f"level {k}: {v}" for k, v in lv.items()) + ".", ""]
-    lines += ["## Accuracy (%)", "", _accuracy_table(cfg, rows), ""]
+    lines += ["## Accuracy (%)", "", _accuracy_table(cfg, rows, _intervals(done)), ""]
     lines += _analysis_tables(cfg, rows)
     lines += _examples(done)
     return "\n".join(lines) + "\n"
@@ -75,7 +76,19 @@ def _by(rows, task):
     return [r for r in rows if r["task"] == task]
 
 
-def _accuracy_table(cfg: CopenConfig, rows) -> str:
+def _intervals(done) -> dict[int, str]:
+    """Each unit's accuracy interval: a 95% bootstrap over its items (seed 0), where its
+    predictions reproduce its accuracy (else the table keeps the Wilson interval)."""
+    out = {}
+    for _unit, row, preds in done:
+        scored = [float(p["correct"]) for p in preds if p.get("correct") is not None]
+        if scored and row.get("accuracy") is not None and abs(sum(scored) / len(scored) - row["accuracy"]) < 1e-9:
+            out[id(row)] = interval_text(mean_interval(scored, seed=0, key=(row["task"], row.get("variant"))))
+    return out
+
+
+def _accuracy_table(cfg: CopenConfig, rows, intervals: dict[int, str] | None = None) -> str:
+    intervals = intervals or {}
     if cfg.method == "zero-shot":
         body = []
         for task in TASKS:
@@ -89,7 +102,7 @@ def _accuracy_table(cfg: CopenConfig, rows) -> str:
                 mark = " (every choice ties)" if id(r) in tied else " (best)" if r is best and len(trs) > 1 else ""
                 chain = f"{pct(r['chain_accuracy'])} ({r['n_chains']} chains)" if task == "cpj" else "–"
                 body.append([TASK_NAMES[task], r["variant"] + mark, str(r["n"]), pct(r["accuracy"]),
-                             wilson(r["accuracy"], r["n"]), chain])
+                             intervals.get(id(r)) or wilson(r["accuracy"], r["n"]), chain])
         note = ("\n\nA causal model reads the CSJ query and the CPJ concept before anything that differs "
                 "between the choices, so those parts tie for every choice; ties count against the "
                 "gold (CSJ) or predict *false* (CPJ), as in the authors' code.")

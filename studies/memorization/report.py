@@ -1,15 +1,28 @@
-"""report.md of a finished run, rebuilt from its results.csv (`kgprobe report RUN`)."""
+"""report.md of a finished run, rebuilt from its results.csv and predictions (`kgprobe report RUN`)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from kgprobe.studies.runner import write_table_report
+from kgprobe.studies.stats import grouped_intervals, interval_text, read_predictions
 
 from .study import format_table
 
 TITLE = "Memorization study (TP, SCO, SPO, DM, RG)"
 
 
+def intervals(out: Path) -> str:
+    """MRR and R@1 of every task × template with its 95% interval (items resampled, seed 0)."""
+    preds = read_predictions(out)
+    lines = []
+    for name, value in (("MRR", lambda p: 1 / min(p["gold_ranks"]) if p.get("gold_ranks") else None),
+                        ("R@1", lambda p: float(min(p["gold_ranks"]) <= 1) if p.get("gold_ranks") else None)):
+        found = grouped_intervals(preds, lambda p: (p["task"], p["template"]), value)
+        lines += [f"{task:14s}  template {template}  {name:4s} {100 * iv.estimate[0]:5.1f} "
+                  f"{interval_text(iv)}  (n = {iv.n_items})" for (task, template), iv in found.items()]
+    return "\n\n95% bootstrap intervals (items resampled):\n" + "\n".join(lines) if lines else ""
+
+
 def write_report(out: str | Path) -> Path:
-    return write_table_report(out, TITLE, format_table)
+    return write_table_report(out, TITLE, lambda rows: format_table(rows) + intervals(Path(out)))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from kgprobe.errors import StudyError
 from kgprobe.reasoning.rdfs import RULES
 from kgprobe.studies.options import comma_list, threads_option
 
@@ -22,9 +23,13 @@ def run_cli(args: argparse.Namespace) -> int:
 
     rules = tuple(comma_list(args.rules, choices=RULES, option="--rules"))
     templates = template_kinds(args.templates)
+    if args.resamples < 1000 or args.min_items < 1:
+        raise StudyError(f"--resamples {args.resamples} / --min-items {args.min_items}: use at "
+                         "least 1000 resamples (a 95% interval's tails need them) and 1 item")
     config = AblationConfig(args.model, rules, templates, None if args.limit == 0 else args.limit,
                             args.seed, args.pairs, args.fraction, args.device, args.batch_size,
-                            args.soft_epochs, extra={"ontology": str(args.ontology or "bundled")})
+                            args.soft_epochs, resamples=args.resamples, min_items=args.min_items,
+                            extra={"ontology": str(args.ontology or "bundled")})
     source = None
     if args.ontology is not None:
         from kgprobe.ontology.loaders import load_source
@@ -45,10 +50,15 @@ def add_arguments(p: argparse.ArgumentParser, *, default_model: str | None = Non
     p.add_argument("--templates", default="manual,soft", help="manual, soft, or manual,soft")
     p.add_argument("--limit", type=int, default=10, help="items per rule (0: all)")
     p.add_argument("--pairs", type=int, default=1,
-                   help="pseudoword pairs per item, averaged (the paper uses 10)")
+                   help="pseudoword pairs per item, averaged (the paper uses 10); each "
+                   "(item, pair, template) prompt is one observation nested in its item")
     p.add_argument("--fraction", type=float, default=0.5,
                    help="share of premises (best reciprocal rank first) that count as known")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--resamples", type=int, default=2000,
+                   help="bootstrap resamples per 95%% interval and permutations per test")
+    p.add_argument("--min-items", type=int, default=10,
+                   help="cells with fewer items are shown but flagged")
     p.add_argument("--soft-epochs", type=int, default=30)
     p.add_argument("--device", default="cpu")
     p.add_argument("--batch-size", type=int, default=64)

@@ -8,7 +8,16 @@ from kgprobe.reasoning.rdfs import RULES
 
 SETTINGS = ("not", "implicit", "explicit")
 TEMPLATE_KINDS = ("manual", "soft")
-COLUMNS = ["rule", "p1", "p2", "template", "n", "R@1", "R@5", "MRR", "MRRa"]
+METRICS = ("R@1", "R@5", "MRR", "MRRa")
+#: A unit's row: one cell under one template ("variant": its index among the relation's manual
+#: templates; the soft kind has one).
+UNIT_COLUMNS = ["rule", "p1", "p2", "template", "variant", "n", *METRICS]
+#: results.csv: the unit rows, the template averages (variant "mean") and the rule averages
+#: (rule "mean"), each with its item and prompt counts and 95 % interval; `n` counts prompts.
+COLUMNS = ["rule", "p1", "p2", "template", "variant", "n", "n_items", "n_prompts",
+           *[f"{m}{suffix}" for m in METRICS for suffix in ("", "_lo", "_hi")], "low_n"]
+COMPARISON_COLUMNS = ["template", "rule", "comparison", "test", "n_items", "difference",
+                      "difference_lo", "difference_hi", "p", "p_holm", "finding"]
 
 
 @dataclass
@@ -23,6 +32,8 @@ class AblationConfig:
     device: str = "cpu"
     batch_size: int = 64
     soft_epochs: int = 30
+    resamples: int = 2000  # bootstrap resamples (and permutations) per interval and test
+    min_items: int = 10  # cells with fewer items are shown but flagged
     extra: dict = field(default_factory=dict)
 
     def to_json(self) -> dict:

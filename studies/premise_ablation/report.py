@@ -1,19 +1,29 @@
-"""Report of a premise-ablation run, rebuilt from its results.csv alone.
+"""Report of a premise-ablation run, rebuilt from the prompts on disk.
 
-Heatmaps per rule (P1 setting × P2 setting → MRR), one summary figure averaging the rules
-(like the paper's Figure 3), and report.md with the tables and a short reading.
+`cells.py` turns the stored prompts into ``results.csv`` (every cell with counts and 95 %
+intervals; templates averaged, then rules averaged) and ``comparisons.csv``; this module
+draws them: heatmaps per rule (P1 setting × P2 setting → template-averaged MRR with its
+interval), one summary figure averaging the rules with error bars (like the paper's Figure 3),
+and report.md with the tables and a reading that states a difference only where its interval
+(and Holm-adjusted p) supports it.
 """
 
 from __future__ import annotations
 
 import json
+import math
+from dataclasses import dataclass
 from pathlib import Path
 
 from kgprobe.atomic import write_text
 from kgprobe.errors import KgprobeError
-from kgprobe.studies.runner import read_results
+from kgprobe.ontology.verbalize import load_templates
+from kgprobe.reasoning.items import RULE_RELATIONS
+from kgprobe.studies.runner import read_results, rows_to_csv
+from kgprobe.studies.stats import format_interval
 
-from .config import SETTINGS
+from .cells import MEAN, comparison_rows, load_prompts, result_rows, variants
+from .config import COLUMNS, COMPARISON_COLUMNS, SETTINGS
 
 WORDS = {"not": "not given", "implicit": "implicitly given", "explicit": "explicitly given"}
 RULE_TITLES = {
@@ -26,8 +36,31 @@ RULE_TITLES = {
 }
 
 
-def _num(value: str) -> float | None:
-    return float(value) if value not in ("", None) else None
+LOW_N = "†"
+
+
+@dataclass
+class Cell:
+    """One P1 × P2 cell of a table: its estimate and interval (None when empty)."""
+
+    value: float | None
+    lo: float | None
+    hi: float | None
+    n_items: int
+    low: bool
+
+    def text(self, *, items: bool = True) -> str:
+        if self.value is None:
+            return "empty"
+        shown = format_interval(self.value, self.lo, self.hi)
+        return shown + (f" (n={self.n_items})" if items else "") + (LOW_N if self.low else "")
+
+
+def _num(value) -> float | None:
+    if value in ("", None):
+        return None
+    value = float(value)
+    return None if math.isnan(value) else value
 
 
 def load_rows(out: Path) -> list[dict]:
@@ -37,29 +70,27 @@ def load_rows(out: Path) -> list[dict]:
     return read_results(path)
 
 
-def grid(rows: list[dict], rule: str | None, template: str, metric: str = "MRR"):
-    """3×3 matrix [P1][P2] of `metric` (None where a cell is empty), and the item counts.
-
-    With `rule` None, each cell is the mean over the rules that have items in it.
-    """
-    values = [[None] * 3 for _ in range(3)]
-    counts = [[0] * 3 for _ in range(3)]
-    for i, p1 in enumerate(SETTINGS):
-        for j, p2 in enumerate(SETTINGS):
-            cell = [r for r in rows if r["template"] == template and r["p1"] == p1 and r["p2"] == p2
-                    and (rule is None or r["rule"] == rule) and int(r["n"] or 0) > 0]
-            if cell:
-                values[i][j] = sum(_num(r[metric]) for r in cell) / len(cell)
-                counts[i][j] = sum(int(r["n"]) for r in cell)
-    return values, counts
+def cells(rows: list[dict], rule: str | None, template: str, metric: str = "MRR",
+          variant: str = MEAN) -> list[list[Cell]]:
+    """3×3 cells [P1][P2] of `metric`, template-averaged; `rule` None: the rule average."""
+    rule = MEAN if rule is None else rule
+    out = [[Cell(None, None, None, 0, False) for _ in range(3)] for _ in range(3)]
+    for r in rows:
+        if r["rule"] == rule and r["template"] == template and str(r["variant"]) == variant:
+            i, j = SETTINGS.index(r["p1"]), SETTINGS.index(r["p2"])
+            value = _num(r.get(metric))
+            if value is not None:
+                out[i][j] = Cell(value, _num(r[f"{metric}_lo"]), _num(r[f"{metric}_hi"]),
+                                 int(r["n_items"]), r.get("low_n") == "yes")
+    return out
 
 
-def _heatmap(ax, values, counts, title: str):
+def _heatmap(ax, table: list[list[Cell]], title: str):
     import numpy as np
 
-    data = np.array([[np.nan if v is None else v for v in row] for row in values], dtype=float)
-    image = ax.imshow(data, vmin=0, vmax=max(0.05, np.nanmax(data) if np.isfinite(data).any() else 1),
-                      cmap="viridis")
+    data = np.array([[np.nan if c.value is None else c.value for c in row] for row in table])
+    top = np.nanmax(data) if np.isfinite(data).any() else 1
+    image = ax.imshow(data, vmin=0, vmax=max(0.05, top), cmap="viridis")
     ax.set_xticks(range(3), [WORDS[s] for s in SETTINGS], rotation=20, ha="right")
     ax.set_yticks(range(3), [WORDS[s] for s in SETTINGS])
     ax.set_xlabel("P2 (instance-level premise)")
@@ -67,10 +98,13 @@ def _heatmap(ax, values, counts, title: str):
     ax.set_title(title, fontsize=10)
     for i in range(3):
         for j in range(3):
-            text = "empty" if values[i][j] is None else f"{100 * values[i][j]:.1f}\n(n={counts[i][j]})"
-            ax.text(j, i, text, ha="center", va="center", fontsize=8,
-                    color="white" if values[i][j] is None or values[i][j] < 0.6 * np.nanmax(
-                        np.where(np.isnan(data), 0, data)) else "black")
+            c = table[i][j]
+            text = "empty" if c.value is None else (
+                f"{100 * c.value:.1f}\n[{100 * c.lo:.0f}, {100 * c.hi:.0f}]\n"
+                f"n={c.n_items}{LOW_N if c.low else ''}")
+            dark = c.value is None or c.value < 0.6 * top
+            ax.text(j, i, text, ha="center", va="center", fontsize=7.5,
+                    color="white" if dark else "black")
     return image
 
 
@@ -80,35 +114,41 @@ def figures(out: Path, rows: list[dict]) -> list[Path]:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    templates = sorted({r["template"] for r in rows}, key=["manual", "soft"].index)
-    rules = sorted({r["rule"] for r in rows}, key=lambda r: int(r[4:]))
+    templates = _kinds(rows)
     paths = []
-    for rule in rules:
-        fig, axes = plt.subplots(1, len(templates), figsize=(4.6 * len(templates), 4.2), squeeze=False)
+    for rule in _rules(rows):
+        fig, axes = plt.subplots(1, len(templates), figsize=(4.8 * len(templates), 4.4), squeeze=False)
         for ax, template in zip(axes[0], templates):
-            values, counts = grid(rows, rule, template)
-            image = _heatmap(ax, values, counts, f"{template} templates")
+            image = _heatmap(ax, cells(rows, rule, template), f"{template} templates (averaged)")
             fig.colorbar(image, ax=ax, label="MRR", fraction=0.046)
-        fig.suptitle(f"{RULE_TITLES.get(rule, rule)} — MRR by premise setting", fontsize=11)
+        fig.suptitle(f"{RULE_TITLES.get(rule, rule)} — MRR [95% CI] by premise setting", fontsize=11)
         fig.tight_layout()
         path = out / f"heatmap_{rule}.png"
         fig.savefig(path, dpi=110)
         plt.close(fig)
         paths.append(path)
-    # Summary: MRR per (P1, P2) averaged over rules, one bar group per P1 setting.
+    return paths + [_summary_figure(out, rows, templates, plt)]
+
+
+def _summary_figure(out: Path, rows: list[dict], templates: list[str], plt) -> Path:
+    """MRR per (P1, P2) averaged over rules with its 95 % interval, a bar group per P1 setting."""
     fig, ax = plt.subplots(figsize=(7.5, 5.0))
     width = 0.8 / (3 * len(templates))
     colors = {"not": "#bbbbbb", "implicit": "#6a9fd4", "explicit": "#1f4e8c"}
     for t, template in enumerate(templates):
-        values, _ = grid(rows, None, template)
+        table = cells(rows, None, template)
         for j, p2 in enumerate(SETTINGS):
             xs = [i + (t * 3 + j - (3 * len(templates) - 1) / 2) * width for i in range(3)]
-            ys = [0 if values[i][j] is None else 100 * values[i][j] for i in range(3)]
+            column = [table[i][j] for i in range(3)]
+            ys = [0 if c.value is None else 100 * c.value for c in column]
+            err = [[0 if c.value is None else 100 * (c.value - c.lo) for c in column],
+                   [0 if c.value is None else 100 * (c.hi - c.value) for c in column]]
             ax.bar(xs, ys, width, color=colors[p2], edgecolor="black" if template == "soft" else None,
-                   hatch="//" if template == "soft" else None,
+                   hatch="//" if template == "soft" else None, yerr=err, capsize=2,
+                   error_kw={"elinewidth": 0.8},
                    label=f"P2 {WORDS[p2]}" + (f" ({template})" if len(templates) > 1 else ""))
     ax.set_xticks(range(3), [f"P1 {WORDS[s]}" for s in SETTINGS])
-    ax.set_ylabel("MRR (%), mean over rules")
+    ax.set_ylabel("MRR (%), mean over rules; bars: 95% CI")
     ax.set_title("Reasoning by premise setting, averaged over the rules")
     ax.legend(fontsize=7, ncol=len(templates) if len(templates) > 1 else 3,
               loc="upper center", bbox_to_anchor=(0.5, -0.1))
@@ -116,68 +156,148 @@ def figures(out: Path, rows: list[dict]) -> list[Path]:
     path = out / "summary.png"
     fig.savefig(path, dpi=110)
     plt.close(fig)
-    return paths + [path]
+    return path
 
 
-def _table(values, counts) -> list[str]:
+def _kinds(rows: list[dict]) -> list[str]:
+    return sorted({r["template"] for r in rows}, key=["manual", "soft"].index)
+
+
+def _rules(rows: list[dict]) -> list[str]:
+    return sorted({r["rule"] for r in rows} - {MEAN}, key=lambda r: int(r[4:]))
+
+
+def _table(table: list[list[Cell]]) -> list[str]:
     lines = ["| P1 \\ P2 | " + " | ".join(WORDS[s] for s in SETTINGS) + " |", "|---|---|---|---|"]
     for i, p1 in enumerate(SETTINGS):
-        cells = ["empty" if values[i][j] is None else f"{100 * values[i][j]:.1f} (n={counts[i][j]})"
-                 for j in range(3)]
-        lines.append(f"| {WORDS[p1]} | " + " | ".join(cells) + " |")
+        lines.append(f"| {WORDS[p1]} | " + " | ".join(c.text() for c in table[i]) + " |")
     return lines
 
 
-def reading(rows: list[dict], template: str) -> list[str]:
-    """A few sentences that say what the averaged table shows, computed from it."""
-    values, _ = grid(rows, None, template)
-    v = {(p1, p2): values[i][j] for i, p1 in enumerate(SETTINGS) for j, p2 in enumerate(SETTINGS)}
+def console_table(rows: list[dict], template: str) -> str:
+    """The rule-averaged table for a terminal (the demo prints it)."""
+    table = cells(rows, None, template)
+    lines = [f"MRR (%) [95% CI] (n items), mean over the rules, {template} templates averaged",
+             f"{'P1 / P2':18s}" + "".join(f"{WORDS[s]:>28s}" for s in SETTINGS)]
+    for i, p1 in enumerate(SETTINGS):
+        lines.append(f"{WORDS[p1]:18s}" + "".join(f"{c.text():>28s}" for c in table[i]))
+    return "\n".join(lines + [f"{LOW_N}: fewer items than the minimum (see report.md)"])
+
+
+def _per_template(rows: list[dict], rule: str, template: str) -> list[str]:
+    """MRR of every cell under each manual template and their average (the paper's protocol)."""
+    shown = [str(v) for v in variants(load_templates(), rule, template)]
+    if len(shown) < 2:
+        return []
+    sources = load_templates()[RULE_RELATIONS[rule][2]].manual
+    head = [f"`{sources[int(v)].render(text_a='[X]')}`" for v in shown]
+    lines = [f"MRR per {template} template:", "",
+             "| P1 | P2 | " + " | ".join(head) + " | average |", "|---" * (len(shown) + 3) + "|"]
+    tables = [cells(rows, rule, template, variant=v) for v in shown + [MEAN]]
+    for i, p1 in enumerate(SETTINGS):
+        for j, p2 in enumerate(SETTINGS):
+            texts = [t[i][j].text(items=False) for t in tables]
+            lines.append(f"| {WORDS[p1]} | {WORDS[p2]} | " + " | ".join(texts) + " |")
+    return lines + [""]
+
+
+def finding(c: dict, what: str) -> str:
+    """One comparison as a sentence: a difference only where the interval (and Holm) support it."""
+    low, high = _num(c["difference_lo"]), _num(c["difference_hi"])
+    diff = _num(c["difference"])
+    n = c["n_items"]
+    if diff is None:
+        return f"{what}: not testable (n = {n or 0} items)."
+    p = _num(c["p_holm"])
+    detail = (f"{100 * diff:+.1f} points [{100 * low:+.1f}, {100 * high:+.1f}], {c['test']}, "
+              + (f"Holm-adjusted p = {p:.3g}" if p is not None else "too few items to test"))
+    if c["finding"] != "yes":
+        # An interval off zero whose test does not survive Holm's correction is no finding either.
+        after = " after Holm's correction" if low is not None and (low > 0 or high < 0) else ""
+        return f"{what}: no detectable difference{after} (n = {n} items; {detail})."
+    verb = "raises" if diff > 0 else "lowers"
+    return f"{what} {verb} the MRR by {detail} (n = {n} items)."
+
+
+WHAT = {
+    "P1 explicit vs unwritten (P2 not given)": "Writing P1 (P2 not given)",
+    "P1 implicit vs not given (P2 not given)": "A P1 the model knows, unwritten, vs one it does not (P2 not given)",
+    "P2 explicit vs unwritten (P1 not given)": "Writing P2 (P1 not given)",
+    "P2 implicit vs not given (P1 not given)": "A P2 the model knows, unwritten, vs one it does not (P1 not given)",
+}
+
+
+def reading(rows: list[dict], comparisons: list[dict], template: str) -> list[str]:
+    """The rule-averaged table read through its comparisons."""
+    table = cells(rows, None, template)
     out = []
-    base = v[("not", "not")]
-    if base is not None:
-        out.append(f"With neither premise given the MRR is {100 * base:.1f}: the baseline of a "
-                   "model that cannot know the pseudoword.")
-    how = {"explicit": "written into the prompt", "implicit": "known to the model but not written"}
-    for role, cells in (("P1", [("explicit", "not"), ("implicit", "not")]),
-                        ("P2", [("not", "explicit"), ("not", "implicit")])):
-        for cell in cells:
-            if v[cell] is not None and base is not None:
-                verb = "raises" if v[cell] > base else "does not raise"
-                setting = cell[0] if role == "P1" else cell[1]
-                out.append(f"With only {role} given, {how[setting]}, the MRR is {100 * v[cell]:.1f} "
-                           f"({verb} the baseline).")
-    both = v[("explicit", "explicit")]
-    if both is not None:
-        out.append(f"With both premises written the MRR is {100 * both:.1f}"
-                   + (" — far from the 100 of a model that applies the rule." if both < 0.8 else "."))
+    if table[0][0].value is not None:
+        out.append(f"With neither premise given the MRR is {table[0][0].text()}: the baseline of "
+                   "a model that cannot know the pseudoword.")
+    for c in comparisons:
+        if c["template"] != template or c["rule"] != MEAN:
+            continue
+        if c["comparison"] in WHAT:
+            out.append(finding(c, WHAT[c["comparison"]]))
+        elif table[2][2].value is not None:
+            both = f"With both premises written the MRR is {table[2][2].text()}"
+            if c["finding"] == "yes":
+                out.append(f"{both}, below the 100 of a model that applies the rule "
+                           f"({100 * float(c['difference']):+.1f} points, Holm-adjusted p = "
+                           f"{float(c['p_holm']):.3g}, n = {c['n_items']} items).")
+            else:
+                out.append(f"{both}: no detectable difference from 100 (n = {c['n_items']} items).")
     return out
 
 
-def write_report(out: str | Path) -> Path:
-    out = Path(out)
-    rows = load_rows(out)
-    figures(out, rows)
+def write_tables(out: Path) -> tuple[list[dict], list[dict], dict]:
+    """results.csv and comparisons.csv, recomputed from the prompts on disk."""
     config = {}
     if (out / "config.json").exists():
         config = json.loads((out / "config.json").read_text(encoding="utf-8"))
-    templates = sorted({r["template"] for r in rows}, key=["manual", "soft"].index)
+    prompts = load_prompts(out)
+    rows, comparisons = result_rows(prompts, config), comparison_rows(prompts, config)
+    clean = [{k: ("" if isinstance(v, float) and math.isnan(v) else v) for k, v in r.items()}
+             for r in comparisons]
+    write_text(out / "results.csv", rows_to_csv(rows, COLUMNS))
+    write_text(out / "comparisons.csv", rows_to_csv(clean, COMPARISON_COLUMNS))
+    return load_rows(out), read_results(out / "comparisons.csv"), config
+
+
+def write_report(out: str | Path) -> Path:
+    """results.csv, comparisons.csv, the figures and report.md, all from the prompts on disk."""
+    out = Path(out)
+    rows, comparisons, config = write_tables(out)
+    figures(out, rows)
+    templates = _kinds(rows)
+    min_items = config.get("min_items", 10)
     lines = ["# Premise-ablation study", ""]
     if config:
         lines += [f"Model `{config.get('model')}`, rules {', '.join(config.get('rules', []))}, "
                   f"{config.get('limit') or 'all'} items per rule, {config.get('pairs')} pseudoword pair(s), "
-                  f"seed {config.get('seed')}. Metrics in %, MRR shown (R@1, R@5, MRRa in "
-                  "results.csv). A premise is *implicitly given* when the model's memorizing probe "
-                  f"ranks it in the top {100 * config.get('memorized_fraction', 0.5):.0f}% of its kind.", ""]
+                  f"seed {config.get('seed')}. A premise is *implicitly given* when the model's "
+                  "memorizing probe ranks it in the top "
+                  f"{100 * config.get('memorized_fraction', 0.5):.0f}% of its kind.", ""]
+    lines += ["MRR in %, averaged over each relation's manual templates (per template below), "
+              "with its 95% bootstrap interval in brackets: items resampled with their "
+              "pseudoword pairs and templates "
+              f"({config.get('resamples', 2000)} resamples, seeded; stratified by rule for the "
+              f"rule average). n = items. {LOW_N}: fewer than {min_items} items, read with care. "
+              "R@1, R@5, MRRa and every interval are in results.csv; the tests in comparisons.csv "
+              "(Holm-adjusted over all of them).", ""]
     for template in templates:
         lines += [f"## Averaged over the rules ({template} templates)", ""]
-        lines += _table(*grid(rows, None, template)) + [""]
-        lines += reading(rows, template) + [""]
+        lines += _table(cells(rows, None, template)) + [""]
+        lines += reading(rows, comparisons, template) + [""]
     lines += ["![summary](summary.png)", ""]
-    for rule in sorted({r["rule"] for r in rows}, key=lambda r: int(r[4:])):
+    for rule in _rules(rows):
         lines += [f"## {RULE_TITLES.get(rule, rule)}", ""]
         for template in templates:
-            lines += [f"{template} templates:", ""] + _table(*grid(rows, rule, template)) + [""]
-        lines += [f"![{rule}](heatmap_{rule}.png)", ""]
+            lines += [f"{template} templates (averaged):", ""] + _table(cells(rows, rule, template))
+            lines += [""] + _per_template(rows, rule, template)
+        tested = [c for c in comparisons if c["rule"] == rule and c["comparison"] in WHAT]
+        lines += [f"- {c['template']}: {finding(c, WHAT[c['comparison']])}" for c in tested]
+        lines += ["", f"![{rule}](heatmap_{rule}.png)", ""]
     path = out / "report.md"
     write_text(path, "\n".join(lines))
     return path

@@ -10,7 +10,9 @@ So an item whose P1 is known lands in the P1 = implicit and explicit cells, one 
 not known in the not and explicit cells; likewise for P2. The conjunction ("Therefore ,")
 stays in every prompt, written premises or not, as in the paper.
 
-Work is split into resumable units (rule × template kind × P1 × P2), written as they finish.
+Work is split into resumable units (rule × template kind × P1 × P2 × manual template), written
+as they finish with every prompt's gold ranks; the report averages a relation's manual templates
+(the paper's protocol) and computes intervals from those observations (`cells.py`).
 """
 
 from __future__ import annotations
@@ -31,7 +33,8 @@ from kgprobe.studies.metrics import evaluate, gold_indices, gold_ranks, reciproc
 from kgprobe.studies.runner import Unit, run_units
 from kgprobe.studies.settings import pin_settings
 
-from .config import COLUMNS, SETTINGS, TEMPLATE_KINDS, AblationConfig  # noqa: F401
+from .cells import variants
+from .config import COLUMNS, SETTINGS, TEMPLATE_KINDS, UNIT_COLUMNS, AblationConfig  # noqa: F401
 
 
 @dataclass
@@ -170,18 +173,20 @@ def settings_of(item: ReasoningItem, premises: dict[str, dict], pair: int) -> tu
 
 
 def reasoning_prompt(study: Study, item: ReasoningItem, p1: str, p2: str, kind: str,
-                     soft: dict | None = None) -> str:
-    """Written premises (P1 then P2, as in the paper's Table 2), the conjunction, the hypothesis."""
+                     soft: dict | None = None, variant: int | None = None) -> str:
+    """Written premises (P1 then P2, as in the paper's Table 2), the conjunction, the hypothesis
+    (under manual template `variant` of its relation; by default the relation's hypothesis one)."""
     if kind == "manual":
         written = [p.text for p, s in zip(item.premises, (p1, p2)) if s == "explicit"]
-        return " ".join(written + [study.templates.conjunction, item.conclusion["text"]])
+        hypothesis = item.conclusion["text"] if variant is None else item.hypotheses[variant]
+        return " ".join(written + [study.templates.conjunction, hypothesis])
     from kgprobe.prompts.soft import soft_reasoning_prompt
 
     return soft_reasoning_prompt(study, item, p1, p2, soft)
 
 
 def run_cell(study: Study, rule: str, p1: str, p2: str, kind: str, premises: dict,
-             soft: dict | None) -> tuple[dict, list[dict]]:
+             soft: dict | None, variant: int | None = None) -> tuple[dict, list[dict]]:
     prompts, golds, maps, meta = [], [], [], []
     items = study.items[rule]
     if not items:
@@ -191,7 +196,7 @@ def run_cell(study: Study, rule: str, p1: str, p2: str, kind: str, premises: dic
         for pair, vectors in enumerate(study.pseudowords):
             s1, s2 = settings_of(item, premises, pair)
             if p1 in s1 and p2 in s2:
-                prompts.append(reasoning_prompt(study, item, p1, p2, kind, soft))
+                prompts.append(reasoning_prompt(study, item, p1, p2, kind, soft, variant))
                 golds.append(gold_indices(candidates, item.answers))
                 maps.append({**vectors, **(soft["vectors"] if soft else {})})
                 meta.append((item, pair))
@@ -203,10 +208,13 @@ def run_cell(study: Study, rule: str, p1: str, p2: str, kind: str, premises: dic
     preds = []
     for (item, pair), prompt, row, gold in zip(meta, prompts, scores, golds):
         order = np.argsort(-row, kind="stable")[:5]
+        ranks = gold_ranks(row, gold)
+        # Every gold's rank: the prompt's observation, from which the report's intervals are
+        # recomputed (identically on a resumed run).
         preds.append({"item": item.id, "pair": pair, "prompt": prompt, "answers": item.answers,
-                      "gold_rank": int(gold_ranks(row, gold).min()),
+                      "gold_rank": int(ranks.min()), "gold_ranks": ranks.tolist(),
                       "top5": [candidates[i] for i in order]})
-    return {k: v for k, v in metrics.items() if k in COLUMNS}, preds
+    return {k: v for k, v in metrics.items() if k in UNIT_COLUMNS}, preds
 
 
 def run_premise_ablation(config: AblationConfig, out: str | Path, *, source: Source | None = None,
@@ -227,13 +235,16 @@ def run_premise_ablation(config: AblationConfig, out: str | Path, *, source: Sou
         for kind in config.templates:
             for p1 in SETTINGS:
                 for p2 in SETTINGS:
-                    def run(rule=rule, kind=kind, p1=p1, p2=p2):
-                        return run_cell(study, rule, p1, p2, kind, premises, softs or None)
+                    for variant in variants(study.templates, rule, kind):
+                        def run(rule=rule, kind=kind, p1=p1, p2=p2, variant=variant):
+                            return run_cell(study, rule, p1, p2, kind, premises, softs or None,
+                                            variant if kind == "manual" else None)
 
-                    units.append(Unit({"rule": rule, "p1": p1, "p2": p2, "template": kind}, run,
-                                      len(study.items[rule]) * config.pairs))
-    rows = run_units(out, units, COLUMNS, progress=progress)
+                        key = {"rule": rule, "p1": p1, "p2": p2, "template": kind,
+                               "variant": variant}
+                        units.append(Unit(key, run, len(study.items[rule]) * config.pairs))
+    rows = run_units(out, units, UNIT_COLUMNS, progress=progress)
     from kgprobe.studies.premise_ablation.report import write_report
 
-    write_report(out)
+    write_report(out)  # results.csv again, with the template averages and intervals
     return rows

@@ -21,6 +21,7 @@ from typing import Iterable, Sequence
 from kgprobe.atomic import write_text
 from kgprobe.errors import StudyError
 from kgprobe.studies.runner import read_results
+from kgprobe.studies.stats import grouped_intervals, interval_text
 
 __all__ = ["write_report", "format_tables", "write_comparison", "load_run"]
 
@@ -182,12 +183,33 @@ def plot_elicitation(runs: Sequence[tuple[str, Sequence[dict]]], path: Path) -> 
 # --------------------------------------------------------------------------------------
 
 
-def retrieval_table(rows: Sequence[dict]) -> str:
+def intervals(out: Path) -> dict[tuple, str]:
+    """95% bootstrap intervals (prompts resampled, seed 0) of the headline numbers: retrieval
+    MRR per number of properties (top-PF, decreasing), mAP_VOCAB and mAP_SENS per relation."""
+    preds = list(_predictions(out))
+    found = {}
+    for name, value in (("MRR", lambda p: p.get("rr")), ("mAP_vocab", lambda p: p.get("ap_vocab")),
+                        ("mAP_sens", lambda p: p.get("ap_sens"))):
+        def group(p, name=name):
+            if name == "MRR":
+                ok = p.get("task") == "retrieval" and p.get("condition") == "top-dec"
+                return (name, int(p["n"])) if ok else None
+            ok = p.get("task") == "elicitation"
+            return (name, p.get("relation"), p.get("context")) if ok else None
+
+        found.update({k: " " + interval_text(iv, scale=1, digits=3)
+                      for k, iv in grouped_intervals(preds, group, value).items()})
+    return found
+
+
+def retrieval_table(rows: Sequence[dict], ci: dict | None = None) -> str:
+    ci = ci or {}
     lines = ["| properties | MRR | P(target) | R@1 | R@10 | median rank | concepts |",
              "|---:|---:|---:|---:|---:|---:|---:|"]
     for r in sorted((r for r in rows if r.get("task") == "retrieval" and r.get("condition") == "top-dec"),
                     key=lambda r: _num(r["n_properties"])):
-        lines.append(f"| {int(_num(r['n_properties']))} | {_fmt(r['MRR'])} | {_fmt(r['p_target'], 4)} | "
+        n = int(_num(r['n_properties']))
+        lines.append(f"| {n} | {_fmt(r['MRR'])}{ci.get(('MRR', n), '')} | {_fmt(r['p_target'], 4)} | "
                      f"{_fmt(r['R@1'])} | {_fmt(r['R@10'])} | {_fmt(r['median_rank'], 0)} | "
                      f"{int(_num(r['n_concepts']))} |")
     return "\n".join(lines)
@@ -210,7 +232,8 @@ def conditions_table(rows: Sequence[dict]) -> str:
     return "\n".join(lines)
 
 
-def elicitation_table(rows: Sequence[dict]) -> str:
+def elicitation_table(rows: Sequence[dict], ci: dict | None = None) -> str:
+    ci = ci or {}
     table = _elicitation(rows)
     if not table:
         return ""
@@ -222,7 +245,9 @@ def elicitation_table(rows: Sequence[dict]) -> str:
         b = table.get((rel, "bare"), {})
         if not r:
             continue
-        lines.append(f"| {rel} | {int(_num(r['n_prompts']))} | {_fmt(r['mAP_vocab'])} | {_fmt(r['mAP_sens'])} | "
+        lines.append(f"| {rel} | {int(_num(r['n_prompts']))} | {_fmt(r['mAP_vocab'])}"
+                     f"{ci.get(('mAP_vocab', rel, 'everyone'), '')} | {_fmt(r['mAP_sens'])}"
+                     f"{ci.get(('mAP_sens', rel, 'everyone'), '')} | "
                      f"{_fmt(r['spearman'])} ({int(_num(r['spearman_prompts']))}) | {_fmt(b.get('mAP_vocab'))} | "
                      f"{_fmt(b.get('mAP_sens'))} | {int(_num(r['gold_in_vocab']))} / {int(_num(r['gold_dropped']))} |")
     return "\n".join(lines)
@@ -297,6 +322,7 @@ def write_report(out: Path, rows: Sequence[dict], summary: dict) -> Path:
         "fig4": plot_elicitation([(label, rows)], out / "fig4_elicitation.png"),
     }
     ret_ex, eli_ex = _examples(out)
+    ci = intervals(out)
     md = [f"# Tacit assumptions (Weir et al. 2020): {label}", ""]
     md.append("Settings: " + ", ".join(f"{k} = `{v}`" for k, v in settings.items()))
     md.append("")
@@ -310,7 +336,8 @@ def write_report(out: Path, rows: Sequence[dict], summary: dict) -> Path:
                f"{s.get('eligible')} remain; {s.get('targets')} were probed.", ""]
         if figs["fig2"]:
             md += ["![Figure 2](fig2_retrieval.png)", ""]
-        md += ["Top-PF properties in decreasing order (the paper's Figure 2):", "", retrieval_table(rows), ""]
+        md += ["Top-PF properties in decreasing order (the paper's Figure 2; MRR with its 95% "
+               "bootstrap interval over concepts):", "", retrieval_table(rows, ci), ""]
         md += ["MRR per condition and number of properties (concepts averaged in parentheses):", "",
                conditions_table(rows), ""]
         md += _figure_and_examples(figs["fig3"], "![Figure 3](fig3_conditions.png)",
@@ -322,7 +349,8 @@ def write_report(out: Path, rows: Sequence[dict], summary: dict) -> Path:
                f"candidates), {s.get('concepts')} concepts. Sensible sets (all gold answers of a relation, "
                "in the vocabulary / all): " + ", ".join(
                    f"{r} {v['in_vocabulary']}/{v['words']}" for r, v in s.get("sensible_set", {}).items()), "",
-               elicitation_table(rows), ""]
+               "mAP with its 95% bootstrap interval over prompts in brackets.", "",
+               elicitation_table(rows, ci), ""]
         md += _figure_and_examples(figs["fig4"], "![Table 2 as bars](fig4_elicitation.png)",
                                    "Examples (Table 1):", eli_ex)
     if "run_seconds" in summary:
