@@ -98,7 +98,7 @@ class SparqlEndpoint:
 
     def select_paged(self, sparql: str, order: str) -> Iterator:
         """Every solution of a SELECT (`order`: its ORDER BY variables), page by page."""
-        for page in self._pages(with_prefixes(sparql, PREFIXES), order, self._dataset()):
+        for page in self._pages(sparql, order, self._dataset()):
             yield from page
 
     def triples(self, graph: str | None = None) -> Iterator[Triple]:
@@ -121,11 +121,13 @@ class SparqlEndpoint:
 
         The count comes first: a server that silently caps its answers (DBpedia: 10 000 rows)
         is caught, and its cap becomes the page size (or --page-size, if given, is checked)."""
-        (row,) = list(self.client.select(f"SELECT (COUNT(*) AS ?n) WHERE {{ {{ {sparql} }} }}",
-                                         default_graphs=dataset))
+        def ask(query: str) -> list:
+            return list(self.client.select(with_prefixes(query, PREFIXES), default_graphs=dataset))
+
+        (row,) = ask(f"SELECT (COUNT(*) AS ?n) WHERE {{ {{ {sparql} }} }}")
         total, size = int(row["n"].value), self.page_size
         if size is None or total <= size:
-            rows = list(self.client.select(sparql, default_graphs=dataset))
+            rows = ask(sparql)
             if len(rows) >= total:
                 yield rows
                 return
@@ -133,8 +135,7 @@ class SparqlEndpoint:
                 self._short_page(len(rows), total, 0, total)
             size = len(rows)  # the endpoint's cap
         for offset in range(0, total, size):
-            rows = list(self.client.select(f"{sparql} ORDER BY {order} LIMIT {size} "
-                                           f"OFFSET {offset}", default_graphs=dataset))
+            rows = ask(f"{sparql} ORDER BY {order} LIMIT {size} OFFSET {offset}")
             if len(rows) < min(size, total - offset):
                 self._short_page(len(rows), total, offset, min(size, total - offset))
             yield rows

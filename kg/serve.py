@@ -8,13 +8,16 @@ sees every graph as it does in `kg query`; `--endpoint` clients send the data gr
 
 The writer lock is held while the server runs, in both modes: a read-write server writes the
 store, and Oxigraph documents a read-only server beside a writing process as undefined
-behaviour.  kgprobe's own readers (`kg query`, `kg stats`) keep working beside it.
+behaviour.  While it runs, read the store through the endpoint (`--endpoint URL`): kgprobe's
+directory readers open RocksDB read-only, and the server compacting files at startup can
+delete one under them ("No such file … .sst"; tests/test_kg_endpoints.py saw it).
 """
 
 from __future__ import annotations
 
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -82,6 +85,7 @@ def serve(opts: ServeOptions, announce=print) -> int:
     """Run the server until Ctrl-C (SIGINT) or SIGTERM; then stop it and return 0."""
     if not opts.store.is_dir() or not any(f.name != LOCK_NAME for f in opts.store.iterdir()):
         raise StoreError(f"{opts.store}: no store here; run `kgprobe kg load` first or pass --store")
+    _check_bind(opts.bind)
     lock = WriterLock(opts.store, wait=opts.wait)
     lock.acquire()
     # Both, explicitly: a shell starts background jobs with SIGINT ignored, and Ctrl-C must stop us.
@@ -106,6 +110,20 @@ def serve(opts: ServeOptions, announce=print) -> int:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
         lock.release()
+
+
+def _check_bind(bind: str) -> None:
+    """Refuse an address in use before starting: another server there would answer our
+    readiness check, and we would announce an endpoint that is not ours."""
+    host, _, port = bind.rpartition(":")
+    try:
+        infos = socket.getaddrinfo(host.strip("[]") or None, int(port), type=socket.SOCK_STREAM)
+        with socket.socket(infos[0][0], socket.SOCK_STREAM) as sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the server does
+            sock.bind(infos[0][4])
+    except (OSError, ValueError) as err:
+        raise StoreError(f"--bind {bind}: cannot listen there ({' '.join(str(err).split())}); "
+                         "pick another host:port") from None
 
 
 def _stop(proc: subprocess.Popen) -> None:
