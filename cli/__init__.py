@@ -14,7 +14,7 @@ from typing import Sequence
 from kgprobe.errors import KgprobeError
 from kgprobe.studies.options import apply_threads
 
-from . import generate, kg, studies
+from . import generate, kg, kg_remote, studies
 from .registry import COMMANDS
 
 __all__ = ["build_parser", "main"]
@@ -23,7 +23,7 @@ __all__ = ["build_parser", "main"]
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="kgprobe", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
-    kg.add_parsers(sub)
+    kg_remote.add_parsers(kg.add_parsers(sub))
     generate.add_parsers(sub)
     studies.add_parsers(sub)
     return parser

@@ -12,11 +12,12 @@ from collections import Counter
 from pathlib import Path
 
 from kgprobe.errors import KgprobeError
+from kgprobe.kg.endpoint_options import endpoint_options
 from kgprobe.ontology.model import Ontology
 from kgprobe.reasoning.rdfs import RULES
 from kgprobe.studies.options import comma_list
 
-from .kg import open_store, print_reason, store_arg, writer_args
+from .kg import open_reader, open_store, print_reason, reader_args, writer_args
 from .model_options import model_args, model_options
 from .registry import command, warn
 
@@ -50,7 +51,6 @@ def _skipped_summary(onto: Ontology, skipped: Counter) -> dict:
 @command("generate memorizing")
 def cmd_generate_memorizing(args: argparse.Namespace) -> int:
     from kgprobe.atomic import write_json, write_jsonl
-    from kgprobe.ontology.from_triples import build_ontology
     from kgprobe.reasoning.memorizing import (
         candidate_sets,
         empty_splits,
@@ -59,10 +59,13 @@ def cmd_generate_memorizing(args: argparse.Namespace) -> int:
 
     train, dev = parse_split(args.split)
     options = model_options(args)
-    with open_store(args, write=args.reason) as kg:
+    if args.reason and getattr(args, "endpoint", None):
+        raise KgprobeError("--reason writes the store; with --endpoint, run `kgprobe reason` "
+                           "on the store behind the endpoint instead")
+    with (open_store(args, write=True) if args.reason else open_reader(args)) as kg:
         if args.reason and kg.inferred_state() == "stale":
             print_reason(kg, RULES)
-        onto = build_ontology("store", kg.triples(), options)
+        onto = kg.ontology("store", options=options)  # refuses stale inferences
     skipped: Counter = Counter()
     records = generate_memorizing(onto, seed=args.seed, train=train, dev=dev,
                                   instances_per_class=args.instances_per_class, skipped=skipped)
@@ -98,7 +101,7 @@ def cmd_generate_reasoning(args: argparse.Namespace) -> int:
 
     templates = load_templates(args.templates)
     options = model_options(args)
-    with open_store(args) as kg:
+    with open_reader(args) as kg:
         triples = list(asserted_triples(kg))
     onto = build_ontology("store", triples, options)
     # The sound RDFS edges kept from OWL expressions (and schema.org includes, when on)
@@ -140,6 +143,7 @@ def add_parsers(sub) -> None:
                    "inferences are stale")
     model_args(p)
     writer_args(p)
+    endpoint_options(p)
     p = gen_sub.add_parser("reasoning", help="premise/hypothesis items, one JSONL per rule")
     p.add_argument("--out", required=True, type=Path)
     p.add_argument("--rules", default=",".join(RULES))
@@ -148,4 +152,4 @@ def add_parsers(sub) -> None:
     p.add_argument("--templates", type=Path, default=None,
                    help="a template TOML file (default: the paper's templates)")
     model_args(p)
-    store_arg(p)
+    reader_args(p)

@@ -8,18 +8,17 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import csv
-import json
 import sys
 import time
 from pathlib import Path
 from typing import Sequence
 
 from kgprobe.errors import KgprobeError, OntologyError
-from kgprobe.kg.store import PREFIXES, KnowledgeGraph, QueryResult, default_store_path
+from kgprobe.kg.endpoint_options import endpoint_options, open_endpoint
+from kgprobe.kg.formats import print_result
+from kgprobe.kg.store import KnowledgeGraph, default_store_path, graph_iri
 from kgprobe.ontology.from_triples import BuildOptions
 from kgprobe.ontology.loaders import Source, build_ontology, bundled_source, load_source
-from kgprobe.ontology.model import parse_literal
 from kgprobe.reasoning.rdfs import RULES
 from kgprobe.studies.options import comma_list
 
@@ -43,6 +42,17 @@ def open_store(args: argparse.Namespace, *, write: bool = False) -> KnowledgeGra
     """Writers take the store's writer lock; readers open it read-only and run beside them."""
     return KnowledgeGraph(args.store or default_store_path(), create=False, read_only=not write,
                           wait=getattr(args, "wait", False))
+
+
+def reader_args(parser: argparse.ArgumentParser) -> None:
+    """--store, or --endpoint URL (with its timeout, retries and page size)."""
+    store_arg(parser)
+    endpoint_options(parser)
+
+
+def open_reader(args: argparse.Namespace):
+    """The store read-only, or the SPARQL endpoint `--endpoint` names: the same read interface."""
+    return open_endpoint(args) if getattr(args, "endpoint", None) else open_store(args)
 
 
 # ------------------------------------------------------------------------------ kg
@@ -121,40 +131,6 @@ def cmd_kg_remove(args: argparse.Namespace) -> int:
     return 0
 
 
-def _short(term: str | None) -> str:
-    """Compact rendering for tables: prefixed names, literals as their text."""
-    if term is None:
-        return ""
-    if term.startswith('"'):
-        return parse_literal(term)[0]
-    for prefix, ns in PREFIXES.items():
-        if term.startswith(ns) and "/" not in term[len(ns):]:
-            return f"{prefix}:{term[len(ns):]}"
-    return term
-
-
-def print_result(result: QueryResult, fmt: str, out=sys.stdout) -> None:
-    if result.kind == "ask":
-        value = "true" if result.boolean else "false"
-        print(json.dumps({"boolean": result.boolean}) if fmt == "json" else value, file=out)
-        return
-    if fmt == "json":
-        rows = [dict(zip(result.variables, row)) for row in result.rows]
-        print(json.dumps(rows, ensure_ascii=False, indent=1), file=out)
-    elif fmt == "csv":
-        writer = csv.writer(out)
-        writer.writerow(result.variables)
-        writer.writerows([[v or "" for v in row] for row in result.rows])
-    else:
-        cells = [[_short(v) for v in row] for row in result.rows]
-        widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(result.variables)]
-        print("  ".join(h.ljust(w) for h, w in zip(result.variables, widths)), file=out)
-        print("  ".join("-" * w for w in widths), file=out)
-        for row in cells:
-            print("  ".join(v.ljust(w) for v, w in zip(row, widths)).rstrip(), file=out)
-        print(f"({len(cells)} row{'s' if len(cells) != 1 else ''})", file=out)
-
-
 def read_query(text: str) -> str:
     if text.startswith("@"):
         path = Path(text[1:])
@@ -166,8 +142,17 @@ def read_query(text: str) -> str:
 
 @command("kg query")
 def cmd_kg_query(args: argparse.Namespace) -> int:
-    with open_store(args) as kg:
-        print_result(kg.query(read_query(args.query)), args.format)
+    """Table for people; otherwise the W3C format, written by pyoxigraph's serializers."""
+    with open_reader(args) as kg:
+        sparql = read_query(args.query)
+        if args.format == "table":
+            print_result(kg.query(sparql))
+            return 0
+        from kgprobe.kg.formats import write_answer
+
+        sys.stdout.flush()
+        write_answer(kg.solutions(sparql), args.format, sys.stdout.buffer)
+        sys.stdout.buffer.flush()
     return 0
 
 
@@ -184,7 +169,7 @@ def print_stats(kg: KnowledgeGraph) -> None:
 
 @command("kg stats")
 def cmd_kg_stats(args: argparse.Namespace) -> int:
-    with open_store(args) as kg:
+    with open_reader(args) as kg:
         kg.require_fresh()
         print_stats(kg)
     return 0
@@ -192,12 +177,27 @@ def cmd_kg_stats(args: argparse.Namespace) -> int:
 
 @command("kg export")
 def cmd_kg_export(args: argparse.Namespace) -> int:
-    with open_store(args) as kg:
-        data = kg.export(args.format, args.out)
-        if data is not None:
-            sys.stdout.buffer.write(data)
-        else:
-            print(f"wrote {args.out}", file=sys.stderr)
+    """The union graph, or one named graph (`--graph`: an IRI or a source's name)."""
+    from kgprobe.atomic import atomic_path
+    from kgprobe.kg.formats import write_graph
+
+    with open_reader(args) as kg:
+        graph = None
+        if args.graph is not None:
+            graph = args.graph if ":" in args.graph else graph_iri(args.graph)
+            if graph not in kg.graphs():
+                raise KgprobeError(f"--graph {args.graph}: no such graph; `kgprobe kg stats` "
+                                   f"lists them ({', '.join(kg.graphs()) or 'none'})")
+        where = f"GRAPH <{graph}> {{ ?s ?p ?o }}" if graph else "?s ?p ?o"
+        triples = kg.solutions(f"CONSTRUCT {{ ?s ?p ?o }} WHERE {{ {where} }}")
+        if args.out is None:
+            sys.stdout.flush()
+            write_graph(triples, args.format, sys.stdout.buffer, graph)
+            sys.stdout.buffer.flush()
+            return 0
+        with atomic_path(args.out) as tmp:
+            write_graph(triples, args.format, Path(tmp), graph)
+        print(f"wrote {args.out}", file=sys.stderr)
     return 0
 
 
@@ -254,18 +254,18 @@ def cmd_kg_tour(args: argparse.Namespace) -> int:
               f"({time.perf_counter() - start:.1f} s)\n")
         print_stats(kg)
         print(f"\nSPARQL: the superclasses of 'soccer player'\n{DEMO_QUERY}\n")
-        print_result(kg.query(DEMO_QUERY), "table")
+        print_result(kg.query(DEMO_QUERY))
     return 0
-
-
 
 
 # ------------------------------------------------------------------------------ parser
 
 
 def add_parsers(sub) -> None:
-    """`kg load|query|stats|export|tour`, `reason` (`generate …` is in `generate.py`)."""
-    kg = sub.add_parser("kg", help="the knowledge graph: load, query, stats, export, tour")
+    """`kg load|query|stats|export|tour`, `reason` (`generate …` is in `generate.py`); returns
+    the `kg` sub-parsers so `kg_remote` adds `serve` and `pull` beside them."""
+    kg = sub.add_parser("kg", help="the knowledge graph: load, query, stats, export, tour, "
+                        "serve, pull")
     kg_sub = kg.add_subparsers(dest="kg_command", required=True)
     p = kg_sub.add_parser("load", help="load ontology sources into the store")
     p.add_argument("sources", nargs="*", help="an RDF file, or a directory with class.json and "
@@ -283,14 +283,20 @@ def add_parsers(sub) -> None:
     writer_args(p)
     p = kg_sub.add_parser("query", help="run a SPARQL SELECT/ASK/CONSTRUCT over all graphs")
     p.add_argument("query", help="the query text, or @FILE")
-    p.add_argument("--format", choices=["table", "csv", "json"], default="table")
-    store_arg(p)
+    p.add_argument("--format", default="table",
+                   choices=["table", "json", "csv", "tsv", "xml", "turtle", "ntriples", "nquads",
+                            "jsonld"],
+                   help="table (people); SELECT/ASK: json, csv, tsv, xml (W3C SPARQL results); "
+                        "CONSTRUCT/DESCRIBE: turtle, ntriples, nquads, jsonld")
+    reader_args(p)
     p = kg_sub.add_parser("stats", help="triples, classes, properties, instances per graph")
-    store_arg(p)
-    p = kg_sub.add_parser("export", help="serialize the union graph")
-    p.add_argument("--format", choices=["turtle", "ntriples"], default="turtle")
+    reader_args(p)
+    p = kg_sub.add_parser("export", help="serialize the union graph, or one named graph")
+    p.add_argument("--format", choices=["turtle", "ntriples", "nquads", "jsonld"], default="turtle")
+    p.add_argument("--graph", default=None, help="only this named graph (its IRI, or a source "
+                   "name as `kg stats` shows it after urn:kgprobe:source:)")
     p.add_argument("--out", type=Path, default=None, help="output file (default: stdout)")
-    store_arg(p)
+    reader_args(p)
     p = kg_sub.add_parser("tour", help="build the graph from the bundled ontology and query it")
     writer_args(p)
 
@@ -301,3 +307,4 @@ def add_parsers(sub) -> None:
     p.add_argument("--provenance", type=Path, default=None,
                    help="write every one-step derivation (rule, conclusion, premises) as JSONL")
     writer_args(p)
+    return kg_sub

@@ -23,7 +23,8 @@ from kgprobe.atomic import atomic_path
 from kgprobe.errors import QueryError, StoreError
 from kgprobe.kg.lock import LOCK_NAME, WriterLock
 from kgprobe.kg.terms import content_hash, lit, scoped, to_ox
-from kgprobe.ontology.loaders import Source, build_ontology
+from kgprobe.ontology.from_triples import BuildOptions, build_ontology
+from kgprobe.ontology.loaders import Source
 from kgprobe.ontology.loaders import ox_term as from_ox
 from kgprobe.ontology.model import (
     KGP,
@@ -155,11 +156,14 @@ class KnowledgeGraph:
 
     # ------------------------------------------------------------------ writing
 
-    def add_sources(self, sources: Iterable[Source], *, replace: bool = False) -> list[str]:
+    def add_sources(self, sources: Iterable[Source], *, replace: bool = False,
+                    provenance: dict[str, list[tuple[str, str]]] | None = None) -> list[str]:
         """Load sources, each into its own named graph, all in one transaction.
 
         A graph already holding another file needs ``replace=True``; reloading the same
         path replaces it.  Inferences become stale (the sources' fingerprint changes).
+        `provenance` (graph → [(predicate IRI, object in SPARQL syntax)]) goes into the meta
+        graph beside the graph's path and hash, in the same transaction.
         """
         sources = list(sources)
         known = self.source_records()
@@ -176,7 +180,8 @@ class KnowledgeGraph:
             graphs[graph] = src
         meta = {g: SourceRecord(g, _source_path(s.path), content_hash(s.triples))
                 for g, s in graphs.items()}
-        self._commit({g: scoped(g, s.triples) for g, s in graphs.items()}, meta)
+        self._commit({g: scoped(g, s.triples) for g, s in graphs.items()}, meta,
+                     provenance=provenance)
         return list(graphs)
 
     def remove_source(self, name: str) -> SourceRecord:
@@ -201,7 +206,8 @@ class KnowledgeGraph:
         self._commit(graphs, {})
 
     def _commit(self, graphs: dict[str, Iterable[Triple]], meta: dict[str, SourceRecord], *,
-                drop: Iterable[str] = (), fingerprint: str | None = None) -> None:
+                drop: Iterable[str] = (), fingerprint: str | None = None,
+                provenance: dict[str, list[tuple[str, str]]] | None = None) -> None:
         """Stage every graph, then publish all of it with one SPARQL update (one transaction)."""
         ops = []
         try:
@@ -213,11 +219,11 @@ class KnowledgeGraph:
                 ops.append(f"MOVE SILENT GRAPH <{staging}> TO <{graph}>")
             for graph in drop:
                 ops.append(f"DROP SILENT GRAPH <{graph}>")
-            for graph in [*meta, *drop]:
-                ops.append(f"DELETE WHERE {{ GRAPH <{META_GRAPH}> {{ <{graph}> <{_PATH}> ?a }} }}")
-                ops.append(f"DELETE WHERE {{ GRAPH <{META_GRAPH}> {{ <{graph}> <{_HASH}> ?b }} }}")
+            for graph in [*meta, *drop]:  # path, hash and any provenance (`kg pull`)
+                ops.append(f"DELETE WHERE {{ GRAPH <{META_GRAPH}> {{ <{graph}> ?p ?a }} }}")
             rows = [f"<{r.graph}> <{_PATH}> {lit(r.path)} . <{r.graph}> <{_HASH}> {lit(r.content_hash)} ."
                     for r in meta.values()]
+            rows += [f"<{g}> <{p}> {o} ." for g, facts in (provenance or {}).items() for p, o in facts]
             if fingerprint is not None:
                 ops.append(f"DELETE WHERE {{ GRAPH <{META_GRAPH}> {{ <{INFERRED_GRAPH}> <{_FROM}> ?c }} }}")
                 if fingerprint:
@@ -311,25 +317,22 @@ class KnowledgeGraph:
         """Query options: the default graph is the union of the data graphs (never meta)."""
         return {"default_graph": [ox.NamedNode(g) for g in self.graphs()] or [ox.DefaultGraph()]}
 
-    def query(self, sparql: str) -> QueryResult:
-        """Run a SELECT, ASK or CONSTRUCT query over the union of all graphs."""
+    def solutions(self, sparql: str):
+        """Oxigraph's own answer (QuerySolutions, QueryBoolean or QueryTriples) over the union
+        of all graphs: what the W3C result serializers in `kg.formats` write."""
         try:
-            result = self._store.query(sparql, prefixes=PREFIXES, **self._union())
+            return self._store.query(sparql, prefixes=PREFIXES, **self._union())
         except SyntaxError as err:
             raise QueryError(f"invalid SPARQL query ({_first_line(err)}); check the syntax") from None
         except OSError as err:
             raise StoreError(f"query failed while reading the store ({_first_line(err)})") from None
-        if isinstance(result, ox.QueryBoolean):
-            return QueryResult("ask", [], [], boolean=bool(result))
-        if isinstance(result, ox.QueryTriples):
-            triples = [(from_ox(t.subject), from_ox(t.predicate), from_ox(t.object)) for t in result]
-            return QueryResult("construct", ["subject", "predicate", "object"],
-                               [list(t) for t in triples], triples=triples)
-        variables = [v.value for v in result.variables]
-        rows = [[None if sol[v] is None else from_ox(sol[v]) for v in variables] for sol in result]
-        return QueryResult("select", variables, rows)
 
-    def ontology(self, name: str = "store", graphs: list[str] | None = None) -> Ontology:
+    def query(self, sparql: str) -> QueryResult:
+        """Run a SELECT, ASK or CONSTRUCT query over the union of all graphs."""
+        return query_result(self.solutions(sparql))
+
+    def ontology(self, name: str = "store", graphs: list[str] | None = None,
+                 options: BuildOptions | None = None) -> Ontology:
         """The typed model of the union graph (asserted ∪ inferred), or of some graphs.
 
         Refuses stale inferences: a model built from them gives wrong gold answers.
@@ -337,8 +340,8 @@ class KnowledgeGraph:
         if graphs is None or INFERRED_GRAPH in graphs:
             self.require_fresh()
         if graphs is None:
-            return build_ontology(name, self.triples())
-        return build_ontology(name, (t for g in graphs for t in self.triples(g)))
+            return build_ontology(name, self.triples(), options)
+        return build_ontology(name, (t for g in graphs for t in self.triples(g)), options)
 
     def stats(self) -> list[GraphStats]:
         """Per named graph: triples, and the classes/properties/instances the model sees."""
@@ -361,6 +364,19 @@ class KnowledgeGraph:
         with atomic_path(out) as tmp:
             result.serialize(str(tmp), format=formats[fmt])
         return None
+
+
+def query_result(result) -> QueryResult:
+    """A pyoxigraph answer (solutions, boolean or triples) in kgprobe's term convention."""
+    if isinstance(result, ox.QueryBoolean):
+        return QueryResult("ask", [], [], boolean=bool(result))
+    if isinstance(result, ox.QuerySolutions):
+        variables = [v.value for v in result.variables]
+        rows = [[None if sol[v] is None else from_ox(sol[v]) for v in variables] for sol in result]
+        return QueryResult("select", variables, rows)
+    triples = [(from_ox(t.subject), from_ox(t.predicate), from_ox(t.object)) for t in result]
+    return QueryResult("construct", ["subject", "predicate", "object"],
+                       [list(t) for t in triples], triples=triples)
 
 
 def _source_path(path: str) -> str:

@@ -87,7 +87,7 @@ def test_cli_load_query_and_new_process(tmp_path):
              '?a rdfs:label ?label }')
     res = kgprobe("kg", "query", query, "--store", store, "--format", "json", cwd=tmp_path)
     assert res.returncode == 0, res.stderr
-    labels = {json.loads(r["label"].rsplit("@", 1)[0]) for r in json.loads(res.stdout)}
+    labels = {b["label"]["value"] for b in json.loads(res.stdout)["results"]["bindings"]}
     chain = next(c for c in json.loads((SHARED / "ontoprobe" / "class.json").read_text())
                  if c["rdfs:label"] == "soccer player")["rdfs:subClassOf"]
     assert labels == set(chain)

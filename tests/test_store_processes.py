@@ -66,8 +66,9 @@ def graph_counts(tmp: Path) -> dict[str, int]:
     """Triples per data graph, read by a fresh process through `kg query`."""
     out = ok(tmp, "kg", "query", "SELECT ?g (COUNT(*) AS ?n) WHERE { GRAPH ?g { ?s ?p ?o } } GROUP BY ?g",
              "--format", "json")
-    return {row["g"]: int(row["n"].split('"')[1]) for row in json.loads(out)
-            if not row["g"].startswith(("urn:kgprobe:meta", "urn:kgprobe:staging"))}
+    rows = json.loads(out)["results"]["bindings"]  # SPARQL 1.1 Query Results JSON
+    return {row["g"]["value"]: int(row["n"]["value"]) for row in rows
+            if not row["g"]["value"].startswith(("urn:kgprobe:meta", "urn:kgprobe:staging"))}
 
 
 def test_second_writer_is_named_and_refused_readers_keep_working(tmp_path):

@@ -30,6 +30,8 @@ def register_cli(sub, name: str = "copen") -> None:
     p.add_argument("--norms", type=Path, default=None, help="McRae feature norms folder (CPJ with --from-kg)")
     p.add_argument("--store", type=Path, default=None,
                    help="store directory (default: $KGPROBE_STORE, else .kgprobe/store)")
+    p.add_argument("--endpoint", default=None, metavar="URL",
+                   help="with --from-kg: read the knowledge graph from this SPARQL endpoint")
     p.add_argument("--model", required=True, help="a preset (smollm2-135m, gemma3-270m), HF directory, "
                    "hub id or .gguf file")
     p.add_argument("--limit", type=_limit_arg, default=None,
@@ -90,10 +92,13 @@ def config_from_args(args: argparse.Namespace) -> CopenConfig:
         seeds = [int(s) for s in comma_list(args.seeds)]
     except ValueError:
         raise KgprobeError(f"--seeds {args.seeds}: give integers separated by commas") from None
+    if args.endpoint and args.store:
+        raise KgprobeError("--store and --endpoint both name a knowledge graph; give one")
     return CopenConfig(
         model=args.model, method=args.method, tasks=parse_tasks(args.task),
         data=str(args.data) if args.data else None, from_kg=args.from_kg,
-        store=str(args.store) if args.store else os.environ.get("KGPROBE_STORE"),
+        store=None if args.endpoint else str(args.store) if args.store else os.environ.get("KGPROBE_STORE"),
+        endpoint=args.endpoint,
         norms=str(args.norms) if args.norms else None, limit=args.limit,
         train_limit=args.train_limit, seed=args.seed, seeds=seeds,
         parts=comma_list(args.parts) if args.parts else None,

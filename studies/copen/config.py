@@ -20,6 +20,7 @@ class CopenConfig:
     data: str | None = None  # official data folder or zip
     from_kg: bool = False
     store: str | None = None
+    endpoint: str | None = None  # a SPARQL endpoint read instead of the store (--endpoint)
     norms: str | None = None
     limit: int | dict | None = None  # test items per task (one number, or {task: number})
     train_limit: int | dict | None = None  # train items per task (dev: a quarter of it)

@@ -68,10 +68,18 @@ def _warn(message: str) -> None:
     print(f"kgprobe: warning: {message}", file=sys.stderr)
 
 
-def kg_ontology(store: str | None):
-    """The store's ontology; the bundled OntoProbe ontology when the store is missing or empty."""
+def kg_ontology(store: str | None, endpoint: str | None = None):
+    """The store's (or endpoint's) ontology; the bundled OntoProbe ontology when the store is
+    missing or empty.  An endpoint that cannot be read is an error, never silently replaced."""
     from kgprobe.kg.store import KnowledgeGraph, default_store_path
     from kgprobe.ontology.loaders import bundled_source
+
+    if endpoint:
+        from kgprobe.kg.endpoint import SparqlEndpoint
+        from kgprobe.kg.sparql_client import SparqlClient
+
+        with SparqlEndpoint(SparqlClient(endpoint)) as kg:
+            return kg.ontology(), endpoint
 
     path = Path(store) if store else default_store_path()
     if path.exists():
@@ -101,7 +109,7 @@ def generate_sets(cfg: CopenConfig, out: Path, tasks: Sequence[str]) -> dict[str
             source = str(cfg.norms)
         else:
             if onto is None:
-                onto, source_kg = kg_ontology(cfg.store)
+                onto, source_kg = kg_ontology(cfg.store, cfg.endpoint)
                 tax = Taxonomy.of(onto)
             gen = generate_csj if task == "csj" else generate_cic
             items, report = gen(onto, seed=cfg.seed, tax=tax)

@@ -1,0 +1,78 @@
+"""`kgprobe kg serve` and `kgprobe kg pull`: the store as an endpoint, an endpoint into the store."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from kgprobe.kg.endpoint_options import endpoint_options, open_endpoint
+from kgprobe.kg.store import default_store_path
+
+from .kg import created_store, writer_args
+from .registry import command
+
+
+@command("kg serve")
+def cmd_kg_serve(args: argparse.Namespace) -> int:
+    from kgprobe.kg.serve import ServeOptions, serve
+
+    opts = ServeOptions(Path(args.store or default_store_path()), bind=args.bind,
+                        read_only=args.read_only, wait=args.wait, timeout_s=args.query_timeout)
+    return serve(opts, announce=lambda line: print(line, flush=True))
+
+
+@command("kg pull")
+def cmd_kg_pull(args: argparse.Namespace) -> int:
+    from kgprobe.kg.pull import Puller, PullOptions, provenance
+    from kgprobe.ontology.loaders import build_ontology
+    from kgprobe.ontology.source import Source
+
+    opts = PullOptions(instances=args.instances, seed=args.seed, namespace=args.namespace,
+                       lang=args.lang, pool=args.pool)
+    store, args.store = args.store, None  # --store names the target here, not the source
+    with open_endpoint(args) as endpoint:
+        report = Puller(endpoint, opts).run()
+    args.store = store
+    source = Source(args.name, args.endpoint, build_ontology(args.name, report.triples),
+                    report.triples)
+    with created_store(args) as kg:
+        (graph,) = kg.add_sources([source], replace=True,
+                                  provenance={_graph(args.name): provenance(args.endpoint, opts, report)})
+        print(f"pulled {report.classes} classes ({report.subclass_edges} subclass edges), "
+              f"{report.instances} instances, {report.properties} properties from {args.endpoint} "
+              f"into graph '{args.name}' ({len(report.triples)} triples, {len(report.queries)} "
+              "queries recorded in urn:kgprobe:meta)")
+        if kg.inferred_state() == "stale":
+            print("inferences are now stale; run `kgprobe reason` before generating probes")
+        print(f"store {kg.path}: {kg.count()} triples")
+    return 0
+
+
+def _graph(name: str) -> str:
+    from kgprobe.kg.store import graph_iri
+
+    return graph_iri(name)
+
+
+def add_parsers(kg_sub) -> None:
+    """`kg serve` and `kg pull`, beside the other `kg` commands."""
+    p = kg_sub.add_parser("serve", help="serve the store as a SPARQL 1.1 endpoint (Oxigraph "
+                          "server); Ctrl-C stops")
+    p.add_argument("--bind", default="127.0.0.1:7878", help="host:port (default 127.0.0.1:7878)")
+    p.add_argument("--read-only", action="store_true", help="refuse SPARQL updates")
+    p.add_argument("--query-timeout", type=float, default=None, metavar="S",
+                   help="the server's own limit per query, in seconds")
+    writer_args(p)
+    p = kg_sub.add_parser("pull", help="build an ontology from a SPARQL endpoint as the OntoProbe "
+                          "paper did from DBpedia (§2.1) into a named graph")
+    endpoint_options(p, required=True)
+    p.add_argument("--name", default="pull", help="graph name (default: pull); replaced if present")
+    p.add_argument("--instances", type=int, default=20, help="instances sampled per class (default "
+                   "20, as the paper)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the instance sample")
+    p.add_argument("--pool", type=int, default=1000, help="instances per class (in IRI order) the "
+                   "sample is drawn from (default 1000)")
+    p.add_argument("--namespace", default=None, help="keep only classes and properties under this "
+                   "IRI prefix (e.g. http://dbpedia.org/ontology/)")
+    p.add_argument("--lang", default="en", help="label language (default en)")
+    writer_args(p)

@@ -1,0 +1,213 @@
+"""A remote SPARQL 1.1 endpoint read like the local store (`--endpoint URL`).
+
+`SparqlEndpoint` has the read side of `KnowledgeGraph` (graphs, triples, count, query,
+solutions, ontology, stats, inferred_state, require_fresh), so `kg query`, `kg stats`,
+`generate …` and the studies read from it unchanged.  Two kinds of endpoint:
+
+* a kgprobe store served by `kgprobe kg serve` (or any Oxigraph holding one): recognised by
+  its `urn:kgprobe:meta` graph.  Queries then see the same dataset as locally: the union of
+  the data graphs, sent as the protocol's `default-graph-uri`s, never the meta graph; and stale
+  inferences are refused as they are locally.
+* any other endpoint (Fuseki, DBpedia, Wikidata): its default graph, shown as one graph
+  named `(default graph)`.
+
+Bulk reads are counted first, then fetched whole or, past an endpoint's result cap (DBpedia's
+is 10 000 rows) or --page-size, in LIMIT/OFFSET pages over an ORDER BY.  Blank nodes keep
+their identity across pages on Oxigraph; other servers may relabel them per answer (SPARQL
+scopes labels to one result set), so pull blank-node-heavy graphs with `kg pull` or an export instead.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from typing import Iterator
+
+from kgprobe.kg.sparql_client import EndpointError, SparqlClient, with_prefixes
+from kgprobe.kg.store import (
+    INFERRED_GRAPH,
+    META_GRAPH,
+    PREFIXES,
+    STAGING_NS,
+    GraphStats,
+    QueryResult,
+    SourceRecord,
+    StaleInferencesError,
+    query_result,
+)
+from kgprobe.ontology.from_triples import BuildOptions, build_ontology
+from kgprobe.ontology.loaders import ox_term as from_ox
+from kgprobe.ontology.model import KGP, Ontology, Triple
+
+#: The one graph a plain endpoint shows: its default graph.
+DEFAULT_GRAPH = "(default graph)"
+_PATH, _HASH, _FROM = (KGP + "sourcePath", KGP + "sourceHash", KGP + "computedFrom")
+
+
+class SparqlEndpoint:
+    """Read-only access to a SPARQL endpoint, with the store's read interface."""
+
+    read_only = True
+
+    def __init__(self, client: SparqlClient, *, page_size: int | None = None):
+        self.client, self.page_size = client, page_size
+        self.path = client.url  # what messages name, as a store's directory
+        self.kgprobe_store = bool(self.client.select(f"ASK {{ GRAPH <{META_GRAPH}> {{ ?s ?p ?o }} }}"))
+        self._graphs = self._list_graphs() if self.kgprobe_store else [DEFAULT_GRAPH]
+
+    def __enter__(self) -> "SparqlEndpoint":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Nothing is held open between requests."""
+
+    def _list_graphs(self) -> list[str]:
+        rows = self.client.select("SELECT DISTINCT ?g WHERE { GRAPH ?g { ?s ?p ?o } }")
+        return sorted(s["g"].value for s in rows
+                      if s["g"].value != META_GRAPH and not s["g"].value.startswith(STAGING_NS))
+
+    # ------------------------------------------------------------------ the store's reads
+
+    def graphs(self) -> list[str]:
+        return list(self._graphs)
+
+    def asserted_graphs(self) -> list[str]:
+        return [g for g in self._graphs if g != INFERRED_GRAPH]
+
+    def _dataset(self) -> tuple[str, ...]:
+        """The union of the data graphs for a kgprobe store; the endpoint's own default else."""
+        return tuple(self._graphs) if self.kgprobe_store else ()
+
+    def solutions(self, sparql: str):
+        """The endpoint's answer as pyoxigraph results (solutions, boolean or a triple list)."""
+        text = with_prefixes(sparql, PREFIXES)
+        if _query_form(sparql) in ("CONSTRUCT", "DESCRIBE"):
+            return self.client.construct(text, default_graphs=self._dataset())
+        return self.client.select(text, default_graphs=self._dataset())
+
+    def query(self, sparql: str) -> QueryResult:
+        return query_result(self.solutions(sparql))
+
+    def select(self, sparql: str) -> list:
+        """The solutions of a SELECT over the endpoint's dataset, as a list."""
+        return list(self.client.select(with_prefixes(sparql, PREFIXES),
+                                       default_graphs=self._dataset()))
+
+    def select_paged(self, sparql: str, order: str) -> Iterator:
+        """Every solution of a SELECT (`order`: its ORDER BY variables), page by page."""
+        for page in self._pages(sparql, order, self._dataset()):
+            yield from page
+
+    def triples(self, graph: str | None = None) -> Iterator[Triple]:
+        """Triples of one graph, or of the union (deduplicated), read page by page."""
+        if graph is None:
+            where, dataset = "?s ?p ?o", self._dataset()
+        elif graph == DEFAULT_GRAPH:
+            where, dataset = "?s ?p ?o", ()
+        else:
+            where, dataset = f"GRAPH <{graph}> {{ ?s ?p ?o }}", ()
+        for page in self._pages(f"SELECT DISTINCT ?s ?p ?o WHERE {{ {where} }}", "?s ?p ?o",
+                                dataset):
+            for row in page:
+                yield from_ox(row["s"]), from_ox(row["p"]), from_ox(row["o"])
+
+    def _pages(self, sparql: str, order: str, dataset: tuple[str, ...]):
+        """The whole answer in one request when the endpoint gives it; else ORDER BY +
+        LIMIT/OFFSET pages.  SPARQL orders nothing without ORDER BY, and sorting costs the
+        server (Oxigraph: seconds per 30k rows), so pages are the fallback, not the rule.
+
+        The count comes first: a server that silently caps its answers (DBpedia: 10 000 rows)
+        is caught, and its cap becomes the page size (or --page-size, if given, is checked)."""
+        def ask(query: str) -> list:
+            return list(self.client.select(with_prefixes(query, PREFIXES), default_graphs=dataset))
+
+        (row,) = ask(f"SELECT (COUNT(*) AS ?n) WHERE {{ {{ {sparql} }} }}")
+        total, size = int(row["n"].value), self.page_size
+        if size is None or total <= size:
+            rows = ask(sparql)
+            if len(rows) >= total:
+                yield rows
+                return
+            if size is not None or not rows:
+                self._short_page(len(rows), total, 0, total)
+            size = len(rows)  # the endpoint's cap
+        for offset in range(0, total, size):
+            rows = ask(f"{sparql} ORDER BY {order} LIMIT {size} OFFSET {offset}")
+            if len(rows) < min(size, total - offset):
+                self._short_page(len(rows), total, offset, min(size, total - offset))
+            yield rows
+
+    def _short_page(self, got: int, total: int, offset: int, expected: int) -> None:
+        raise EndpointError(f"{self.path}: answered {got} rows where {expected} were expected "
+                            f"(from row {offset} of {total}); the endpoint caps its answers: "
+                            "pass a smaller --page-size")
+
+    def count(self, graph: str | None = None) -> int:
+        if graph is None or graph == DEFAULT_GRAPH:
+            where = "?s ?p ?o"
+            dataset = self._dataset() if graph is None else ()
+            sparql = f"SELECT (COUNT(*) AS ?n) WHERE {{ SELECT DISTINCT ?s ?p ?o WHERE {{ {where} }} }}"
+        else:
+            sparql, dataset = f"SELECT (COUNT(*) AS ?n) WHERE {{ GRAPH <{graph}> {{ ?s ?p ?o }} }}", ()
+        (row,) = list(self.client.select(sparql, default_graphs=dataset))
+        return int(row["n"].value)
+
+    # ------------------------------------------------------------------ freshness
+
+    def source_records(self) -> dict[str, SourceRecord]:
+        if not self.kgprobe_store:
+            return {}
+        rows = self.client.select(f"SELECT ?g ?path ?hash WHERE {{ GRAPH <{META_GRAPH}> {{ "
+                                  f"?g <{_PATH}> ?path ; <{_HASH}> ?hash }} }}")
+        return {r["g"].value: SourceRecord(r["g"].value, r["path"].value, r["hash"].value)
+                for r in rows}
+
+    def inferred_state(self) -> str:
+        """As the store's: 'none', 'fresh' or 'stale' (a plain endpoint has no inferred graph)."""
+        if not self.kgprobe_store:
+            return "none"
+        rows = list(self.client.select(f"SELECT ?f WHERE {{ GRAPH <{META_GRAPH}> {{ "
+                                       f"<{INFERRED_GRAPH}> <{_FROM}> ?f }} }}"))
+        if not rows:
+            return "stale" if INFERRED_GRAPH in self._graphs else "none"
+        records = self.source_records()
+        # The store's fingerprint: every source graph has a record (the store writes both at once).
+        lines = sorted(f"{g} {records[g].content_hash}" for g in self.asserted_graphs()
+                       if g in records)
+        fingerprint = hashlib.sha256("\n".join(lines).encode()).hexdigest()
+        return "fresh" if rows[0]["f"].value == fingerprint else "stale"
+
+    def require_fresh(self) -> None:
+        if self.inferred_state() == "stale":
+            raise StaleInferencesError(
+                f"{self.path}: the served store's inferred graph is stale; run `kgprobe reason` "
+                "on the store behind the endpoint")
+
+    # ------------------------------------------------------------------ the model
+
+    def ontology(self, name: str = "endpoint", graphs: list[str] | None = None,
+                 options: BuildOptions | None = None) -> Ontology:
+        if graphs is None or INFERRED_GRAPH in graphs:
+            self.require_fresh()
+        if graphs is None:
+            return build_ontology(name, self.triples(), options)
+        return build_ontology(name, (t for g in graphs for t in self.triples(g)), options)
+
+    def stats(self) -> list[GraphStats]:
+        out = []
+        for graph in self.graphs():
+            triples = list(self.triples(graph))
+            onto = build_ontology(graph, triples)
+            out.append(GraphStats(graph, len(triples), len(onto.classes), len(onto.properties),
+                                  len(onto.instances)))
+        return out
+
+
+def _query_form(sparql: str) -> str:
+    """SELECT, ASK, CONSTRUCT or DESCRIBE: the first form keyword after the prologue."""
+    body = re.sub(r"(?is)#[^\n]*|<[^>]*>|\"[^\"]*\"|'[^']*'", " ", sparql)
+    match = re.search(r"(?i)\b(SELECT|ASK|CONSTRUCT|DESCRIBE)\b", body)
+    return match.group(1).upper() if match else "SELECT"

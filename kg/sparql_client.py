@@ -1,0 +1,114 @@
+"""A SPARQL 1.1 Protocol client: one query over HTTP, with a timeout and retries with backoff.
+
+Only the standard library (urllib) speaks HTTP here; answers are parsed by pyoxigraph's own
+SPARQL results and RDF parsers, so any conforming endpoint (Oxigraph, Fuseki, Virtuoso for
+DBpedia, Blazegraph for Wikidata) works.  Network trouble and server overload (5xx, 429) are
+retried with exponential backoff; an endpoint that rejects the query (4xx) is not, since asking
+again gets the same answer.  Every failure ends as one line naming the endpoint and the fix.
+"""
+
+from __future__ import annotations
+
+import re
+import socket
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from dataclasses import dataclass
+
+import pyoxigraph as ox
+from kgprobe.errors import QueryError, StoreError
+
+#: What we ask for: SPARQL results (JSON first, XML for older servers) and RDF for CONSTRUCT.
+RESULTS_ACCEPT = ("application/sparql-results+json, application/sparql-results+xml;q=0.9, "
+                  "text/tab-separated-values;q=0.5")
+GRAPH_ACCEPT = "application/n-triples, text/turtle;q=0.9, application/rdf+xml;q=0.5"
+_RETRY_STATUS = {429, 500, 502, 503, 504}
+
+
+class EndpointError(StoreError):
+    """A SPARQL endpoint cannot be reached or answered with an error."""
+
+
+@dataclass
+class SparqlClient:
+    """How to talk to one endpoint: `timeout` seconds per request, `retries` further tries
+    after a failure (waiting `backoff`, 2×`backoff`, … seconds), `default_graphs` sent as the
+    protocol's `default-graph-uri` (the dataset a query sees; none: the endpoint's default)."""
+
+    url: str
+    timeout: float = 30.0
+    retries: int = 3
+    backoff: float = 0.5
+    default_graphs: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if urllib.parse.urlsplit(self.url).scheme not in ("http", "https"):
+            raise EndpointError(f"--endpoint {self.url}: not an http(s) URL; give the endpoint's "
+                                "query URL, e.g. http://127.0.0.1:7878/query")
+
+    def select(self, sparql: str, *, default_graphs: tuple[str, ...] | None = None):
+        """A SELECT or ASK answer as pyoxigraph QuerySolutions / QueryBoolean."""
+        media, body = self.request(sparql, RESULTS_ACCEPT, default_graphs)
+        fmt = ox.QueryResultsFormat.from_media_type(media) or ox.QueryResultsFormat.JSON
+        try:
+            return ox.parse_query_results(body, fmt)
+        except (SyntaxError, ValueError) as err:
+            raise EndpointError(f"{self.url}: the answer is not valid SPARQL results "
+                                f"({media}: {_one_line(err)}); is this a SPARQL endpoint?") from None
+
+    def construct(self, sparql: str, *, default_graphs: tuple[str, ...] | None = None) -> list:
+        """A CONSTRUCT or DESCRIBE answer as a list of pyoxigraph Triples."""
+        media, body = self.request(sparql, GRAPH_ACCEPT, default_graphs)
+        fmt = ox.RdfFormat.from_media_type(media) or ox.RdfFormat.N_TRIPLES
+        try:
+            return [q.triple for q in ox.parse(body, fmt)]
+        except (SyntaxError, ValueError) as err:
+            raise EndpointError(f"{self.url}: the answer is not valid RDF ({media}: "
+                                f"{_one_line(err)}); is this a SPARQL endpoint?") from None
+
+    def request(self, sparql: str, accept: str,
+                default_graphs: tuple[str, ...] | None = None) -> tuple[str, bytes]:
+        """POST the query (form-encoded, as the protocol allows for any length); return the
+        answer's media type and body.  Retries transient failures with exponential backoff."""
+        graphs = self.default_graphs if default_graphs is None else default_graphs
+        form = [("query", sparql), *(("default-graph-uri", g) for g in graphs)]
+        data = urllib.parse.urlencode(form).encode()
+        headers = {"Accept": accept, "Content-Type": "application/x-www-form-urlencoded",
+                   "User-Agent": "kgprobe (SPARQL 1.1 Protocol client)"}
+        last = "no attempt"
+        for attempt in range(self.retries + 1):
+            if attempt:
+                time.sleep(self.backoff * 2 ** (attempt - 1))
+            req = urllib.request.Request(self.url, data=data, headers=headers, method="POST")
+            try:
+                with urllib.request.urlopen(req, timeout=self.timeout) as resp:
+                    media = resp.headers.get_content_type()
+                    return media, resp.read()
+            except urllib.error.HTTPError as err:
+                detail = _one_line(err.read().decode("utf-8", "replace")) or err.reason
+                if err.code not in _RETRY_STATUS:
+                    kind = QueryError if err.code == 400 else EndpointError
+                    raise kind(f"{self.url}: the endpoint refused the query (HTTP {err.code}: "
+                               f"{detail}); check the query and the endpoint URL") from None
+                last = f"HTTP {err.code}: {detail}"
+            except (urllib.error.URLError, socket.timeout, TimeoutError, ConnectionError) as err:
+                reason = getattr(err, "reason", err)
+                last = f"timed out after {self.timeout:g} s" if isinstance(
+                    reason, (socket.timeout, TimeoutError)) else _one_line(reason)
+        raise EndpointError(f"{self.url}: endpoint unreachable ({last}; {self.retries + 1} "
+                            "tries); check the URL, or raise --timeout / --retries")
+
+
+def with_prefixes(sparql: str, prefixes: dict[str, str]) -> str:
+    """Declare the prefixes kgprobe queries may use without declaring them (remote endpoints
+    know none of ours), skipping any the query declares itself.  All on the query's first
+    line, so an endpoint's error names the user's line numbers."""
+    declared = {m.lower() for m in re.findall(r"(?i)\bPREFIX\s+([\w.-]*):", sparql)}
+    head = "".join(f"PREFIX {p}: <{ns}> " for p, ns in prefixes.items() if p.lower() not in declared)
+    return head + sparql
+
+
+def _one_line(value: object) -> str:
+    return " ".join(str(value).split())[:200]
