@@ -14,7 +14,7 @@ from typing import Sequence
 from kgprobe.errors import KgprobeError
 from kgprobe.studies.options import apply_threads
 
-from . import kg, studies
+from . import interop, kg, studies
 from .registry import COMMANDS
 
 __all__ = ["build_parser", "main"]
@@ -25,6 +25,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     kg.add_parsers(sub)
     studies.add_parsers(sub)
+    interop.add_parsers(sub)
     return parser
 
 
