@@ -167,3 +167,15 @@ def test_lm_eval_hf_backend_ranks_like_kgprobe(tmp_path):
         assert theirs["R@1"] == mine["R@1"] and math.isclose(theirs["MRR"], mine["MRR"])
     written = import_lm_eval(out, tmp_path / "run")
     assert set(written) == {"memorization", "premise-ablation"}
+
+
+def test_export_command(tmp_path, capsys):
+    out = tmp_path / "tasks"
+    assert main(["export", "lm-eval", "--out", str(out), "--tasks", "memorizing", "--task", "DM",
+                 "--candidates", "5", "--limit", "3"]) == 0
+    assert "kgprobe_memorizing_domain_t0" in capsys.readouterr().out
+    doc = json.loads((out / "kgprobe_memorizing_domain_t0.jsonl").read_text().splitlines()[0])
+    assert len(doc["choices"]) == 5 and doc["text"].startswith("One has to be a particular ")
+    assert main(["export", "lm-eval", "--out", str(out), "--tasks", "memorising"]) == 2
+    assert "--tasks memorising" in capsys.readouterr().err
+    assert main(["export", "lm-eval", "--out", str(out), "--candidates", "1"]) == 2
