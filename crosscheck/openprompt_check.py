@@ -24,11 +24,11 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import tomllib
 from pathlib import Path
 
 import openprompt
 import tokenizers
+import tomllib
 import torch
 import transformers
 from openprompt import PromptDataLoader, PromptForClassification
