@@ -14,7 +14,7 @@ from typing import Sequence
 from kgprobe.errors import KgprobeError
 from kgprobe.studies.options import apply_threads
 
-from . import generate, kg, kg_remote, studies
+from . import generate, interop, kg, kg_remote, studies
 from .registry import COMMANDS
 
 __all__ = ["build_parser", "main"]
@@ -26,6 +26,7 @@ def build_parser() -> argparse.ArgumentParser:
     kg_remote.add_parsers(kg.add_parsers(sub))
     generate.add_parsers(sub)
     studies.add_parsers(sub)
+    interop.add_parsers(sub)
     return parser
 
 

@@ -1,0 +1,140 @@
+"""kgprobe's probes as plain-text multiple-choice documents (for lm-evaluation-harness).
+
+A text-only engine (lm-eval, vLLM, an API) scores ``context + choice`` by log-likelihood: it
+cannot take a pseudoword vector, and it ranks a short list of choices rather than a slot.
+So each probe becomes a `ClozeDoc`: the prompt's text before ``[MASK]`` (the context), the
+candidates as choices and the indices of the gold ones. Memorizing records keep their manual
+templates; reasoning items are written with both premises explicit and the pseudowords as the
+letters X and Y, as the OntoProbe paper does for ChatGPT (§5).
+
+`choose_candidates` keeps the whole candidate set (``k=None``, the memorization study's
+ranking) or the gold plus ``k - 1`` seeded distractors (§5 uses 20 choices).
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import asdict, dataclass
+from typing import Sequence
+
+from kgprobe.errors import KgprobeError
+from kgprobe.ontology.verbalize import MASK, TemplateSet, capitalize
+from kgprobe.reasoning.items import SLOT_X, SLOT_Y, ReasoningItem
+from kgprobe.reasoning.memorizing_sets import MemorizingSet
+
+#: The letters that stand for the pseudowords in text (OntoProbe §5).
+LETTERS = {SLOT_X: "X", SLOT_Y: "Y"}
+
+
+@dataclass
+class ClozeDoc:
+    """One probe as lm-eval reads it: ``text`` then each choice; ``gold`` indexes ``choices``."""
+
+    id: str
+    study: str  # "memorizing" | "reasoning"
+    task: str  # the relation (type, …) or the rule (rdfs9, …)
+    template: str  # manual template index, or "manual" for reasoning prompts
+    text: str  # the prompt before the slot (its trailing space included)
+    suffix: str  # the prompt after the slot (not scored by a causal LM, as in kgprobe)
+    choices: list[str]
+    gold: list[int]
+    answers: list[str]
+    subject: str
+    split: str = "test"
+
+    @property
+    def prompt(self) -> str:
+        """The prompt with its ``[MASK]`` slot, as kgprobe's scorers take it."""
+        return f"{self.text}{MASK}{self.suffix}"
+
+    def to_json(self) -> dict:
+        return {**asdict(self), "target": self.gold[0]}
+
+
+def split_at_mask(prompt: str) -> tuple[str, str]:
+    """(text before the slot, text after it); exactly one ``[MASK]`` is required."""
+    if prompt.count(MASK) != 1:
+        raise KgprobeError(f"prompt {prompt!r} needs exactly one {MASK}; fix its template")
+    before, after = prompt.split(MASK)
+    return before, after
+
+
+def choose_candidates(candidates: Sequence[str], answers: Sequence[str], k: int | None,
+                      rng: random.Random) -> tuple[list[str], list[int]]:
+    """(choices, gold indices). ``k=None``: every candidate, every gold among them. Else the
+    first (most specific) answer and ``k - 1`` distractors that are no answer, drawn with
+    `rng`, in the candidate set's order (so the gold's place says nothing)."""
+    cands = list(candidates)
+    if k is None:
+        known = set(answers)
+        return cands, [i for i, c in enumerate(cands) if c in known]
+    if k < 2:
+        raise KgprobeError(f"--candidates {k}: give at least 2 (the gold and a distractor) or all")
+    gold = next((a for a in answers if a in set(cands)), None)
+    if gold is None:
+        return [], []
+    banned = set(answers)
+    pool = [c for c in cands if c not in banned]
+    picked = set(rng.sample(pool, min(k - 1, len(pool)))) | {gold}
+    choices = [c for c in cands if c in picked]
+    return choices, [choices.index(gold)]
+
+
+def _doc(doc_id: str, study: str, task: str, template: str, prompt: str, subject: str,
+         answers: Sequence[str], candidates: Sequence[str], k: int | None, seed: int,
+         split: str = "test") -> ClozeDoc | None:
+    text, suffix = split_at_mask(prompt)
+    choices, gold = choose_candidates(candidates, answers, k, random.Random(f"{seed}:{doc_id}"))
+    if not gold:
+        return None  # no answer among the candidates: nothing to rank
+    return ClozeDoc(doc_id, study, task, template, text, suffix, choices, gold, list(answers),
+                    subject, split)
+
+
+def memorizing_docs(mset: MemorizingSet, templates: TemplateSet, template: int, *, split: str,
+                    limit: int | None, k: int | None, seed: int) -> list[ClozeDoc]:
+    """The memorization study's prompts of one relation and manual template, as documents."""
+    tmpl = templates[mset.relation].manual[template]
+    records = [r for r in mset.records if r.split == split]
+    records = records[:limit] if limit is not None else records
+    docs = []
+    for r in records:
+        prompt = capitalize(tmpl.render(text_a=r.subject, meta=mset.metas.get(r.id)))
+        doc = _doc(f"{r.id}-t{template}", "memorizing", mset.relation, str(template), prompt,
+                   r.subject, r.answers, mset.candidates, k, seed, split)
+        if doc is not None:
+            docs.append(doc)
+    return docs
+
+
+def with_letters(text: str) -> str:
+    """Pseudoword slots as the letters X and Y (a text API cannot take their vectors)."""
+    for slot, letter in LETTERS.items():
+        text = text.replace(slot, letter)
+    return text
+
+
+def reasoning_docs(items: Sequence[ReasoningItem], candidates: dict[str, list[str]],
+                   templates: TemplateSet, *, k: int | None, seed: int) -> list[ClozeDoc]:
+    """Reasoning items with both premises written (the premise-ablation study's
+    explicit/explicit cell, manual templates), pseudowords as X and Y."""
+    docs = []
+    for item in items:
+        prompt = " ".join([p.text for p in item.premises]
+                          + [templates.conjunction, item.conclusion["text"]])
+        doc = _doc(item.id, "reasoning", item.rule, "manual", with_letters(prompt),
+                   with_letters(item.premises[-1].subject), item.answers,
+                   candidates[item.candidates_key], k, seed)
+        if doc is not None:
+            docs.append(doc)
+    return docs
+
+
+def sample_items(items: Sequence[ReasoningItem], rule: str, limit: int | None,
+                 seed: int) -> list[ReasoningItem]:
+    """The premise-ablation study's seeded sample of `limit` items of a rule, in item order
+    (the same draw as its `select_items`, tested), so an export probes the same items."""
+    if limit is None or len(items) <= limit:
+        return list(items)
+    keep = sorted(random.Random(f"{seed}:{rule}").sample(range(len(items)), limit))
+    return [items[i] for i in keep]

@@ -1,0 +1,169 @@
+"""`kgprobe export lm-eval`: a task folder lm-evaluation-harness 0.4 loads with ``--include_path``.
+
+One YAML and one JSONL file per task (a memorizing relation × manual template, or a reasoning
+rule), a group YAML per study (``kgprobe_memorizing``, ``kgprobe_reasoning``) and ``utils.py``
+(`harness_utils`: R@1, R@5, MRR as kgprobe ranks). The YAMLs point at the JSONL files by
+absolute path (lm-eval hands ``data_files`` to `datasets.load_dataset` relative to its own
+working directory), so a moved folder is exported again.
+
+What the probes cannot carry into a text engine is written into every YAML's metadata (not
+lm-eval's ``description``, which lm-eval would prepend to every prompt and so change the scores).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Sequence
+
+from kgprobe.atomic import write_jsonl, write_text
+from kgprobe.errors import KgprobeError
+from kgprobe.prompts.lm_eval_tasks import (
+    ClozeDoc,
+    memorizing_docs,
+    reasoning_docs,
+    sample_items,
+)
+
+STUDIES = ("memorizing", "reasoning")
+METRICS = ("r@1", "r@5", "mrr")
+PREFIX = "kgprobe"
+NOTES = {
+    "memorizing": "kgprobe memorizing probe ({task}, manual template {template}): the prompt's "
+                  "text before [MASK] is the context, each candidate label a choice, scored by "
+                  "its summed log-likelihood as kgprobe's causal scorer does (text after the slot "
+                  "is not scored). R@k and MRR rank the choices with pessimistic ties.",
+    "reasoning": "kgprobe reasoning probe ({task}): both premises written, then the conjunction "
+                 "and the hypothesis. The pseudowords [X] and [Y] are the letters X and Y, as in "
+                 "the OntoProbe paper's §5: a text API cannot take pseudoword embeddings, so this "
+                 "is not the premise-ablation study's pseudoword setting.",
+}
+
+
+@dataclass
+class ExportSettings:
+    """What decides the exported documents."""
+
+    studies: tuple[str, ...] = STUDIES
+    relations: tuple[str, ...] | None = None  # memorizing relations (None: all)
+    templates: str = "all"  # manual template index, or all
+    rules: tuple[str, ...] | None = None  # reasoning rules (None: all)
+    candidates: int | None = None  # None: every candidate; K: gold + K-1 distractors
+    split: str = "test"
+    limit: int | None = None  # per task; None: the paper's limits / every reasoning item
+    seed: int = 0
+    probes: str | None = None  # a `kgprobe generate memorizing` folder instead of the paper's
+    extra: dict = field(default_factory=dict)
+
+
+def task_name(study: str, task: str, template: str) -> str:
+    suffix = f"_t{template}" if study == "memorizing" else ""
+    return f"{PREFIX}_{study}_{task}{suffix}"
+
+
+def _memorizing(settings: ExportSettings) -> dict[str, list[ClozeDoc]]:
+    from kgprobe.ontology.verbalize import load_templates
+    from kgprobe.reasoning.memorizing import RELATIONS
+    from kgprobe.reasoning.memorizing_sets import (
+        PAPER_LIMITS,
+        generated_sets,
+        reference_sets,
+    )
+
+    relations = settings.relations or RELATIONS
+    sets = (generated_sets(settings.probes, tasks=relations) if settings.probes
+            else reference_sets(relations))
+    templates = load_templates()
+    out = {}
+    for relation, mset in sets.items():
+        n = len(templates[relation].manual)
+        chosen = range(n) if settings.templates == "all" else [int(settings.templates)]
+        limit = settings.limit
+        if limit is None and not settings.probes:
+            limit = PAPER_LIMITS.get(relation)
+        for t in chosen:
+            if not 0 <= t < n:
+                raise KgprobeError(f"--template {t}: task {relation} has templates 0–{n - 1}")
+            out[task_name("memorizing", relation, str(t))] = memorizing_docs(
+                mset, templates, t, split=settings.split, limit=limit, k=settings.candidates,
+                seed=settings.seed)
+    return out
+
+
+def _reasoning(settings: ExportSettings) -> dict[str, list[ClozeDoc]]:
+    from kgprobe.ontology.loaders import bundled_source
+    from kgprobe.ontology.verbalize import load_templates
+    from kgprobe.reasoning.items import reasoning_items
+    from kgprobe.reasoning.memorizing import candidate_sets
+    from kgprobe.reasoning.rdfs import RULES, closure
+
+    source = bundled_source()
+    templates = load_templates()
+    rules = settings.rules or RULES
+    items = reasoning_items(source.ontology, closure(source.triples), templates, rules=rules)
+    cands = candidate_sets(source.ontology)
+    return {task_name("reasoning", rule, "manual"): reasoning_docs(
+                sample_items(rule_items, rule, settings.limit, settings.seed), cands, templates,
+                k=settings.candidates, seed=settings.seed)
+            for rule, rule_items in items.items()}
+
+
+def _yaml_task(name: str, data: Path, note: str, settings: ExportSettings) -> str:
+    q = json.dumps
+    metrics = "".join(f"  - metric: {q(m)}\n    aggregation: mean\n    higher_is_better: true\n"
+                      for m in METRICS)
+    return (f"# Written by `kgprobe export lm-eval`. {note}\n"
+            f"task: {q(name)}\n"
+            "dataset_path: json\n"
+            f"dataset_kwargs:\n  data_files:\n    test: {q(str(data))}\n"
+            "test_split: test\n"
+            "output_type: multiple_choice\n"
+            "doc_to_text: text\ndoc_to_choice: choices\ndoc_to_target: target\n"
+            'target_delimiter: ""\n'
+            "process_results: !function utils.process_results\n"
+            f"metric_list:\n{metrics}"
+            "metadata:\n  version: 1.0\n"
+            f"  description: {q(note)}\n"
+            f"  candidates: {q('all' if settings.candidates is None else settings.candidates)}\n"
+            f"  seed: {settings.seed}\n")
+
+
+def _yaml_group(group: str, tasks: Sequence[str]) -> str:
+    listed = "".join(f"  - {json.dumps(t)}\n" for t in tasks)
+    metrics = "".join(f"  - metric: {json.dumps(m)}\n    aggregation: mean\n    "
+                      "weight_by_size: true\n" for m in METRICS)
+    return (f"# Written by `kgprobe export lm-eval`: every {group} task.\n"
+            f"group: {json.dumps(group)}\ntask:\n{listed}"
+            f"aggregate_metric_list:\n{metrics}metadata:\n  version: 1.0\n")
+
+
+def export_lm_eval(out: str | Path, settings: ExportSettings) -> dict[str, int]:
+    """Write the task folder; returns {task name: number of documents}."""
+    out = Path(out).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    unknown = [s for s in settings.studies if s not in STUDIES]
+    if unknown:
+        raise KgprobeError(f"--tasks {','.join(unknown)}: use memorizing, reasoning or both")
+    counts: dict[str, int] = {}
+    for study in settings.studies:
+        tasks = _memorizing(settings) if study == "memorizing" else _reasoning(settings)
+        written = []
+        for name, docs in tasks.items():
+            if not docs:
+                continue
+            data = out / f"{name}.jsonl"
+            write_jsonl(data, [d.to_json() for d in docs])
+            note = NOTES[study].format(task=docs[0].task, template=docs[0].template)
+            write_text(out / f"{name}.yaml", _yaml_task(name, data, note, settings))
+            counts[name] = len(docs)
+            written.append(name)
+        if written:
+            write_text(out / f"{PREFIX}_{study}.yaml", _yaml_group(f"{PREFIX}_{study}", written))
+    utils = resources.files("kgprobe.studies.lm_eval") / "harness_utils.py"
+    write_text(out / "utils.py", utils.read_text(encoding="utf-8"))
+    write_text(out / "kgprobe_export.json", json.dumps(
+        {"settings": {k: v for k, v in settings.__dict__.items() if k != "extra"},
+         "tasks": counts}, indent=1) + "\n")
+    return counts
