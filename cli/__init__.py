@@ -14,7 +14,7 @@ from typing import Sequence
 from kgprobe.errors import KgprobeError
 from kgprobe.studies.options import apply_threads
 
-from . import kg, studies
+from . import cache, kg, studies
 from .registry import COMMANDS
 
 __all__ = ["build_parser", "main"]
@@ -25,12 +25,14 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     kg.add_parsers(sub)
     studies.add_parsers(sub)
+    cache.add_parsers(sub)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    sub_name = getattr(args, "kg_command", None) or getattr(args, "generate_command", None)
+    sub_name = (getattr(args, "kg_command", None) or getattr(args, "generate_command", None)
+                or getattr(args, "cache_command", None))
     name = f"{args.command} {sub_name}" if sub_name else args.command
     handler = getattr(args, "func", None) or COMMANDS[name]
     try:

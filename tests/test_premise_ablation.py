@@ -55,7 +55,8 @@ def test_end_to_end_all_rules_settings_and_template_kinds(tmp_path, zoo, tiny_gp
     rows = run_premise_ablation(config, tmp_path, source=load_rdf(zoo), progress=False)
     assert len(rows) == len(RULES) * 2 * 9
     table = read(tmp_path / "results.csv")
-    assert list(table[0]) == ["rule", "p1", "p2", "template", "n", "R@1", "R@5", "MRR", "MRRa"]
+    assert list(table[0]) == ["rule", "p1", "p2", "template", "n", "R@1", "R@5", "MRR", "MRRa", "protocol"]
+    assert {r["protocol"] for r in table} == {"all"}
     for rule in RULES:
         for kind in ("manual", "soft"):
             cells = {(r["p1"], r["p2"]): int(r["n"]) for r in table
@@ -101,7 +102,7 @@ def test_settings_follow_memorization_and_prompts_keep_the_conjunction(tmp_path,
 def test_same_seed_same_numbers_and_resume_after_kill(tmp_path, zoo, tiny_gpt2_dir):
     cmd = [sys.executable, "-m", "kgprobe.cli", "study", "premise-ablation",
            "--model", str(tiny_gpt2_dir), "--ontology", str(zoo), "--templates", "manual",
-           "--limit", "0", "--pairs", "3", "--batch-size", "4"]
+           "--limit", "0", "--pairs", "3", "--batch-size", "4", "--no-cache"]
     env = {**os.environ, "KGPROBE_TEST_THREADS": "1"}
     whole = subprocess.run(cmd + ["--out", str(tmp_path / "a")], capture_output=True, text=True,
                            timeout=600, env=env)

@@ -52,13 +52,15 @@ def select(records: Sequence[MemorizingRecord], split: str, limit: int | None) -
 
 
 def make_scorer(model: str, loaded, mset: MemorizingSet, *, masks: str, pooling: str | None,
-                seed: int):
+                seed: int, cache: bool = False):
     """A model's scorer, or a baseline pseudo-model fitted to this task's train split."""
     if model == "frequency":
         return FrequencyBaseline([r.answers for r in mset.records if r.split == "train"], seed=seed)
     if model == "random":
         return RandomBaseline(seed=seed)
-    return loaded.scorer(masks=masks, pooling=pooling)
+    from kgprobe.models.score_cache import cached_scorer
+
+    return cached_scorer(loaded.scorer(masks=masks, pooling=pooling), loaded, enabled=cache)
 
 
 def score_unit(scorer, prompts: list[str], records: Sequence[MemorizingRecord],
@@ -80,15 +82,17 @@ def run_memorization(model: str, out: str | Path, *, tasks: Sequence[str] = RELA
                      templates: str = "all", masks: str = "multi", pooling: str | None = None,
                      split: str = "test", limit: int | None = None, seed: int = 0,
                      probes: str | Path | None = None, device: str = "cpu",
-                     batch_size: int = 64, progress: bool = True) -> list[dict]:
-    """Run (or resume) the study and return the result rows."""
+                     batch_size: int = 64, progress: bool = True, dtype: str = "float32",
+                     cache: bool = True) -> list[dict]:
+    """Run (or resume) the study and return the result rows; `cache`: read and write the
+    persistent score cache (`models.score_cache`), shared with the other studies."""
     tmpl_set = load_templates()
     sets = generated_sets(probes, tasks=tasks) if probes else reference_sets(tasks)
     loaded = None
     if model not in BASELINES:
         from kgprobe.models.loading import load_model
 
-        loaded = load_model(model, device=device)
+        loaded = load_model(model, device=device, dtype=dtype)
     pooling_name = pooling or (loaded.default_pooling if loaded is not None else "-")
     masks_name = masks if loaded is not None and loaded.fills_masks else "-"
     units = []
@@ -102,7 +106,8 @@ def run_memorization(model: str, out: str | Path, *, tasks: Sequence[str] = RELA
                 raise KgprobeError(f"task {relation} has templates 0–{n_templates - 1}, not {t}")
 
             def run(mset=mset, records=records, t=t):
-                scorer = make_scorer(model, loaded, mset, masks=masks, pooling=pooling, seed=seed)
+                scorer = make_scorer(model, loaded, mset, masks=masks, pooling=pooling, seed=seed,
+                                     cache=cache)
                 return score_unit(scorer, prompts_for(mset, records, tmpl_set, t), records,
                                   mset.candidates, batch_size)
 

@@ -8,7 +8,7 @@ from kgprobe.reasoning.rdfs import RULES
 
 SETTINGS = ("not", "implicit", "explicit")
 TEMPLATE_KINDS = ("manual", "soft")
-COLUMNS = ["rule", "p1", "p2", "template", "n", "R@1", "R@5", "MRR", "MRRa"]
+COLUMNS = ["rule", "p1", "p2", "template", "n", "R@1", "R@5", "MRR", "MRRa", "protocol"]
 
 
 @dataclass
@@ -24,6 +24,8 @@ class AblationConfig:
     batch_size: int = 64
     soft_epochs: int = 30
     extra: dict = field(default_factory=dict)
+    candidates: str = "all"  # "all" or K: the gold vs K − 1 seeded distractors (reasoning/distractors)
+    dtype: str = "float32"  # the weights' dtype (models/loading.DTYPES)
 
     def to_json(self) -> dict:
         return {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.__dict__.items()}
