@@ -48,7 +48,9 @@ class Protocol:
 
 def parse_protocol(text: str | int | None) -> Protocol:
     """``all`` (or None) or an integer K ≥ 2, as given to ``--candidates``."""
-    if text is None or str(text).strip().lower() == "all":
+    if isinstance(text, str) and text.strip().upper().startswith("K="):  # a results.csv name
+        text = text.strip()[2:]
+    if text is None or str(text).strip().lower() in ("all", ""):
         return Protocol(None)
     try:
         k = int(str(text).strip())

@@ -125,3 +125,38 @@ def test_a_bad_candidates_value_is_one_line(value, capsys, tmp_path):
     assert main(["study", "premise-ablation", "--model", "nope", "--candidates", value,
                  "--out", str(tmp_path)]) == 2
     assert "--candidates" in capsys.readouterr().err
+
+
+def test_distractors_are_seeded_same_kind_and_never_gold():
+    from kgprobe.reasoning.distractors import distractor_candidates, parse_protocol
+
+    pool = [f"c{i}" for i in range(100)]
+    got = distractor_candidates(pool, ["c7"], 20, seed="0:item-1", exclude=["c8", "c9"])
+    assert len(got) == 20 and "c7" in got and not {"c8", "c9"} & set(got)
+    assert got == sorted(got, key=pool.index)  # pool order: the gold's position says nothing
+    assert got == distractor_candidates(pool, ["c7"], 20, seed="0:item-1", exclude=["c8", "c9"])
+    assert got != distractor_candidates(pool, ["c7"], 20, seed="0:item-2", exclude=["c8", "c9"])
+    assert distractor_candidates(pool[:5], ["c1"], 20, seed=0) == pool[:5]  # a small pool: all of it
+    assert parse_protocol("all").k is None and parse_protocol("20").k == 20
+    assert parse_protocol(parse_protocol("20").name).k == 20
+
+
+def test_premise_ablation_with_k_candidates_names_its_protocol(tmp_path, tiny_llama_dir):
+    import csv
+
+    from kgprobe.studies.premise_ablation.study import AblationConfig, run_premise_ablation
+
+    config = AblationConfig(str(tiny_llama_dir), rules=("rdfs9", "rdfs11"), limit=4, candidates="5")
+    run_premise_ablation(config, tmp_path, progress=False)
+    with open(tmp_path / "results.csv", newline="") as fh:
+        table = list(csv.DictReader(fh))
+    assert {r["protocol"] for r in table} == {"K=5"}
+    preds = [json.loads(line) for line in (tmp_path / "predictions.jsonl").read_text().splitlines()]
+    by_item = {}
+    for p in preds:
+        assert 1 <= p["gold_rank"] <= 5 and len(p["top5"]) == 5 and p["answers"][0] in p["top5"]
+        by_item.setdefault(p["item"], set()).add(tuple(sorted(p["top5"])))
+    assert all(len(sets) == 1 for sets in by_item.values())  # one candidate set per item
+    assert "Protocol `K=5`" in (tmp_path / "report.md").read_text()
+    premises = json.loads((tmp_path / "memorized.json").read_text())["premises"]
+    assert all(p["rr"] >= 1 / 5 for p in premises.values())  # ranked among 5 as well

@@ -168,6 +168,11 @@ def write_report(out: str | Path) -> Path:
                   f"seed {config.get('seed')}. Metrics in %, MRR shown (R@1, R@5, MRRa in "
                   "results.csv). A premise is *implicitly given* when the model's memorizing probe "
                   f"ranks it in the top {100 * config.get('memorized_fraction', 0.5):.0f}% of its kind.", ""]
+    from kgprobe.reasoning.distractors import parse_protocol
+
+    for name in sorted({r.get("protocol") or "all" for r in rows}):  # one, unless mixed by hand
+        lines += [f"Protocol `{name}`: {parse_protocol(name).describe()}; MRR is comparable only "
+                  "between runs of the same protocol.", ""]
     for template in templates:
         lines += [f"## Averaged over the rules ({template} templates)", ""]
         lines += _table(*grid(rows, None, template)) + [""]
