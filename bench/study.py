@@ -1,7 +1,7 @@
 """Benchmark: how fast the premise-ablation study runs here, and how long the paper-scale one takes.
 
-    python bench/study.py [--models smollm2-135m,gemma3-270m] [--prompts-all 4]
-                          [--prompts-k 24] [--k 20] [--threads 1] [--device cpu] [--dtype float32]
+    python bench/study.py [--models smollm2-135m,gemma3-270m] [--prompts-all 2]
+                          [--prompts-k 16] [--k 20] [--threads 1] [--device cpu] [--dtype float32]
 
 For each preset it scores a seeded sample of the study's own prompts (reasoning items of the
 bundled ontology, both premises written, one pseudoword pair) and prints ONE JSON line with,
@@ -90,10 +90,16 @@ def prompt_of(item, conjunction: str) -> str:
     return " ".join([p.text for p in item.premises] + [conjunction, item.conclusion["text"]])
 
 
+#: Every matmul rate measured during the run; the best is the machine's limit (other jobs on
+#: shared cores only ever lower a measurement).
+PEAKS: list[float] = []
+
+
 def run_scoring(scorer, requests, batch_size: int) -> dict:
     """Score (prompt, candidates, vectors) requests grouped by candidates; time and count."""
     from kgprobe.studies.premise_ablation.candidates import Request, score_requests
 
+    PEAKS.append(matmul_flops())
     before = dict(getattr(scorer, "stats", {}) or {})
     t = time.perf_counter()
     score_requests(scorer, [Request(p, tuple(c), v) for p, c, v in requests],
@@ -107,9 +113,9 @@ def run_scoring(scorer, requests, batch_size: int) -> dict:
 
 def rates(run: dict, body: int, hidden: int, vocab: int, peak: float) -> dict:
     flops = 2 * body * run["positions"] + 2 * hidden * vocab * run["logit_positions"]
-    return {"prompts_per_s": round(run["prompts"] / run["seconds"], 4),
+    return {"flops": flops,"prompts_per_s": round(run["prompts"] / run["seconds"], 4),
             "positions_per_s": round(run["positions"] / run["seconds"], 1),
-            "fraction_of_matmul": round(flops / run["seconds"] / peak, 3),
+            "flop_per_s": flops / run["seconds"],
             "seconds": round(run["seconds"], 2), "prompts": run["prompts"]}
 
 
@@ -168,8 +174,8 @@ def bench_model(name: str, args, items, pools, conjunction, scale, peak) -> dict
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", default="smollm2-135m,gemma3-270m")
-    parser.add_argument("--prompts-all", type=int, default=4)
-    parser.add_argument("--prompts-k", type=int, default=24)
+    parser.add_argument("--prompts-all", type=int, default=2)
+    parser.add_argument("--prompts-k", type=int, default=16)
     parser.add_argument("--k", type=int, default=20)
     parser.add_argument("--pairs", type=int, default=4, help="pseudoword pairs per item in the K sample")
     parser.add_argument("--batch-size", type=int, default=64)
@@ -181,8 +187,16 @@ def main() -> None:
     t0 = time.perf_counter()
     items, pools, conjunction, scale = study_prompts()
     peak = max(matmul_flops() for _ in range(3))
+    PEAKS.append(peak)
     results = [bench_model(m.strip(), args, items, pools, conjunction, scale, peak)
                for m in args.models.split(",") if m.strip()]
+    peak = max(PEAKS)
+    for result in results:
+        for part in ("all_before", "all", "k"):
+            if part in result:
+                r = result[part]
+                r["fraction_of_matmul"] = round(r.pop("flop_per_s") / peak, 3)
+                r.pop("flops")
     print(json.dumps({"bench": "study", "threads": args.threads, "cpu_count": os.cpu_count(),
                       "matmul_flops": round(peak / 1e9, 2), "matmul_unit": "GFLOP/s",
                       "paper_scale": {**scale, "prompts": scale["reasoning_prompts"] + scale["premise_probes"]},
