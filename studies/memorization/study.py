@@ -64,8 +64,14 @@ def make_scorer(model: str, loaded, mset: MemorizingSet, *, masks: str, pooling:
 
 
 def score_unit(scorer, prompts: list[str], records: Sequence[MemorizingRecord],
-               candidates: list[str], batch_size: int) -> tuple[dict, list[dict]]:
-    scores = scorer.score(prompts, candidates, batch_size=batch_size) if prompts else np.zeros((0, 0))
+               candidates: list[str], batch_size: int, *, desc: str = "scoring",
+               progress: bool = False) -> tuple[dict, list[dict]]:
+    from kgprobe.studies.batches import Request, score_requests
+
+    scores = np.zeros((0, 0))
+    if prompts:  # in chunks, so that a long unit (500 prompts x 785 candidates) shows progress
+        scores = np.stack(score_requests(scorer, [Request(p, tuple(candidates)) for p in prompts],
+                                         batch_size=batch_size, desc=desc, progress=progress))
     golds = [gold_indices(candidates, r.answers) for r in records]
     metrics = evaluate(scores, golds, ks=(1, 5, 10))
     preds = []
@@ -109,7 +115,8 @@ def run_memorization(model: str, out: str | Path, *, tasks: Sequence[str] = RELA
                 scorer = make_scorer(model, loaded, mset, masks=masks, pooling=pooling, seed=seed,
                                      cache=cache)
                 return score_unit(scorer, prompts_for(mset, records, tmpl_set, t), records,
-                                  mset.candidates, batch_size)
+                                  mset.candidates, batch_size, desc=f"{mset.relation} template {t}",
+                                  progress=progress and loaded is not None)
 
             units.append(Unit({"task": relation, "template": t, "masks": masks_name,
                                "pooling": pooling_name, "split": split}, run, len(records)))
