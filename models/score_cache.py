@@ -224,6 +224,8 @@ class CachedScorer:
         return self.inner.name
 
     def __getattr__(self, attr: str):  # stats, score_tensor, encode, loaded, …
+        if attr == "inner":  # not set yet (copy, pickle): no recursion
+            raise AttributeError(attr)
         return getattr(self.inner, attr)
 
     def keys(self, prompts: Sequence[str], candidates: Sequence[str], per_prompt) -> list[str]:
