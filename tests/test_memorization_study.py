@@ -68,3 +68,13 @@ def test_a_rerun_with_another_limit_redoes_only_the_units_it_changes(tmp_path):
     assert {r["task"]: r["n"] for r in rows} == {"type": 50, "domain": 30}
     assert domain.stat().st_mtime_ns == stamp
     assert [r["n"] for r in read_rows(tmp_path / "results.csv")] == ["50", "30"]
+
+
+def test_k_candidates_rank_golds_among_seeded_distractors(tmp_path):
+    rows = run_memorization("random", tmp_path, tasks=["range"], candidates="20", progress=False)
+    assert rows[0]["protocol"] == "K=20" and rows[0]["n"] == 28
+    preds = [json.loads(l) for l in (tmp_path / "predictions.jsonl").read_text().splitlines()]
+    assert all(max(p["gold_ranks"]) <= 20 for p in preds)
+    # Chance against 20 candidates is far above chance against 785.
+    full = run_memorization("random", tmp_path / "all", tasks=["range"], progress=False)
+    assert full[0]["protocol"] == "all" and rows[0]["MRR"] > full[0]["MRR"]

@@ -34,7 +34,8 @@ from kgprobe.studies.metrics import (
 )
 from kgprobe.studies.runner import Unit, run_units
 
-COLUMNS = ["task", "template", "masks", "pooling", "split", "n", "R@1", "R@5", "R@10", "MRR", "MRRa"]
+COLUMNS = ["task", "template", "masks", "pooling", "split", "n", "R@1", "R@5", "R@10", "MRR", "MRRa",
+           "protocol"]
 #: The paper evaluates TP and SCO on test records 20–519 and the other tasks on all of them.
 PAPER_LIMITS = {"type": 500, "subClassOf": 500}
 BASELINES = ("frequency", "random")
@@ -65,17 +66,22 @@ def make_scorer(model: str, loaded, mset: MemorizingSet, *, masks: str, pooling:
 
 def score_unit(scorer, prompts: list[str], records: Sequence[MemorizingRecord],
                candidates: list[str], batch_size: int, *, desc: str = "scoring",
-               progress: bool = False) -> tuple[dict, list[dict]]:
+               progress: bool = False, protocol=None, seed: int = 0) -> tuple[dict, list[dict]]:
+    """Rank each record's candidates: the task's whole set, or (`protocol` K) its golds and
+    seeded distractors (`reasoning.distractors`)."""
+    from kgprobe.reasoning.distractors import Protocol
     from kgprobe.studies.batches import Request, score_requests
 
-    scores = np.zeros((0, 0))
+    protocol = protocol or Protocol(None)
+    lists = [tuple(protocol.candidates(candidates, r.answers, seed=f"{seed}:{r.id}")) for r in records]
+    scores: list = []
     if prompts:  # in chunks, so that a long unit (500 prompts x 785 candidates) shows progress
-        scores = np.stack(score_requests(scorer, [Request(p, tuple(candidates)) for p in prompts],
-                                         batch_size=batch_size, desc=desc, progress=progress))
-    golds = [gold_indices(candidates, r.answers) for r in records]
-    metrics = evaluate(scores, golds, ks=(1, 5, 10))
+        scores = score_requests(scorer, [Request(p, c) for p, c in zip(prompts, lists)],
+                                batch_size=batch_size, desc=desc, progress=progress)
+    golds = [gold_indices(c, r.answers) for r, c in zip(records, lists)]
+    metrics = {**evaluate(scores, golds, ks=(1, 5, 10)), "protocol": protocol.name}
     preds = []
-    for rec, prompt, row, gold in zip(records, prompts, scores, golds):
+    for rec, prompt, row, gold, candidates in zip(records, prompts, scores, golds, lists):
         order = np.argsort(-row, kind="stable")[:10]
         ranks = [int(np.count_nonzero(row >= row[g])) for g in gold]
         preds.append({"id": rec.id, "subject": rec.subject, "prompt": prompt,
@@ -89,9 +95,13 @@ def run_memorization(model: str, out: str | Path, *, tasks: Sequence[str] = RELA
                      split: str = "test", limit: int | None = None, seed: int = 0,
                      probes: str | Path | None = None, device: str = "cpu",
                      batch_size: int = 64, progress: bool = True, dtype: str = "float32",
-                     cache: bool = True) -> list[dict]:
+                     cache: bool = True, candidates: str = "all") -> list[dict]:
     """Run (or resume) the study and return the result rows; `cache`: read and write the
-    persistent score cache (`models.score_cache`), shared with the other studies."""
+    persistent score cache (`models.score_cache`), shared with the other studies;
+    `candidates`: ``all`` or K (the golds and seeded distractors, K in all)."""
+    from kgprobe.reasoning.distractors import parse_protocol
+
+    protocol = parse_protocol(candidates)
     tmpl_set = load_templates()
     sets = generated_sets(probes, tasks=tasks) if probes else reference_sets(tasks)
     loaded = None
@@ -116,10 +126,13 @@ def run_memorization(model: str, out: str | Path, *, tasks: Sequence[str] = RELA
                                      cache=cache)
                 return score_unit(scorer, prompts_for(mset, records, tmpl_set, t), records,
                                   mset.candidates, batch_size, desc=f"{mset.relation} template {t}",
-                                  progress=progress and loaded is not None)
+                                  progress=progress and loaded is not None, protocol=protocol,
+                                  seed=seed)
 
+            # A K run's units are other files, so one folder never mixes protocols.
+            extra = {"protocol": protocol.name} if protocol.k is not None else {}
             units.append(Unit({"task": relation, "template": t, "masks": masks_name,
-                               "pooling": pooling_name, "split": split}, run, len(records)))
+                               "pooling": pooling_name, "split": split, **extra}, run, len(records)))
     return run_units(Path(out), units, COLUMNS, progress=progress)
 
 
