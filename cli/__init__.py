@@ -14,7 +14,7 @@ from typing import Sequence
 from kgprobe.errors import KgprobeError
 from kgprobe.studies.options import apply_threads
 
-from . import generate, interop, kg, kg_remote, studies
+from . import cache, generate, interop, kg, kg_remote, studies
 from .registry import COMMANDS
 
 __all__ = ["build_parser", "main"]
@@ -27,12 +27,14 @@ def build_parser() -> argparse.ArgumentParser:
     generate.add_parsers(sub)
     studies.add_parsers(sub)
     interop.add_parsers(sub)
+    cache.add_parsers(sub)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    sub_name = getattr(args, "kg_command", None) or getattr(args, "generate_command", None)
+    sub_name = (getattr(args, "kg_command", None) or getattr(args, "generate_command", None)
+                or getattr(args, "cache_command", None))
     name = f"{args.command} {sub_name}" if sub_name else args.command
     handler = getattr(args, "func", None) or COMMANDS[name]
     try:

@@ -60,6 +60,7 @@ from kgprobe.models.encoding import (
     split_prompt,
 )
 from kgprobe.models.language_model import LanguageModel
+from kgprobe.models.tree_batch import score_tree_batch
 from kgprobe.models.trie import CandidateTrie, additive_mask, tree_layout
 
 __all__ = ["CausalScorer"]
@@ -87,6 +88,9 @@ class CausalScorer(TensorScorer):
         start = tok.bos_token_id if tok.bos_token_id is not None else tok.eos_token_id
         self.start_id = int(start) if start is not None else None
         self._tree_ok: bool | None = None  # set by the first tree pass (see `_tree_supported`)
+        #: Prompts that share their continuations run through the trie together
+        #: (`models.tree_batch`); False scores them one at a time (the reference, and `bench`).
+        self.batch_prompts = True
         #: Work done so far: forward passes, positions run, positions through the LM head.
         self.stats = {"forwards": 0, "positions": 0, "logit_positions": 0}
 
@@ -120,7 +124,8 @@ class CausalScorer(TensorScorer):
     def _score_tensor(self, prompts: Sequence[str], candidates: Sequence[str],
                       per_prompt: list | None, batch_size: int) -> torch.Tensor:
         # With gradients it runs full sequences: a cache holding graph tensors cannot be copied.
-        rows = []
+        rows: list[torch.Tensor | None] = [None] * len(prompts)
+        trees: dict[tuple, list[tuple[int, Encoded, dict]]] = {}  # continuations → prompts
         for i, prompt in enumerate(prompts):
             vectors = per_prompt[i] if per_prompt else {}
             prefix, cands, suffix = self.encode(prompt, candidates, vectors)
@@ -136,11 +141,20 @@ class CausalScorer(TensorScorer):
             if self.share_prefix and not torch.is_grad_enabled():
                 span = len(prefix.ids) + max(len(c[0]) for c in conts) - 1
                 if self._mask_kind(span) is not None and self._tree_supported():
-                    rows.append(self._score_tree(prefix, conts, vectors, batch_size))
+                    if self.batch_prompts:  # scored below, with every prompt sharing `conts`
+                        key = tuple((tuple(c[0]), tuple(c[1]), tuple(c[2]), c[3]) for c in conts)
+                        trees.setdefault(key, []).append((i, prefix, vectors))
+                    else:
+                        rows[i] = self._score_tree(prefix, conts, vectors, batch_size)
                 else:
-                    rows.append(self._score_shared(prefix, conts, vectors, batch_size))
+                    rows[i] = self._score_shared(prefix, conts, vectors, batch_size)
             else:
-                rows.append(self._score_full(prefix, conts, vectors, batch_size))
+                rows[i] = self._score_full(prefix, conts, vectors, batch_size)
+        for key, group in trees.items():
+            conts = [(list(a), list(b), list(c), n) for a, b, c, n in key]
+            scores = score_tree_batch(self, [g[1] for g in group], conts, [g[2] for g in group], batch_size)
+            for (i, _, _), row in zip(group, scores):
+                rows[i] = row
         if not rows:
             return torch.zeros((0, len(candidates)), device=self._device())
         return torch.stack(rows)

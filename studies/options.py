@@ -20,6 +20,17 @@ def threads_option(parser: argparse.ArgumentParser) -> None:
                              "other processes share the cores")
 
 
+def scale_options(parser: argparse.ArgumentParser) -> None:
+    """``--device``, ``--dtype`` and ``--no-cache``: where and how a model study computes."""
+    parser.add_argument("--device", default="auto",
+                        help="auto (cuda when present, else cpu), cpu or cuda")
+    parser.add_argument("--dtype", choices=["float32", "bfloat16", "float16"], default="float32",
+                        help="the weights' dtype (bfloat16 on a GPU; ranks like float32)")
+    parser.add_argument("--no-cache", action="store_true",
+                        help="neither read nor write the persistent score cache "
+                             "(`kgprobe cache stats|clear`)")
+
+
 def apply_threads(args: argparse.Namespace) -> None:
     threads = getattr(args, "threads", None)
     if threads is not None:

@@ -159,3 +159,9 @@ def tiny_llama(tiny_llama_dir):
 @pytest.fixture(scope="session")
 def tiny_gemma3(tiny_gemma3_dir):
     return _load(tiny_gemma3_dir)
+
+
+@pytest.fixture(autouse=True)
+def _score_cache_dir(tmp_path_factory, monkeypatch):
+    """Every test gets its own empty score cache (models/score_cache.py), never ~/.cache."""
+    monkeypatch.setenv("KGPROBE_CACHE_DIR", str(tmp_path_factory.mktemp("score-cache")))

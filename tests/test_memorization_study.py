@@ -93,3 +93,13 @@ def test_bad_settings_are_refused_before_any_work(tmp_path, bad):
     with pytest.raises(KgprobeError):
         run_memorization("random", tmp_path / "out", progress=False, **bad)
     assert not (tmp_path / "out").exists()
+
+
+def test_k_candidates_rank_golds_among_seeded_distractors(tmp_path):
+    rows = run_memorization("random", tmp_path, tasks=["range"], candidates="20", progress=False)
+    assert rows[0]["protocol"] == "K=20" and rows[0]["n"] == 28
+    preds = [json.loads(l) for l in (tmp_path / "predictions.jsonl").read_text().splitlines()]
+    assert all(max(p["gold_ranks"]) <= 20 for p in preds)
+    # Chance against 20 candidates is far above chance against 785.
+    full = run_memorization("random", tmp_path / "all", tasks=["range"], progress=False)
+    assert full[0]["protocol"] == "all" and rows[0]["MRR"] > full[0]["MRR"]

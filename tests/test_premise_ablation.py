@@ -64,6 +64,7 @@ def test_end_to_end_all_rules_settings_and_template_kinds(tmp_path, zoo, tiny_gp
     table = read(tmp_path / "results.csv")
     assert list(table[0]) == COLUMNS
     assert {"n_items", "n_prompts", "MRR_lo", "MRR_hi", "R@1_lo", "R@5_hi", "MRRa_lo"} <= set(COLUMNS)
+    assert {r["protocol"] for r in table} == {"all"}
     for rule in RULES:
         for kind in ("manual", "soft"):
             cells = {(r["p1"], r["p2"]): int(r["n"]) for r in table
@@ -162,7 +163,7 @@ def test_settings_follow_memorization_and_prompts_keep_the_conjunction(tmp_path,
 def test_same_seed_same_numbers_and_resume_after_kill(tmp_path, zoo, tiny_gpt2_dir):
     cmd = [sys.executable, "-m", "kgprobe.cli", "study", "premise-ablation",
            "--model", str(tiny_gpt2_dir), "--ontology", str(zoo), "--templates", "manual",
-           "--limit", "0", "--pairs", "3", "--batch-size", "4"]
+           "--limit", "0", "--pairs", "3", "--batch-size", "4", "--no-cache"]
     env = {**os.environ, "KGPROBE_TEST_THREADS": "1"}
     whole = subprocess.run(cmd + ["--out", str(tmp_path / "a")], capture_output=True, text=True,
                            timeout=600, env=env)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from kgprobe.studies.options import finish, threads_option
+from kgprobe.studies.options import finish, scale_options, threads_option
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -25,7 +25,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--probes", type=Path, default=None,
                    help="a directory from `kgprobe generate memorizing` (default: the paper's sets)")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--device", default="cpu", help="cpu, cuda or auto")
+    p.add_argument("--candidates", default="all",
+                   help="all: rank against the task's whole candidate set (paper §3); K: the golds "
+                        "and seeded distractors, K candidates in all (paper §5 uses 20)")
+    scale_options(p)
     p.add_argument("--batch-size", type=int, default=64)
     threads_option(p)
     p.add_argument("--out", required=True, type=Path)
@@ -41,7 +44,9 @@ def run_cli(args: argparse.Namespace) -> int:
     rows = run_memorization(args.model, args.out, tasks=tasks, templates=args.template,
                             masks=args.masks, pooling=args.pooling, split=args.split,
                             limit=args.limit, seed=args.seed, probes=args.probes,
-                            device=args.device, batch_size=args.batch_size)
+                            device=args.device, batch_size=args.batch_size,
+                            dtype=args.dtype, cache=not args.no_cache,
+                            candidates=args.candidates)
     return finish(args.out, format_table(rows), write_report)
 
 

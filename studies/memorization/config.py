@@ -25,6 +25,9 @@ class MemorizationConfig:
     probes: Path | None = None  # a `generate memorizing` folder; None: the paper's sets
     device: str = "cpu"
     batch_size: int = 64
+    dtype: str = "float32"  # the weights' dtype (models/loading.DTYPES)
+    cache: bool = True  # read and write the persistent score cache (models/score_cache)
+    candidates: str = "all"  # "all", or K: the golds and seeded distractors, K in all
 
     def __post_init__(self) -> None:
         self.tasks = tuple(relation_name(t) for t in self.tasks)

@@ -36,7 +36,8 @@ from kgprobe.studies.metrics import (
 from kgprobe.studies.runner import Unit, run_units
 from kgprobe.studies.settings import pin_settings
 
-COLUMNS = ["task", "template", "masks", "pooling", "split", "n", "R@1", "R@5", "R@10", "MRR", "MRRa"]
+COLUMNS = ["task", "template", "masks", "pooling", "split", "n", "R@1", "R@5", "R@10", "MRR", "MRRa",
+           "protocol"]
 BASELINES = ("frequency", "random")
 
 
@@ -52,22 +53,35 @@ def select(records: Sequence[MemorizingRecord], split: str, limit: int | None) -
 
 
 def make_scorer(model: str, loaded, mset: MemorizingSet, *, masks: str, pooling: str | None,
-                seed: int):
+                seed: int, cache: bool = False):
     """A model's scorer, or a baseline pseudo-model fitted to this task's train split."""
     if model == "frequency":
         return FrequencyBaseline([r.answers for r in mset.records if r.split == "train"], seed=seed)
     if model == "random":
         return RandomBaseline(seed=seed)
-    return loaded.scorer(masks=masks, pooling=pooling)
+    from kgprobe.models.score_cache import cached_scorer
+
+    return cached_scorer(loaded.scorer(masks=masks, pooling=pooling), loaded, enabled=cache)
 
 
 def score_unit(scorer, prompts: list[str], records: Sequence[MemorizingRecord],
-               candidates: list[str], batch_size: int) -> tuple[dict, list[dict]]:
-    scores = scorer.score(prompts, candidates, batch_size=batch_size) if prompts else np.zeros((0, 0))
-    golds = [gold_indices(candidates, r.answers) for r in records]
-    metrics = evaluate(scores, golds, ks=(1, 5, 10))
+               candidates: list[str], batch_size: int, *, desc: str = "scoring",
+               progress: bool = False, protocol=None, seed: int = 0) -> tuple[dict, list[dict]]:
+    """Rank each record's candidates: the task's whole set, or (`protocol` K) its golds and
+    seeded distractors (`reasoning.distractors`)."""
+    from kgprobe.reasoning.distractors import Protocol
+    from kgprobe.studies.batches import Request, score_requests
+
+    protocol = protocol or Protocol(None)
+    lists = [tuple(protocol.candidates(candidates, r.answers, seed=f"{seed}:{r.id}")) for r in records]
+    scores: list = []
+    if prompts:  # in chunks, so that a long unit (500 prompts x 785 candidates) shows progress
+        scores = score_requests(scorer, [Request(p, c) for p, c in zip(prompts, lists)],
+                                batch_size=batch_size, desc=desc, progress=progress)
+    golds = [gold_indices(c, r.answers) for r, c in zip(records, lists)]
+    metrics = {**evaluate(scores, golds, ks=(1, 5, 10)), "protocol": protocol.name}
     preds = []
-    for rec, prompt, row, gold in zip(records, prompts, scores, golds):
+    for rec, prompt, row, gold, candidates in zip(records, prompts, scores, golds, lists):
         order = np.argsort(-row, kind="stable")[:10]
         ranks = [int(np.count_nonzero(row >= row[g])) for g in gold]
         preds.append({"id": rec.id, "subject": rec.subject, "prompt": prompt,
@@ -82,7 +96,12 @@ def run_memorization(model: str, out: str | Path, *, progress: bool = True, **se
 
 
 def run_config(config: MemorizationConfig, out: Path, *, progress: bool = True) -> list[dict]:
-    """Run (or resume) the study of one validated configuration into `out`."""
+    """Run (or resume) the study of one validated configuration into `out`; the persistent
+    score cache (`models.score_cache`) is shared with the other studies unless
+    ``config.cache`` is off."""
+    from kgprobe.reasoning.distractors import parse_protocol
+
+    protocol = parse_protocol(config.candidates)
     tmpl_set = load_templates()
     probes = config.probes
     sets = generated_sets(probes, tasks=config.tasks) if probes else reference_sets(config.tasks)
@@ -90,7 +109,7 @@ def run_config(config: MemorizationConfig, out: Path, *, progress: bool = True) 
     if config.model not in BASELINES:
         from kgprobe.models.loading import load_model
 
-        loaded = load_model(config.model, device=config.device)
+        loaded = load_model(config.model, device=config.device, dtype=config.dtype)
     pooling_name = config.pooling or (loaded.default_pooling if loaded is not None else "-")
     masks_name = config.masks if loaded is not None and loaded.fills_masks else "-"
     units = []
@@ -106,12 +125,18 @@ def run_config(config: MemorizationConfig, out: Path, *, progress: bool = True) 
 
             def run(mset=mset, records=records, t=t):
                 scorer = make_scorer(config.model, loaded, mset, masks=config.masks,
-                                     pooling=config.pooling, seed=config.seed)
+                                     pooling=config.pooling, seed=config.seed, cache=config.cache)
                 return score_unit(scorer, prompts_for(mset, records, tmpl_set, t), records,
-                                  mset.candidates, config.batch_size)
+                                  mset.candidates, config.batch_size,
+                                  desc=f"{mset.relation} template {t}",
+                                  progress=progress and loaded is not None, protocol=protocol,
+                                  seed=config.seed)
 
+            # A K run's units are other files, so one folder never mixes protocols.
+            extra = {"protocol": protocol.name} if protocol.k is not None else {}
             units.append(Unit({"task": relation, "template": t, "masks": masks_name,
-                               "pooling": pooling_name, "split": config.split}, run, len(records)))
+                               "pooling": pooling_name, "split": config.split, **extra}, run,
+                              len(records)))
     pin_settings(out, config.pinned())
     return run_units(out, units, COLUMNS, progress=progress)
 

@@ -285,6 +285,11 @@ def write_report(out: str | Path) -> Path:
               f"rule average). n = items. {LOW_N}: fewer than {min_items} items, read with care. "
               "R@1, R@5, MRRa and every interval are in results.csv; the tests in comparisons.csv "
               "(Holm-adjusted over all of them).", ""]
+    from kgprobe.reasoning.distractors import parse_protocol
+
+    for name in sorted({r.get("protocol") or "all" for r in rows}):  # one, unless mixed by hand
+        lines += [f"Protocol `{name}`: {parse_protocol(name).describe()}; MRR is comparable only "
+                  "between runs of the same protocol.", ""]
     for template in templates:
         lines += [f"## Averaged over the rules ({template} templates)", ""]
         lines += _table(cells(rows, None, template)) + [""]

@@ -26,6 +26,7 @@ import numpy as np
 from kgprobe.atomic import write_json
 from kgprobe.ontology.loaders import Source, bundled_source
 from kgprobe.ontology.verbalize import TemplateSet, capitalize, load_templates
+from kgprobe.reasoning.distractors import Protocol, parse_protocol
 from kgprobe.reasoning.items import ReasoningItem, Verbalizer, reasoning_items
 from kgprobe.reasoning.memorizing import candidate_sets
 from kgprobe.reasoning.rdfs import closure
@@ -51,6 +52,7 @@ class Study:
     loaded: object
     scorer: object
     pseudowords: list[dict]
+    protocol: Protocol = Protocol(None)
 
 
 def select_items(items: dict[str, list[ReasoningItem]], limit: int | None, seed: int) -> dict[str, list[ReasoningItem]]:
@@ -65,7 +67,7 @@ def select_items(items: dict[str, list[ReasoningItem]], limit: int | None, seed:
     return out
 
 
-def build_study(config: AblationConfig, source: Source | None = None) -> Study:
+def build_study(config: AblationConfig, source: Source | None = None, *, cache: bool = True) -> Study:
     """Items from an ontology source (the bundled one by default), the model, its pseudowords.
 
     On the bundled ontology soft templates train on the paper's memorizing sets; on any
@@ -85,11 +87,15 @@ def build_study(config: AblationConfig, source: Source | None = None) -> Study:
     all_items = reasoning_items(onto, closure(source.triples), templates, rules=config.rules)
     items = select_items(all_items, config.limit, config.seed)
     memorizing = reference_sets() if bundled else generated_memorizing_sets(onto, seed=config.seed)
-    loaded = load_model(config.model, device=config.device)
-    scorer = loaded.scorer(masks="multi")  # pooling: the model's default_pooling
+    from kgprobe.models.score_cache import cached_scorer
+
+    protocol = parse_protocol(config.candidates)
+    loaded = load_model(config.model, device=config.device, dtype=config.dtype)
+    # pooling: the model's default_pooling; scores persist across studies and runs (--no-cache)
+    scorer = cached_scorer(loaded.scorer(masks="multi"), loaded, enabled=cache)
     pseudowords = sample_pseudoword_sets(loaded, config.pairs, seed=config.seed)
     return Study(config, items, all_items, candidate_sets(onto), templates,
-                 Verbalizer(onto, templates), memorizing, loaded, scorer, pseudowords)
+                 Verbalizer(onto, templates), memorizing, loaded, scorer, pseudowords, protocol)
 
 
 # ------------------------------------------------------------------ memorized or not
@@ -113,7 +119,7 @@ def memorization_prompt(study: Study, item: ReasoningItem, role: str) -> tuple[s
     return capitalize(tmpl.render(text_a=p.subject, text_b=text_b, meta=meta)), rel.candidates
 
 
-def classify_premises(study: Study, out: Path) -> dict[str, dict]:
+def classify_premises(study: Study, out: Path, *, progress: bool = False) -> dict[str, dict]:
     """Reciprocal rank of every premise's gold under its memorizing probe, and whether it
     counts as known. Cached in OUT/memorized.json (per model and run)."""
     path = out / "memorized.json"
@@ -131,18 +137,17 @@ def classify_premises(study: Study, out: Path) -> dict[str, dict]:
                         prompt, cands = memorization_prompt(study, item, role)
                         answer = item.premises[0 if role == "P1" else 1].answer
                         requests[key] = (prompt, cands, answer, pair)
+    from .candidates import Request, premise_candidates, score_requests
+
+    keys = list(requests)
+    asked = [Request(requests[k][0], tuple(premise_candidates(study, requests[k][1], requests[k][2], k)),
+                     study.pseudowords[requests[k][3]]) for k in keys]
+    rows = score_requests(study.scorer, asked, batch_size=study.config.batch_size,
+                          desc="classifying premises (memorizing probes)", progress=progress)
     rr: dict[str, float] = {}
-    by_group: dict[tuple[str, int], list[str]] = {}
-    for key, (prompt, cands, answer, pair) in requests.items():
-        by_group.setdefault((cands, pair), []).append(key)
-    for (cands, pair), keys in by_group.items():
-        candidates = study.candidates[cands]
-        prompts = [requests[k][0] for k in keys]
-        scores = study.scorer.score(prompts, candidates, pseudowords=study.pseudowords[pair],
-                                    batch_size=study.config.batch_size)
-        for key, row in zip(keys, scores):
-            gold = gold_indices(candidates, [requests[key][2]])
-            rr[key] = reciprocal_rank(row, gold) if gold else 0.0
+    for key, req, row in zip(keys, asked, rows):
+        gold = gold_indices(req.candidates, [requests[key][2]])
+        rr[key] = reciprocal_rank(row, gold) if gold else 0.0
     # Split each kind (rule × role) at the configured fraction, best reciprocal ranks first.
     known: dict[str, bool] = {}
     kinds: dict[tuple[str, str], list[str]] = {}
@@ -186,45 +191,50 @@ def reasoning_prompt(study: Study, item: ReasoningItem, p1: str, p2: str, kind: 
 
 
 def run_cell(study: Study, rule: str, p1: str, p2: str, kind: str, premises: dict,
-             soft: dict | None, variant: int | None = None) -> tuple[dict, list[dict]]:
-    prompts, golds, maps, meta = [], [], [], []
+             soft: dict | None, variant: int | None = None,
+             progress: bool = False) -> tuple[dict, list[dict]]:
+    from .candidates import Request, item_candidates, score_requests
+
+    requests, golds, meta = [], [], []
     items = study.items[rule]
     if not items:
         return {"n": 0}, []
-    candidates = study.candidates[items[0].candidates_key]
     for item in items:
+        candidates = item_candidates(study, item)
         for pair, vectors in enumerate(study.pseudowords):
             s1, s2 = settings_of(item, premises, pair)
             if p1 in s1 and p2 in s2:
-                prompts.append(reasoning_prompt(study, item, p1, p2, kind, soft, variant))
+                requests.append(Request(
+                    reasoning_prompt(study, item, p1, p2, kind, soft, variant), tuple(candidates),
+                    {**vectors, **(soft["vectors"] if soft else {})}))
                 golds.append(gold_indices(candidates, item.answers))
-                maps.append({**vectors, **(soft["vectors"] if soft else {})})
                 meta.append((item, pair))
-    if not prompts:
+    if not requests:
         return {"n": 0}, []  # an empty setting is reported as empty
-    scores = study.scorer.score(prompts, candidates, pseudowords=maps,
-                                batch_size=study.config.batch_size)
+    scores = score_requests(study.scorer, requests, batch_size=study.config.batch_size,
+                            desc=f"{rule} P1 {p1} P2 {p2} ({kind})", progress=progress)
     metrics = evaluate(scores, golds, ks=(1, 5))
     preds = []
-    for (item, pair), prompt, row, gold in zip(meta, prompts, scores, golds):
+    for (item, pair), req, row, gold in zip(meta, requests, scores, golds):
         order = np.argsort(-row, kind="stable")[:5]
         ranks = gold_ranks(row, gold)
         # Every gold's rank: the prompt's observation, from which the report's intervals are
         # recomputed (identically on a resumed run).
-        preds.append({"item": item.id, "pair": pair, "prompt": prompt, "answers": item.answers,
+        preds.append({"item": item.id, "pair": pair, "prompt": req.prompt, "answers": item.answers,
                       "gold_rank": int(ranks.min()), "gold_ranks": ranks.tolist(),
-                      "top5": [candidates[i] for i in order]})
+                      "top5": [req.candidates[i] for i in order]})
     return {k: v for k, v in metrics.items() if k in UNIT_COLUMNS}, preds
 
 
 def run_premise_ablation(config: AblationConfig, out: str | Path, *, source: Source | None = None,
-                         progress: bool = True) -> list[dict]:
-    """Run (or resume) the study on `source` (the bundled ontology by default)."""
+                         progress: bool = True, cache: bool = True) -> list[dict]:
+    """Run (or resume) the study on `source` (the bundled ontology by default); `cache`: read
+    and write the persistent score cache (`models.score_cache`)."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     pin_settings(out, config.to_json())
-    study = build_study(config, source)
-    premises = classify_premises(study, out)
+    study = build_study(config, source, cache=cache)
+    premises = classify_premises(study, out, progress=progress)
     softs = {}
     if "soft" in config.templates:
         from kgprobe.prompts.soft import train_soft_prompts
@@ -237,8 +247,10 @@ def run_premise_ablation(config: AblationConfig, out: str | Path, *, source: Sou
                 for p2 in SETTINGS:
                     for variant in variants(study.templates, rule, kind):
                         def run(rule=rule, kind=kind, p1=p1, p2=p2, variant=variant):
-                            return run_cell(study, rule, p1, p2, kind, premises, softs or None,
-                                            variant if kind == "manual" else None)
+                            metrics, preds = run_cell(
+                                study, rule, p1, p2, kind, premises, softs or None,
+                                variant if kind == "manual" else None, progress)
+                            return {**metrics, "protocol": study.protocol.name}, preds
 
                         key = {"rule": rule, "p1": p1, "p2": p2, "template": kind,
                                "variant": variant}
