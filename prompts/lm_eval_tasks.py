@@ -13,12 +13,12 @@ ranking) or the gold plus ``k - 1`` seeded distractors (§5 uses 20 choices).
 
 from __future__ import annotations
 
-import random
 from dataclasses import asdict, dataclass
 from typing import Sequence
 
 from kgprobe.errors import KgprobeError
 from kgprobe.ontology.verbalize import MASK, TemplateSet, capitalize
+from kgprobe.reasoning.distractors import distractor_candidates, parse_protocol
 from kgprobe.reasoning.items import SLOT_X, SLOT_Y, ReasoningItem
 from kgprobe.reasoning.memorizing_sets import MemorizingSet
 
@@ -41,6 +41,7 @@ class ClozeDoc:
     answers: list[str]
     subject: str
     split: str = "test"
+    protocol: str = "all"  # the studies' candidate protocol name: all, or K=20
 
     @property
     def prompt(self) -> str:
@@ -60,23 +61,20 @@ def split_at_mask(prompt: str) -> tuple[str, str]:
 
 
 def choose_candidates(candidates: Sequence[str], answers: Sequence[str], k: int | None,
-                      rng: random.Random) -> tuple[list[str], list[int]]:
+                      seed: int | str) -> tuple[list[str], list[int]]:
     """(choices, gold indices). ``k=None``: every candidate, every gold among them. Else the
-    first (most specific) answer and ``k - 1`` distractors that are no answer, drawn with
-    `rng`, in the candidate set's order (so the gold's place says nothing)."""
+    first (most specific) answer and ``k - 1`` distractors that are no answer, seeded by
+    `seed`, in the candidate set's order (so the gold's place says nothing): the study's own
+    `reasoning.distractors`, so an exported task ranks what ``--candidates K`` ranks."""
     cands = list(candidates)
     if k is None:
         known = set(answers)
         return cands, [i for i, c in enumerate(cands) if c in known]
-    if k < 2:
-        raise KgprobeError(f"--candidates {k}: give at least 2 (the gold and a distractor) or all")
+    parse_protocol(k)  # K < 2 is one line, as on the studies' --candidates
     gold = next((a for a in answers if a in set(cands)), None)
     if gold is None:
         return [], []
-    banned = set(answers)
-    pool = [c for c in cands if c not in banned]
-    picked = set(rng.sample(pool, min(k - 1, len(pool)))) | {gold}
-    choices = [c for c in cands if c in picked]
+    choices = distractor_candidates(cands, [gold], k, seed=seed, exclude=answers)
     return choices, [choices.index(gold)]
 
 
@@ -84,11 +82,11 @@ def _doc(doc_id: str, study: str, task: str, template: str, prompt: str, subject
          answers: Sequence[str], candidates: Sequence[str], k: int | None, seed: int,
          split: str = "test") -> ClozeDoc | None:
     text, suffix = split_at_mask(prompt)
-    choices, gold = choose_candidates(candidates, answers, k, random.Random(f"{seed}:{doc_id}"))
+    choices, gold = choose_candidates(candidates, answers, k, f"{seed}:{doc_id}")
     if not gold:
         return None  # no answer among the candidates: nothing to rank
     return ClozeDoc(doc_id, study, task, template, text, suffix, choices, gold, list(answers),
-                    subject, split)
+                    subject, split, parse_protocol(k).name)
 
 
 def memorizing_docs(mset: MemorizingSet, templates: TemplateSet, template: int, *, split: str,
@@ -128,13 +126,3 @@ def reasoning_docs(items: Sequence[ReasoningItem], candidates: dict[str, list[st
         if doc is not None:
             docs.append(doc)
     return docs
-
-
-def sample_items(items: Sequence[ReasoningItem], rule: str, limit: int | None,
-                 seed: int) -> list[ReasoningItem]:
-    """The premise-ablation study's seeded sample of `limit` items of a rule, in item order
-    (the same draw as its `select_items`, tested), so an export probes the same items."""
-    if limit is None or len(items) <= limit:
-        return list(items)
-    keep = sorted(random.Random(f"{seed}:{rule}").sample(range(len(items)), limit))
-    return [items[i] for i in keep]

@@ -13,9 +13,10 @@ premise-ablation study can test whether a model knows it without regenerating it
 from __future__ import annotations
 
 import functools
+import random
 from collections import Counter
 from dataclasses import asdict, dataclass, field
-from typing import Iterable
+from typing import Iterable, Sequence
 
 from kgprobe.ontology.model import Ontology, Triple, is_literal, parse_literal
 from kgprobe.ontology.verbalize import (
@@ -266,3 +267,13 @@ def rule_summary(items: dict[str, list[ReasoningItem]],
             entry["note"] = f"no items: the data has no {RULE_NEEDS[rule]}"
         out[rule] = entry
     return out
+
+
+def sample_items(items: Sequence[ReasoningItem], rule: str, limit: int | None,
+                 seed: int) -> list[ReasoningItem]:
+    """A seeded sample of `limit` items of a rule, in item order: the premise-ablation study's
+    draw, which `kgprobe export lm-eval` repeats so an export probes the same items."""
+    if limit is None or len(items) <= limit:
+        return list(items)
+    keep = sorted(random.Random(f"{seed}:{rule}").sample(range(len(items)), limit))
+    return [items[i] for i in keep]

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+import csv
 import importlib.util
 import json
 import math
-import random
 import subprocess
 import sys
 from pathlib import Path
@@ -13,7 +13,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 from kgprobe.cli import main
-from kgprobe.prompts.lm_eval_tasks import choose_candidates, sample_items, with_letters
+from kgprobe.prompts.lm_eval_tasks import choose_candidates, with_letters
+from kgprobe.reasoning.items import sample_items
 from kgprobe.studies.lm_eval import harness_utils
 from kgprobe.studies.lm_eval.export import ExportSettings, export_lm_eval
 from kgprobe.studies.lm_eval.importer import (
@@ -24,7 +25,9 @@ from kgprobe.studies.lm_eval.importer import (
 )
 from kgprobe.studies.memorization.study import COLUMNS as MEMORIZATION_STUDY_COLUMNS
 from kgprobe.studies.metrics import evaluate, item_metrics
-from kgprobe.studies.premise_ablation.config import COLUMNS as ABLATION_STUDY_COLUMNS
+from kgprobe.studies.premise_ablation.config import (
+    UNIT_COLUMNS as ABLATION_STUDY_COLUMNS,
+)
 
 HAS_LM_EVAL = importlib.util.find_spec("lm_eval") is not None
 needs_lm_eval = pytest.mark.skipif(not HAS_LM_EVAL, reason="lm-eval is not installed: "
@@ -52,13 +55,13 @@ def test_the_imported_tables_are_the_studies_tables():
 def test_candidates_are_the_gold_and_seeded_distractors():
     cands = [f"c{i}" for i in range(50)]
     answers = ["c7", "c3", "c30"]
-    choices, gold = choose_candidates(cands, answers, 10, random.Random("1:a"))
+    choices, gold = choose_candidates(cands, answers, 10, "1:a")
     assert len(choices) == 10 and choices[gold[0]] == "c7" and len(gold) == 1
     assert not {"c3", "c30"} & set(choices)  # no other answer poses as a distractor
     assert choices == sorted(choices, key=cands.index)
-    assert choose_candidates(cands, answers, 10, random.Random("1:a")) == (choices, gold)
-    assert choose_candidates(cands, answers, 10, random.Random("2:a"))[0] != choices
-    every, golds = choose_candidates(cands, answers, None, random.Random(0))
+    assert choose_candidates(cands, answers, 10, "1:a") == (choices, gold)
+    assert choose_candidates(cands, answers, 10, "2:a")[0] != choices
+    every, golds = choose_candidates(cands, answers, None, 0)
     assert every == cands and golds == [3, 7, 30]
 
 
@@ -120,11 +123,14 @@ def test_import_ranks_logged_scores_like_kgprobe_and_reports(tmp_path, capsys):
     assert rows[0].split(",") == MEMORIZATION_COLUMNS and rows[1].startswith("type,0,-,sum,test,5,")
     samples = read_samples(next(results.glob("samples_kgprobe_memorizing*")))
     want = evaluate([s.scores for s in samples], [s.doc["gold"] for s in samples])
-    assert rows[1].split(",")[-1] == f"{want['MRRa']:.4f}"
+    assert rows[1].split(",")[-2:] == [f"{want['MRRa']:.4f}", "K=8"]  # the export's protocol
     assert (memo / "report.md").exists() and len((memo / "predictions.jsonl").read_text().splitlines()) == 5
     # All choices tied: pessimistic ranks, so every gold is last of its 8 choices.
-    ablation = (tmp_path / "run" / "premise-ablation" / "results.csv").read_text().splitlines()
-    assert ablation[1].startswith("rdfs11,explicit,explicit,manual,") and ",0.1250," in ablation[1]
+    with open(tmp_path / "run" / "premise-ablation" / "results.csv", newline="") as fh:
+        ablation = [r for r in csv.DictReader(fh) if r["n_items"] not in ("", "0")]
+    assert {(r["rule"], r["p1"], r["p2"], r["template"]) for r in ablation} == {
+        (rule, "explicit", "explicit", "manual") for rule in ("rdfs11", "mean")}
+    assert all(float(r["MRR"]) == pytest.approx(0.125) and r["n_items"] == "5" for r in ablation)
     assert "premise-ablation" in capsys.readouterr().out
 
 

@@ -24,8 +24,8 @@ from kgprobe.prompts.lm_eval_tasks import (
     ClozeDoc,
     memorizing_docs,
     reasoning_docs,
-    sample_items,
 )
+from kgprobe.reasoning.items import sample_items
 
 STUDIES = ("memorizing", "reasoning")
 METRICS = ("r@1", "r@5", "mrr")

@@ -21,13 +21,17 @@ from pathlib import Path
 import numpy as np
 from kgprobe.atomic import write_json
 from kgprobe.errors import KgprobeError
+from kgprobe.ontology.verbalize import load_templates
+from kgprobe.reasoning.items import RULE_RELATIONS
 from kgprobe.studies.metrics import evaluate, gold_ranks
 from kgprobe.studies.runner import Unit, run_units, unit_path
 
-#: The results.csv columns of the memorization and premise-ablation studies (tested equal).
+#: The unit rows of the memorization and premise-ablation studies (tested equal; a study
+#: package is not imported here: studies never import each other).
 MEMORIZATION_COLUMNS = ["task", "template", "masks", "pooling", "split", "n", "R@1", "R@5",
-                        "R@10", "MRR", "MRRa"]
-ABLATION_COLUMNS = ["rule", "p1", "p2", "template", "n", "R@1", "R@5", "MRR", "MRRa"]
+                        "R@10", "MRR", "MRRa", "protocol"]
+ABLATION_COLUMNS = ["rule", "p1", "p2", "template", "variant", "n", "R@1", "R@5", "MRR", "MRRa",
+                    "protocol"]
 FOLDERS = {"memorizing": "memorization", "reasoning": "premise-ablation"}
 _SAMPLES = re.compile(r"^samples_(kgprobe_.+)_(\d{4}-\d{2}-\d{2}T[0-9.\-]+)\.jsonl$")
 
@@ -80,7 +84,7 @@ def unit_result(samples: list[Sample], ks: tuple[int, ...]) -> tuple[dict, list[
     preds = []
     for s, row, gold in zip(samples, scores, golds):
         order = np.argsort(-row, kind="stable")[:10]
-        preds.append({"id": s.doc["id"], "subject": s.doc["subject"],
+        preds.append({"id": s.doc["id"], "item": s.doc["id"], "pair": 0, "subject": s.doc["subject"],
                       "prompt": f"{s.doc['text']}[MASK]{s.doc['suffix']}",
                       "answers": s.doc["answers"],
                       "gold_ranks": [int(r) for r in gold_ranks(row, gold)],
@@ -91,15 +95,20 @@ def unit_result(samples: list[Sample], ks: tuple[int, ...]) -> tuple[dict, list[
 def _unit(study: str, samples: list[Sample]) -> Unit:
     doc = samples[0].doc
 
+    protocol = doc.get("protocol", "all")  # written by `kgprobe export lm-eval`
+
     def run(samples=samples):
         metrics, preds = unit_result(samples, (1, 5, 10) if study == "memorizing" else (1, 5))
-        return metrics, preds
+        return {**metrics, "protocol": protocol}, preds
 
     if study == "memorizing":
         key = {"task": doc["task"], "template": int(doc["template"]), "masks": "-", "pooling": "sum",
                "split": doc.get("split", "test")}
     else:
-        key = {"rule": doc["task"], "p1": "explicit", "p2": "explicit", "template": "manual"}
+        # The exported hypothesis is written under its relation's hypothesis template.
+        relation = RULE_RELATIONS[doc["task"]][2]
+        key = {"rule": doc["task"], "p1": "explicit", "p2": "explicit", "template": "manual",
+               "variant": load_templates()[relation].hypothesis}
     return Unit(key, run, len(samples))
 
 

@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 from kgprobe.errors import StudyError
 from kgprobe.ontology.verbalize import TemplateSet, load_templates
+from kgprobe.reasoning.distractors import parse_protocol
 from kgprobe.reasoning.items import RULE_RELATIONS
 from kgprobe.studies import comparisons, stats
 
@@ -114,7 +115,8 @@ def sample(prompts: list[Prompt], stratified: bool = False) -> stats.Clustered:
 
 
 def cell_row(key: dict, prompts: list[Prompt], config: dict, *, stratified: bool = False) -> dict:
-    row = {**key, "n": len(prompts), "n_items": 0, "n_prompts": len(prompts)}
+    row = {**key, "n": len(prompts), "n_items": 0, "n_prompts": len(prompts),
+           "protocol": parse_protocol(str(config.get("candidates", "all"))).name}
     if not prompts:
         return row  # an empty cell: no numbers, not made-up zeros
     clustered = sample(prompts, stratified)

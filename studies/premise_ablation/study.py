@@ -18,7 +18,6 @@ as they finish with every prompt's gold ranks; the report averages a relation's 
 from __future__ import annotations
 
 import json
-import random
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,7 +26,12 @@ from kgprobe.atomic import write_json
 from kgprobe.ontology.loaders import Source, bundled_source
 from kgprobe.ontology.verbalize import TemplateSet, capitalize, load_templates
 from kgprobe.reasoning.distractors import Protocol, parse_protocol
-from kgprobe.reasoning.items import ReasoningItem, Verbalizer, reasoning_items
+from kgprobe.reasoning.items import (
+    ReasoningItem,
+    Verbalizer,
+    reasoning_items,
+    sample_items,
+)
 from kgprobe.reasoning.memorizing import candidate_sets
 from kgprobe.reasoning.rdfs import closure
 from kgprobe.studies.metrics import evaluate, gold_indices, gold_ranks, reciprocal_rank
@@ -57,14 +61,7 @@ class Study:
 
 def select_items(items: dict[str, list[ReasoningItem]], limit: int | None, seed: int) -> dict[str, list[ReasoningItem]]:
     """A seeded sample of `limit` items per rule, kept in item order."""
-    out = {}
-    for rule, rule_items in items.items():
-        if limit is None or len(rule_items) <= limit:
-            out[rule] = list(rule_items)
-        else:
-            keep = sorted(random.Random(f"{seed}:{rule}").sample(range(len(rule_items)), limit))
-            out[rule] = [rule_items[i] for i in keep]
-    return out
+    return {rule: sample_items(rule_items, rule, limit, seed) for rule, rule_items in items.items()}
 
 
 def build_study(config: AblationConfig, source: Source | None = None, *, cache: bool = True) -> Study:
