@@ -197,18 +197,23 @@ def cmd_kg_export(args: argparse.Namespace) -> int:
 # ------------------------------------------------------------------------------ reason
 
 
-def print_reason(kg: KnowledgeGraph, rules, provenance: Path | None = None) -> None:
+def print_reason(kg: KnowledgeGraph, rules, provenance: Path | None = None, *,
+                 owl: bool = False) -> None:
     from kgprobe.reasoning.materialize import materialize
 
-    report = materialize(kg, rules)
+    report = materialize(kg, rules, owl=owl)
     print(f"reasoned over {report.asserted} asserted triples with {', '.join(report.rules)} "
           f"in {report.seconds:.2f} s")
     for rule in report.rules:
         print(f"  {rule:7s} {report.derived_by.get(rule, 0):>9} triples")
     print(f"inferred graph: {report.inferred} triples ({report.added} new); "
           f"{report.held_back} generalized triples held back (not legal RDF)")
+    if report.unsatisfiable:
+        warn(f"HermiT: {len(report.unsatisfiable)} unsatisfiable class(es) (equivalent to "
+             f"owl:Nothing), not stated: {', '.join(report.unsatisfiable[:5])}"
+             f"{' …' if len(report.unsatisfiable) > 5 else ''}")
     if provenance:
-        n = report.closure.write_jsonl(provenance)
+        n = report.write_provenance(provenance)
         print(f"wrote {n} derivations to {provenance}")
 
 
@@ -220,7 +225,7 @@ def cmd_reason(args: argparse.Namespace) -> int:
         if args.clear:
             print(f"removed the inferred graph ({clear(kg)} triples)")
             return 0
-        print_reason(kg, comma_list(args.rules), args.provenance)
+        print_reason(kg, comma_list(args.rules), args.provenance, owl=args.owl)
     return 0
 
 
@@ -256,16 +261,18 @@ def cmd_generate_reasoning(args: argparse.Namespace) -> int:
     from kgprobe.ontology.loaders import build_ontology
     from kgprobe.ontology.verbalize import load_templates
     from kgprobe.reasoning.items import reasoning_items, rule_summary
-    from kgprobe.reasoning.materialize import asserted_triples
+    from kgprobe.reasoning.materialize import reasoning_base
     from kgprobe.reasoning.memorizing import candidate_sets
     from kgprobe.reasoning.rdfs import closure
 
     templates = load_templates(args.templates)
     with open_store(args) as kg:
-        triples = asserted_triples(kg)
+        asserted, owl = reasoning_base(kg)
+    triples = asserted | owl
     onto = build_ontology("store", triples)
     items = reasoning_items(onto, closure(triples, RULES), templates,
-                            rules=comma_list(args.rules), pseudowords=not args.no_pseudowords)
+                            rules=comma_list(args.rules), pseudowords=not args.no_pseudowords,
+                            asserted=asserted)
     out = Path(args.out)
     for rule, rule_items in items.items():
         write_jsonl(out / f"{rule}.jsonl", (i.to_json() for i in rule_items))
@@ -347,6 +354,9 @@ def add_parsers(sub) -> None:
     p.add_argument("--rules", default=",".join(RULES),
                    help=f"comma-separated subset of {','.join(RULES)}")
     p.add_argument("--clear", action="store_true", help="remove the inferred graph instead")
+    p.add_argument("--owl", action="store_true", help="also classify with HermiT (OWL 2; needs "
+                   "Java): its named subsumptions and types join the inferred graph with "
+                   "provenance owl:hermit and feed generation")
     p.add_argument("--provenance", type=Path, default=None,
                    help="write every one-step derivation (rule, conclusion, premises) as JSONL")
     writer_args(p)

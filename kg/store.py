@@ -41,6 +41,7 @@ INFERRED_GRAPH = "urn:kgprobe:inferred"
 META_GRAPH = "urn:kgprobe:meta"
 STAGING_NS = "urn:kgprobe:staging:"
 _PATH, _HASH, _FROM = (KGP + "sourcePath", KGP + "sourceHash", KGP + "computedFrom")
+_BY = KGP + "derivedBy"
 
 #: Prefixes every query may use without declaring them.
 PREFIXES = {
@@ -189,9 +190,22 @@ class KnowledgeGraph:
         self._commit({}, {}, drop=[graph])
         return record or SourceRecord(graph, "?", "?")
 
-    def replace_inferred(self, triples: Iterable[Triple]) -> None:
-        """Make the inferred graph hold exactly `triples`, computed from the current sources."""
-        self._commit({INFERRED_GRAPH: triples}, {}, fingerprint=self.fingerprint())
+    def replace_inferred(self, triples: Iterable[Triple],
+                         provenance: dict[str, Iterable[Triple]] | None = None) -> None:
+        """Make the inferred graph hold exactly `triples`, computed from the current sources.
+
+        `provenance` names the reasoner of some of them (``{"owl:hermit": …}``): recorded in
+        the meta graph (reified, never part of the union) in the same transaction, so
+        generation can tell an OWL conclusion from an RDFS one (see `provenance`)."""
+        self._commit({INFERRED_GRAPH: triples}, {}, fingerprint=self.fingerprint(),
+                     provenance=provenance or {})
+
+    def provenance(self, name: str) -> set[Triple]:
+        """The inferred triples recorded as derived by `name` (e.g. ``owl:hermit``)."""
+        rows = self._store.query(
+            f"SELECT ?s ?p ?o WHERE {{ GRAPH <{META_GRAPH}> {{ ?r <{_BY}> {lit(name)} ; "
+            f"<{RDF}subject> ?s ; <{RDF}predicate> ?p ; <{RDF}object> ?o }} }}")
+        return {(from_ox(r["s"]), from_ox(r["p"]), from_ox(r["o"])) for r in rows}
 
     def clear_inferred(self) -> None:
         self._commit({}, {}, drop=[INFERRED_GRAPH], fingerprint="")
@@ -201,7 +215,8 @@ class KnowledgeGraph:
         self._commit(graphs, {})
 
     def _commit(self, graphs: dict[str, Iterable[Triple]], meta: dict[str, SourceRecord], *,
-                drop: Iterable[str] = (), fingerprint: str | None = None) -> None:
+                drop: Iterable[str] = (), fingerprint: str | None = None,
+                provenance: dict[str, Iterable[Triple]] | None = None) -> None:
         """Stage every graph, then publish all of it with one SPARQL update (one transaction)."""
         ops = []
         try:
@@ -220,8 +235,11 @@ class KnowledgeGraph:
                     for r in meta.values()]
             if fingerprint is not None:
                 ops.append(f"DELETE WHERE {{ GRAPH <{META_GRAPH}> {{ <{INFERRED_GRAPH}> <{_FROM}> ?c }} }}")
+                ops.append(f"DELETE WHERE {{ GRAPH <{META_GRAPH}> {{ ?r <{_BY}> ?by ; "
+                           f"<{RDF}subject> ?s ; <{RDF}predicate> ?p ; <{RDF}object> ?o }} }}")
                 if fingerprint:
                     rows.append(f"<{INFERRED_GRAPH}> <{_FROM}> {lit(fingerprint)} .")
+                rows += [_reified(name, t) for name, ts in (provenance or {}).items() for t in ts]
             if rows:
                 ops.append(f"INSERT DATA {{ GRAPH <{META_GRAPH}> {{ {' '.join(rows)} }} }}")
             if ops:
@@ -361,6 +379,13 @@ class KnowledgeGraph:
         with atomic_path(out) as tmp:
             result.serialize(str(tmp), format=formats[fmt])
         return None
+
+
+def _reified(name: str, triple: Triple) -> str:
+    """One provenance row: a blank node naming the reasoner and the triple it derived."""
+    s, p, o = (x if x.startswith(('"', "_:")) else f"<{x}>" for x in triple)
+    return (f"[] <{_BY}> {lit(name)} ; <{RDF}subject> {s} ; <{RDF}predicate> {p} ; "
+            f"<{RDF}object> {o} .")
 
 
 def _source_path(path: str) -> str:

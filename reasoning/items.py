@@ -121,10 +121,14 @@ class Verbalizer:
 
 
 def reasoning_items(onto: Ontology, closure: Closure, templates: TemplateSet, *,
-                    rules: Iterable[str] = RULES, pseudowords: bool = True) -> dict[str, list[ReasoningItem]]:
-    """Items per rule, in a deterministic order (sorted by their text)."""
+                    rules: Iterable[str] = RULES, pseudowords: bool = True,
+                    asserted: set | None = None) -> dict[str, list[ReasoningItem]]:
+    """Items per rule, in a deterministic order (sorted by their text).
+
+    `asserted`: the triples a premise counts as asserted in (default: the closure's input;
+    narrower when that input also holds OWL-reasoner conclusions)."""
     verb = Verbalizer(onto, templates, pseudowords)
-    asserted = closure.asserted
+    asserted = closure.asserted if asserted is None else asserted
     out: dict[str, list[ReasoningItem]] = {}
     for rule in rules:
         if rule not in RULE_RELATIONS:
