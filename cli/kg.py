@@ -17,6 +17,7 @@ from typing import Sequence
 
 from kgprobe.errors import KgprobeError, OntologyError
 from kgprobe.kg.store import PREFIXES, KnowledgeGraph, QueryResult, default_store_path
+from kgprobe.ontology.formats import SYNTAXES
 from kgprobe.ontology.loaders import Source, bundled_source, load_source
 from kgprobe.ontology.model import parse_literal
 from kgprobe.reasoning.rdfs import RULES
@@ -46,10 +47,16 @@ def open_store(args: argparse.Namespace, *, write: bool = False) -> KnowledgeGra
 # ------------------------------------------------------------------------------ kg
 
 
-def parse_sources(paths: Sequence[str], default: bool, name: str | None) -> list[Source]:
-    """Parse every source before the store is opened: a bad file changes nothing."""
+def parse_sources(paths: Sequence[str], default: bool, name: str | None,
+                  fmt: str | None = None, lazy: bool = False) -> list[Source]:
+    """Read every source before the store is opened: a bad file changes nothing. `lazy`:
+    files are only detected (and converted) here; the store bulk-loads them and builds their
+    model, and a syntax error there also leaves the store as it was."""
+    if fmt is not None and len(paths) != 1:
+        raise OntologyError(f"--format {fmt}: names the syntax of one file, but {len(paths)} "
+                            "were given; load them one at a time")
     sources = [bundled_source()] if default else []
-    sources += [load_source(p) for p in paths]
+    sources += [load_source(p, fmt, lazy=lazy) for p in paths]
     if not sources:
         raise OntologyError("nothing to load; give SOURCE paths or --default")
     if name is not None:
@@ -57,10 +64,14 @@ def parse_sources(paths: Sequence[str], default: bool, name: str | None) -> list
             raise OntologyError(f"--name {name}: names one source, but {len(sources)} were given; "
                                 "load them one at a time")
         sources[0].name = name
-    for src in sources:
-        for w in src.ontology.warnings:
-            warn(f"{src.path}: {w}")
+    print_warnings(sources)
     return sources
+
+
+def print_warnings(sources: list[Source]) -> None:
+    for src in sources:
+        for w in src.ontology.warnings if src.ontology is not None else []:
+            warn(f"{src.path}: {w}")
 
 
 def load_sources(kg: KnowledgeGraph, paths: Sequence[str], default: bool,
@@ -88,12 +99,13 @@ def created_store(args: argparse.Namespace):
 
 @command("kg load")
 def cmd_kg_load(args: argparse.Namespace) -> int:
-    sources = parse_sources(args.sources, args.default, args.name)
+    sources = parse_sources(args.sources, args.default, args.name, args.format, lazy=True)
     with created_store(args) as kg:
         kg.add_sources(sources, replace=args.replace)
+        print_warnings([s for s in sources if s.rdf is not None])  # models built by the store
         for src in sources:
             o = src.ontology
-            print(f"loaded {src.path} into graph '{src.name}': {len(src.triples)} triples, "
+            print(f"loaded {src.path} into graph '{src.name}': {src.size} triples, "
                   f"{len(o.classes)} classes, {len(o.properties)} properties, "
                   f"{len(o.instances)} instances")
         if args.reason:
@@ -333,6 +345,9 @@ def add_parsers(sub) -> None:
     p.add_argument("--replace", action="store_true",
                    help="let a source replace a graph that holds a different file")
     p.add_argument("--reason", action="store_true", help="materialize the RDFS closure afterwards")
+    p.add_argument("--format", default=None, choices=list(SYNTAXES), help="the syntax of the one "
+                   "SOURCE file (default: from its suffix, checked against its content; .gz is "
+                   "read through gzip)")
     writer_args(p)
     p = kg_sub.add_parser("remove", help="remove a source graph (inferences become stale)")
     p.add_argument("name", help="the graph name, as `kg stats` shows it after urn:kgprobe:source:")

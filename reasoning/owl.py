@@ -14,7 +14,6 @@ classes equivalent to ``owl:Nothing`` (unsatisfiable) are reported, not stated.
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
 import tempfile
 from dataclasses import dataclass, field
@@ -22,6 +21,7 @@ from pathlib import Path
 from typing import Iterable
 
 from kgprobe.errors import KgprobeError
+from kgprobe.ontology.formats import java
 from kgprobe.ontology.model import (
     OWL,
     RDF_TYPE,
@@ -52,16 +52,6 @@ class OwlResult:
 
     triples: set[Triple] = field(default_factory=set)
     unsatisfiable: list[str] = field(default_factory=list)
-
-
-def java() -> str:
-    """The java executable, or one line saying how to get it."""
-    exe = shutil.which("java")
-    if exe is None:
-        raise OwlReasonerError("java: not found on PATH; `kgprobe reason --owl` runs HermiT, which "
-                               "needs Java 8 or newer: install a JRE (e.g. openjdk-17-jre) or "
-                               "drop --owl")
-    return exe
 
 
 def _nt(term: str) -> str:
@@ -102,7 +92,7 @@ def classify(triples: Iterable[Triple], *, timeout: float = 600) -> OwlResult:
     from owlready2.reasoning import _HERMIT_CLASSPATH
 
     triples = set(triples)
-    exe = java()
+    exe = java("`kgprobe reason --owl` runs HermiT, which", "drop --owl")
     with tempfile.TemporaryDirectory(prefix="kgprobe-owl-") as tmp:
         path = Path(tmp) / "asserted.nt"
         write_ntriples(triples, path)

@@ -48,7 +48,7 @@ def test_parse_hermit_keeps_named_statements_and_reports_unsatisfiable():
 def test_missing_java_is_one_line(tmp_path, monkeypatch):
     store = str(tmp_path / "store")
     assert cli("kg", "load", str(DATA / "veg_pizza.ttl"), "--store", store)[0] == 0
-    monkeypatch.setattr("kgprobe.reasoning.owl.shutil.which", lambda name: None)
+    monkeypatch.setattr("kgprobe.ontology.formats.shutil.which", lambda name: None)
     code, _, err = cli("reason", "--owl", "--store", store)
     assert code == 2 and len(err.strip().splitlines()) == 1
     assert "java" in err and "--owl" in err

@@ -1,0 +1,64 @@
+"""The `urn:kgprobe:meta` graph: what the store records about its own graphs.
+
+Per source graph its path and content hash; for the inferred graph the fingerprint of the
+sources it was computed from and, reified, which reasoner derived which triple (provenance
+such as ``owl:hermit``). Never part of the union the queries see.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable
+
+import pyoxigraph as ox
+from kgprobe.kg.terms import lit
+from kgprobe.ontology.loaders import ox_term as from_ox
+from kgprobe.ontology.model import KGP, RDF, Triple
+
+INFERRED_GRAPH = "urn:kgprobe:inferred"
+META_GRAPH = "urn:kgprobe:meta"
+_PATH, _HASH, _FROM = (KGP + "sourcePath", KGP + "sourceHash", KGP + "computedFrom")
+_BY = KGP + "derivedBy"
+
+
+@dataclass(frozen=True)
+class SourceRecord:
+    """What the meta graph says about one source graph."""
+
+    graph: str
+    path: str
+    content_hash: str
+
+
+def _reified(name: str, triple: Triple) -> str:
+    """One provenance row: a blank node naming the reasoner and the triple it derived."""
+    s, p, o = (x if x.startswith(('"', "_:")) else f"<{x}>" for x in triple)
+    return (f"[] <{_BY}> {lit(name)} ; <{RDF}subject> {s} ; <{RDF}predicate> {p} ; "
+            f"<{RDF}object> {o} .")
+
+
+def meta_updates(ops: list[str], meta: dict[str, SourceRecord], drop: Iterable[str],
+                 fingerprint: str | None, provenance: dict[str, Iterable[Triple]] | None
+                 ) -> list[str]:
+    """Append the DELETEs for records being replaced to `ops`; return the rows to INSERT."""
+    for graph in [*meta, *drop]:
+        ops.append(f"DELETE WHERE {{ GRAPH <{META_GRAPH}> {{ <{graph}> <{_PATH}> ?a }} }}")
+        ops.append(f"DELETE WHERE {{ GRAPH <{META_GRAPH}> {{ <{graph}> <{_HASH}> ?b }} }}")
+    rows = [f"<{r.graph}> <{_PATH}> {lit(r.path)} . <{r.graph}> <{_HASH}> {lit(r.content_hash)} ."
+            for r in meta.values()]
+    if fingerprint is not None:
+        ops.append(f"DELETE WHERE {{ GRAPH <{META_GRAPH}> {{ <{INFERRED_GRAPH}> <{_FROM}> ?c }} }}")
+        ops.append(f"DELETE WHERE {{ GRAPH <{META_GRAPH}> {{ ?r <{_BY}> ?by ; "
+                   f"<{RDF}subject> ?s ; <{RDF}predicate> ?p ; <{RDF}object> ?o }} }}")
+        if fingerprint:
+            rows.append(f"<{INFERRED_GRAPH}> <{_FROM}> {lit(fingerprint)} .")
+        rows += [_reified(name, t) for name, ts in (provenance or {}).items() for t in ts]
+    return rows
+
+
+def recorded_provenance(store: ox.Store, name: str) -> set[Triple]:
+    """The triples the meta graph records as derived by `name` (e.g. ``owl:hermit``)."""
+    rows = store.query(
+        f"SELECT ?s ?p ?o WHERE {{ GRAPH <{META_GRAPH}> {{ ?r <{_BY}> {lit(name)} ; "
+        f"<{RDF}subject> ?s ; <{RDF}predicate> ?p ; <{RDF}object> ?o }} }}")
+    return {(from_ox(r["s"]), from_ox(r["p"]), from_ox(r["o"])) for r in rows}
