@@ -23,7 +23,7 @@ from typing import Iterable, Iterator
 
 import pyoxigraph as ox
 from kgprobe.atomic import atomic_path
-from kgprobe.errors import QueryError, StoreError
+from kgprobe.errors import KgprobeError, QueryError, StoreError
 from kgprobe.kg import bulk
 from kgprobe.kg.lock import LOCK_NAME, WriterLock
 from kgprobe.kg.meta import (
@@ -236,6 +236,11 @@ class KnowledgeGraph:
                 self._store.update(" ;\n".join(ops))
         except BaseException as err:
             self._drop_staging()
+            if isinstance(err, KgprobeError):
+                # a bad file: drop the frames (they hold the Oxigraph store open, and a failed
+                # first load must be able to delete the store directory)
+                err.__context__ = err.__cause__ = None
+                raise err.with_traceback(None)
             if not isinstance(err, (SyntaxError, OSError, RuntimeError, TypeError, ValueError)):
                 raise
             raise StoreError(f"graph(s) {', '.join(graphs) or ', '.join(drop)}: could not be "
