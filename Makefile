@@ -25,5 +25,6 @@ bench: $(STAMP)
 	$(BIN)/pip install -q -e '.[bench]'
 	$(BIN)/python bench/rdfs_closure.py
 	$(BIN)/python bench/scoring.py
+	$(BIN)/python bench/load.py
 
 .PHONY: venv demo test bench

@@ -19,6 +19,10 @@ INFERRED_GRAPH = "urn:kgprobe:inferred"
 META_GRAPH = "urn:kgprobe:meta"
 _PATH, _HASH, _FROM = (KGP + "sourcePath", KGP + "sourceHash", KGP + "computedFrom")
 _BY = KGP + "derivedBy"
+#: `kg stats` figures of a bulk-loaded source graph, recorded after it is published and
+#: deleted with its path and hash whenever the graph is replaced or removed.
+_STATS = {name: KGP + "stat" + name.title() for name in ("triples", "classes", "properties",
+                                                       "instances")}
 
 
 @dataclass(frozen=True)
@@ -44,6 +48,8 @@ def meta_updates(ops: list[str], meta: dict[str, SourceRecord], drop: Iterable[s
     for graph in [*meta, *drop]:
         ops.append(f"DELETE WHERE {{ GRAPH <{META_GRAPH}> {{ <{graph}> <{_PATH}> ?a }} }}")
         ops.append(f"DELETE WHERE {{ GRAPH <{META_GRAPH}> {{ <{graph}> <{_HASH}> ?b }} }}")
+        ops += [f"DELETE WHERE {{ GRAPH <{META_GRAPH}> {{ <{graph}> <{iri}> ?s }} }}"
+                for iri in _STATS.values()]
     rows = [f"<{r.graph}> <{_PATH}> {lit(r.path)} . <{r.graph}> <{_HASH}> {lit(r.content_hash)} ."
             for r in meta.values()]
     if fingerprint is not None:
@@ -62,3 +68,23 @@ def recorded_provenance(store: ox.Store, name: str) -> set[Triple]:
         f"SELECT ?s ?p ?o WHERE {{ GRAPH <{META_GRAPH}> {{ ?r <{_BY}> {lit(name)} ; "
         f"<{RDF}subject> ?s ; <{RDF}predicate> ?p ; <{RDF}object> ?o }} }}")
     return {(from_ox(r["s"]), from_ox(r["p"]), from_ox(r["o"])) for r in rows}
+
+
+def record_stats(store: ox.Store, stats: list) -> None:
+    """Remember `GraphStats` of freshly published graphs (one small update; a crash before it
+    only means `kg stats` computes them)."""
+    rows = [f"<{st.graph}> <{iri}> {getattr(st, name)} ." for st in stats
+            for name, iri in _STATS.items()]
+    if rows:
+        store.update(f"INSERT DATA {{ GRAPH <{META_GRAPH}> {{ {' '.join(rows)} }} }}")
+
+
+def cached_stats(store: ox.Store) -> dict:
+    """graph → `GraphStats` recorded by `record_stats` (graphs with all four figures)."""
+    from kgprobe.kg.bulk import GraphStats
+
+    found: dict[str, dict[str, int]] = {}
+    for name, iri in _STATS.items():
+        for q in store.quads_for_pattern(None, ox.NamedNode(iri), None, ox.NamedNode(META_GRAPH)):
+            found.setdefault(q.subject.value, {})[name] = int(q.object.value)
+    return {g: GraphStats(g, **v) for g, v in found.items() if len(v) == len(_STATS)}

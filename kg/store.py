@@ -25,6 +25,7 @@ import pyoxigraph as ox
 from kgprobe.atomic import atomic_path
 from kgprobe.errors import KgprobeError, QueryError, StoreError
 from kgprobe.kg import bulk
+from kgprobe.kg import meta as kgmeta
 from kgprobe.kg.lock import LOCK_NAME, WriterLock
 from kgprobe.kg.meta import (
     _FROM,
@@ -33,8 +34,6 @@ from kgprobe.kg.meta import (
     INFERRED_GRAPH,
     META_GRAPH,
     SourceRecord,
-    meta_updates,
-    recorded_provenance,
 )
 from kgprobe.kg.terms import content_hash, scoped, to_ox
 from kgprobe.ontology.loaders import Source, build_ontology
@@ -176,6 +175,10 @@ class KnowledgeGraph:
                 staged[g] = src
                 meta[g] = SourceRecord(g, _source_path(src.path), bulk.file_hash(src.rdf))
         self._commit(staged, meta)
+        kgmeta.record_stats(self._store, [bulk.GraphStats(g, s.size, len(s.ontology.classes),
+                                                   len(s.ontology.properties),
+                                                   len(s.ontology.instances))
+                                   for g, s in graphs.items() if s.rdf is not None])
         return list(graphs)
 
     def remove_source(self, name: str) -> SourceRecord:
@@ -200,7 +203,7 @@ class KnowledgeGraph:
 
     def provenance(self, name: str) -> set[Triple]:
         """The inferred triples recorded as derived by `name` (e.g. ``owl:hermit``)."""
-        return recorded_provenance(self._store, name)
+        return kgmeta.recorded_provenance(self._store, name)
 
     def clear_inferred(self) -> None:
         self._commit({}, {}, drop=[INFERRED_GRAPH], fingerprint="")
@@ -229,7 +232,7 @@ class KnowledgeGraph:
                 ops.append(f"MOVE SILENT GRAPH <{staging}> TO <{graph}>")
             for graph in drop:
                 ops.append(f"DROP SILENT GRAPH <{graph}>")
-            rows = meta_updates(ops, meta, drop, fingerprint, provenance)
+            rows = kgmeta.meta_updates(ops, meta, drop, fingerprint, provenance)
             if rows:
                 ops.append(f"INSERT DATA {{ GRAPH <{META_GRAPH}> {{ {' '.join(rows)} }} }}")
             if ops:
@@ -362,7 +365,8 @@ class KnowledgeGraph:
 
     def stats(self) -> list[bulk.GraphStats]:
         """Per named graph: triples, and the classes/properties/instances the model sees."""
-        return [bulk.graph_stats(self._store, graph) for graph in self.graphs()]
+        cached = kgmeta.cached_stats(self._store)  # recorded by the bulk load: no model to rebuild
+        return [cached.get(g) or bulk.graph_stats(self._store, g) for g in self.graphs()]
 
     def export(self, fmt: str, out: str | Path | None = None) -> bytes | None:
         """Serialize the union graph as Turtle or N-Triples (to a file, or return bytes)."""
