@@ -24,6 +24,10 @@ __all__ = ["ONTOPROBE_NS", "RDF_SUFFIXES", "Source", "build_ontology", "bundled_
            "ox_term", "parse_rdf", "rdf_format"]
 
 #: File suffix → (pyoxigraph format name or None, rdflib format name), the RDF syntaxes.
+#: Triple syntaxes pyoxigraph bulk-loads into one graph; quad syntaxes (TriG, N-Quads, JSON-LD
+#: with named graphs) would fill graphs of their own, and TriX/Hextuples need rdflib: those
+#: are parsed into Python triples (their named graphs merged) as before.
+_BULK_FORMATS = ("TURTLE", "N_TRIPLES", "N3", "RDF_XML")
 RDF_SUFFIXES = {suffix: SYNTAXES[name][:2] for suffix, name in SUFFIXES.items()
                 if SYNTAXES[name][1] is not None}
 
@@ -50,10 +54,10 @@ def load_source(path: str | Path, fmt: str | None = None, *, lazy: bool = False)
     if not p.exists():
         raise OntologyError(f"{p}: no such file or directory; give an RDF file or a directory "
                             "holding class.json and property.json")
-    if lazy:
-        rdf = open_rdf(p, fmt)
+    rdf = open_rdf(p, fmt)
+    if lazy and rdf.ox_format in _BULK_FORMATS:
         return Source(p.name.split(".")[0] if rdf.gz else p.stem, str(p), None, None, rdf=rdf)
-    return load_rdf(p, fmt=fmt)
+    return load_rdf(p, fmt=fmt, rdf=rdf)
 
 
 # --------------------------------------------------------------------------- RDF files
@@ -106,7 +110,7 @@ def malformed(path: Path, line, text: str) -> OntologyError:
     return OntologyError(f"{path}:{where} malformed RDF ({text}); fix the file and load it again")
 
 
-def parse_rdf(path: Path, fmt: str | None = None) -> list[Triple]:
+def parse_rdf(path: Path, fmt: str | None = None, rdf: RdfInput | None = None) -> list[Triple]:
     """Every distinct triple of an RDF file (named graphs of TriG/N-Quads are merged).
 
     pyoxigraph parses, rdflib only reads what pyoxigraph cannot: pyoxigraph read
@@ -115,7 +119,7 @@ def parse_rdf(path: Path, fmt: str | None = None) -> list[Triple]:
     """
     import pyoxigraph as ox
 
-    rdf = open_rdf(path, fmt)
+    rdf = rdf or open_rdf(path, fmt)
     ox_format, rdflib_format = rdf.ox_format, rdf.rdflib_format
     if ox_format is None:
         return _rdflib_triples(path, rdflib_format, rdf)
@@ -147,10 +151,11 @@ def ox_term(term) -> str:
     return str(term)
 
 
-def load_rdf(path: str | Path, name: str | None = None, fmt: str | None = None) -> Source:
+def load_rdf(path: str | Path, name: str | None = None, fmt: str | None = None,
+             rdf: RdfInput | None = None) -> Source:
     """Load any RDF file and build the model from its triples."""
     path = Path(path)
-    triples = parse_rdf(path, fmt)
+    triples = parse_rdf(path, fmt, rdf)
     stem = path.name.split(".")[0] if path.suffix.lower() == ".gz" else path.stem
     onto = build_ontology(name or stem, triples)
     return Source(onto.name, str(path), onto, triples)
