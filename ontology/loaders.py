@@ -28,6 +28,9 @@ __all__ = ["ONTOPROBE_NS", "RDF_SUFFIXES", "Source", "build_ontology", "bundled_
 #: with named graphs) would fill graphs of their own, and TriX/Hextuples need rdflib: those
 #: are parsed into Python triples (their named graphs merged) as before.
 _BULK_FORMATS = ("TURTLE", "N_TRIPLES", "N3", "RDF_XML")
+#: Files from this size on are bulk-loaded; smaller ones are parsed before the store is opened,
+#: as always (a malformed small file never touches the store; the fuzz tests run this path).
+BULK_MIN_BYTES = 8 << 20
 RDF_SUFFIXES = {suffix: SYNTAXES[name][:2] for suffix, name in SUFFIXES.items()
                 if SYNTAXES[name][1] is not None}
 
@@ -45,9 +48,9 @@ def bundled_source() -> Source:
 def load_source(path: str | Path, fmt: str | None = None, *, lazy: bool = False) -> Source:
     """Load a directory with class.json + property.json, or an RDF/OWL/OBO file.
 
-    `fmt` overrides the syntax the suffix names (`--format`). `lazy`: only detect (and
-    convert) the file; the store bulk-loads it and builds the model from what it stored
-    (`Source.rdf` set, `triples` and `ontology` None until then)."""
+    `fmt` overrides the syntax the suffix names (`--format`). `lazy`: a file of at least
+    `BULK_MIN_BYTES` is only detected here; the store bulk-loads it and builds the model from
+    what it stored (`Source.rdf` set, `triples` and `ontology` None until then)."""
     p = Path(path)
     if p.is_dir():
         return load_ontoprobe(p)
@@ -55,7 +58,7 @@ def load_source(path: str | Path, fmt: str | None = None, *, lazy: bool = False)
         raise OntologyError(f"{p}: no such file or directory; give an RDF file or a directory "
                             "holding class.json and property.json")
     rdf = open_rdf(p, fmt)
-    if lazy and rdf.ox_format in _BULK_FORMATS:
+    if lazy and rdf.ox_format in _BULK_FORMATS and p.stat().st_size >= BULK_MIN_BYTES:
         return Source(p.name.split(".")[0] if rdf.gz else p.stem, str(p), None, None, rdf=rdf)
     return load_rdf(p, fmt=fmt, rdf=rdf)
 

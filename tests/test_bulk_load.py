@@ -7,6 +7,8 @@ import contextlib
 import io
 from pathlib import Path
 
+import pytest
+
 
 from kgprobe.cli import main
 from kgprobe.kg import bulk
@@ -15,6 +17,12 @@ from kgprobe.ontology.loaders import open_rdf
 
 DATA = Path(__file__).parent / "data"
 PREFIX = "@prefix ex: <http://ex.org/> . @prefix rdfs: <http://www.w3.org/2000/01/rdf-schema#> .\n"
+
+
+@pytest.fixture(autouse=True)
+def bulk_everything(monkeypatch):
+    """Small fixture files take the bulk path too (it starts at 8 MB)."""
+    monkeypatch.setattr("kgprobe.ontology.loaders.BULK_MIN_BYTES", 0)
 
 
 def cli(*args: str) -> tuple[int, str, str]:
@@ -77,3 +85,21 @@ def test_graph_triples_reads_what_quads_for_pattern_reads(tmp_path):
     with KnowledgeGraph(store, read_only=True) as kg:
         fast = list(bulk.graph_triples(kg._store, graph_iri("p")))
         assert len(fast) == len(set(fast)) and set(fast) == set(kg.triples(graph_iri("p")))
+
+
+def test_a_malformed_bulk_load_changes_nothing(tmp_path):
+    store = str(tmp_path / "store")
+    bad = tmp_path / "bad.ttl"
+    bad.write_text(PREFIX + "ex:a ex:b ex:c .\nex:a ex:b", encoding="utf-8")
+    code, _, err = cli("kg", "load", str(bad), "--store", store)
+    assert code == 2 and "line 3" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "store").exists()  # a failed first load leaves no store
+    assert cli("kg", "load", str(DATA / "veg_pizza.ttl"), "--store", store)[0] == 0
+    with KnowledgeGraph(store, read_only=True) as kg:
+        before = sorted(kg.triples())
+    for args in ([str(bad)], [str(bad), "--name", "veg_pizza", "--replace"]):  # new, replaced
+        code, _, err = cli("kg", "load", *args, "--store", store)
+        assert code == 2 and len(err.strip().splitlines()) == 1
+        with KnowledgeGraph(store, read_only=True) as kg:
+            assert sorted(kg.triples()) == before
+            assert not [g for g in kg._store.named_graphs() if "staging" in g.value]
