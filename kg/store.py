@@ -4,9 +4,9 @@ What the store guarantees (the README's "Bad input" paragraph; tests/test_store_
 every change is staged into `urn:kgprobe:staging:*` graphs and made visible by ONE SPARQL
 update (`MOVE` keeps blank-node identity, and an Oxigraph update is one transaction), so a
 crash leaves the old or the new state; staging left by a crash is dropped on the next open.
-A file source whose graph is new is bulk-loaded in place instead, its graph marked pending
-in the meta graph (hidden from the union and `graphs()`) until one update publishes it:
-a MOVE of a million triples takes minutes (see kg/bulk.py).
+A big file (ontology/loaders.BULK_MIN_BYTES) whose graph is new is bulk-loaded in place
+instead, marked pending in the meta graph (hidden from the union and `graphs()`) until one
+update publishes it: a MOVE of a million triples takes minutes (see kg/bulk.py).
 The `urn:kgprobe:meta` graph (never part of the union) records each source graph's path
 and content hash, and the fingerprint of the sources the inferred graph was computed from:
 inferences whose fingerprint differs from the current sources are stale.
