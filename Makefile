@@ -48,5 +48,6 @@ bench: $(STAMP)
 	$(BIN)/pip install -q -e '.[bench]'
 	$(BIN)/python bench/rdfs_closure.py
 	$(BIN)/python bench/scoring.py
+	$(BIN)/python bench/load.py
 
 .PHONY: venv demo test crosscheck bench

@@ -95,14 +95,15 @@ def cmd_generate_reasoning(args: argparse.Namespace) -> int:
     from kgprobe.ontology.owl_axioms import lower
     from kgprobe.ontology.verbalize import load_templates
     from kgprobe.reasoning.items import reasoning_items, rule_summary
-    from kgprobe.reasoning.materialize import asserted_triples
+    from kgprobe.reasoning.materialize import reasoning_base
     from kgprobe.reasoning.memorizing import candidate_sets
     from kgprobe.reasoning.rdfs import closure
 
     templates = load_templates(args.templates)
     options = model_options(args)
     with open_reader(args) as kg:
-        triples = list(asserted_triples(kg))
+        asserted, owl = reasoning_base(kg)  # owl: HermiT's conclusions (`reason --owl`)
+    triples = sorted(asserted | owl)
     onto = build_ontology("store", triples, options)
     # The sound RDFS edges kept from OWL expressions (and schema.org includes, when on)
     # take part in the closure, so their consequences become items too.
@@ -110,7 +111,7 @@ def cmd_generate_reasoning(args: argparse.Namespace) -> int:
     skipped: Counter = Counter()
     items = reasoning_items(onto, closure(triples + kept, RULES), templates,
                             rules=comma_list(args.rules), pseudowords=not args.no_pseudowords,
-                            skipped=skipped)
+                            skipped=skipped, asserted=asserted)
     out = Path(args.out)
     for rule, rule_items in items.items():
         write_jsonl(out / f"{rule}.jsonl", (i.to_json() for i in rule_items))

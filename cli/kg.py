@@ -17,6 +17,7 @@ from kgprobe.errors import KgprobeError, OntologyError
 from kgprobe.kg.endpoint_options import endpoint_options, open_endpoint
 from kgprobe.kg.formats import print_result
 from kgprobe.kg.store import KnowledgeGraph, default_store_path, graph_iri
+from kgprobe.ontology.formats import SYNTAXES
 from kgprobe.ontology.from_triples import BuildOptions
 from kgprobe.ontology.loaders import Source, build_ontology, bundled_source, load_source
 from kgprobe.reasoning.rdfs import RULES
@@ -59,12 +60,21 @@ def open_reader(args: argparse.Namespace):
 
 
 def parse_sources(paths: Sequence[str], default: bool, name: str | None,
-                  options: BuildOptions | None = None) -> list[Source]:
-    """Parse every source before the store is opened: a bad file changes nothing."""
+                  options: BuildOptions | None = None, fmt: str | None = None,
+                  lazy: bool = False) -> list[Source]:
+    """Read every source before the store is opened: a bad file changes nothing. `lazy`:
+    files are only detected (and converted) here; the store bulk-loads them and builds their
+    model, and a syntax error there also leaves the store as it was."""
+    if fmt is not None and len(paths) != 1:
+        raise OntologyError(f"--format {fmt}: names the syntax of one file, but {len(paths)} "
+                            "were given; load them one at a time")
     sources = [bundled_source()] if default else []
     for path in paths:
-        src = load_source(path)
-        if options is not None and options != BuildOptions() and not Path(path).is_dir():
+        src = load_source(path, fmt, lazy=lazy)
+        # The label options change the model the summary counts (bulk-loaded files: the
+        # store builds theirs with the defaults); the stored triples are the same.
+        if (src.rdf is None and options is not None and options != BuildOptions()
+                and not Path(path).is_dir()):
             src.ontology = build_ontology(src.ontology.name, src.triples, options)
         sources.append(src)
     if not sources:
@@ -74,10 +84,14 @@ def parse_sources(paths: Sequence[str], default: bool, name: str | None,
             raise OntologyError(f"--name {name}: names one source, but {len(sources)} were given; "
                                 "load them one at a time")
         sources[0].name = name
-    for src in sources:
-        for w in src.ontology.warnings:
-            warn(f"{src.path}: {w}")
+    print_warnings(sources)
     return sources
+
+
+def print_warnings(sources: list[Source]) -> None:
+    for src in sources:
+        for w in src.ontology.warnings if src.ontology is not None else []:
+            warn(f"{src.path}: {w}")
 
 
 def load_sources(kg: KnowledgeGraph, paths: Sequence[str], default: bool,
@@ -105,12 +119,14 @@ def created_store(args: argparse.Namespace):
 
 @command("kg load")
 def cmd_kg_load(args: argparse.Namespace) -> int:
-    sources = parse_sources(args.sources, args.default, args.name, model_options(args))
+    sources = parse_sources(args.sources, args.default, args.name, model_options(args),
+                            args.format, lazy=True)
     with created_store(args) as kg:
         kg.add_sources(sources, replace=args.replace)
+        print_warnings([s for s in sources if s.rdf is not None])  # models built by the store
         for src in sources:
             o = src.ontology
-            print(f"loaded {src.path} into graph '{src.name}': {len(src.triples)} triples, "
+            print(f"loaded {src.path} into graph '{src.name}': {src.size} triples, "
                   f"{len(o.classes)} classes, {len(o.properties)} properties, "
                   f"{len(o.instances)} instances")
         if args.reason:
@@ -204,18 +220,23 @@ def cmd_kg_export(args: argparse.Namespace) -> int:
 # ------------------------------------------------------------------------------ reason
 
 
-def print_reason(kg: KnowledgeGraph, rules, provenance: Path | None = None) -> None:
+def print_reason(kg: KnowledgeGraph, rules, provenance: Path | None = None, *,
+                 owl: bool = False) -> None:
     from kgprobe.reasoning.materialize import materialize
 
-    report = materialize(kg, rules)
+    report = materialize(kg, rules, owl=owl)
     print(f"reasoned over {report.asserted} asserted triples with {', '.join(report.rules)} "
           f"in {report.seconds:.2f} s")
     for rule in report.rules:
         print(f"  {rule:7s} {report.derived_by.get(rule, 0):>9} triples")
     print(f"inferred graph: {report.inferred} triples ({report.added} new); "
           f"{report.held_back} generalized triples held back (not legal RDF)")
+    if report.unsatisfiable:
+        warn(f"HermiT: {len(report.unsatisfiable)} unsatisfiable class(es) (equivalent to "
+             f"owl:Nothing), not stated: {', '.join(report.unsatisfiable[:5])}"
+             f"{' …' if len(report.unsatisfiable) > 5 else ''}")
     if provenance:
-        n = report.closure.write_jsonl(provenance)
+        n = report.write_provenance(provenance)
         print(f"wrote {n} derivations to {provenance}")
 
 
@@ -227,7 +248,7 @@ def cmd_reason(args: argparse.Namespace) -> int:
         if args.clear:
             print(f"removed the inferred graph ({clear(kg)} triples)")
             return 0
-        print_reason(kg, comma_list(args.rules), args.provenance)
+        print_reason(kg, comma_list(args.rules), args.provenance, owl=args.owl)
     return 0
 
 
@@ -277,6 +298,9 @@ def add_parsers(sub) -> None:
                    help="let a source replace a graph that holds a different file")
     p.add_argument("--reason", action="store_true", help="materialize the RDFS closure afterwards")
     model_args(p)
+    p.add_argument("--format", default=None, choices=list(SYNTAXES), help="the syntax of the one "
+                   "SOURCE file (default: from its suffix, checked against its content; .gz is "
+                   "read through gzip)")
     writer_args(p)
     p = kg_sub.add_parser("remove", help="remove a source graph (inferences become stale)")
     p.add_argument("name", help="the graph name, as `kg stats` shows it after urn:kgprobe:source:")
@@ -304,6 +328,9 @@ def add_parsers(sub) -> None:
     p.add_argument("--rules", default=",".join(RULES),
                    help=f"comma-separated subset of {','.join(RULES)}")
     p.add_argument("--clear", action="store_true", help="remove the inferred graph instead")
+    p.add_argument("--owl", action="store_true", help="also classify with HermiT (OWL 2; needs "
+                   "Java): its named subsumptions and types join the inferred graph with "
+                   "provenance owl:hermit and feed generation")
     p.add_argument("--provenance", type=Path, default=None,
                    help="write every one-step derivation (rule, conclusion, premises) as JSONL")
     writer_args(p)

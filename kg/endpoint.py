@@ -23,25 +23,24 @@ import hashlib
 import re
 from typing import Iterator
 
+from kgprobe.kg.bulk import GraphStats
+from kgprobe.kg.meta import _FROM, _HASH, _PATH, provenance_query
+from kgprobe.kg.results import QueryResult, query_result
 from kgprobe.kg.sparql_client import EndpointError, SparqlClient, with_prefixes
 from kgprobe.kg.store import (
     INFERRED_GRAPH,
     META_GRAPH,
     PREFIXES,
     STAGING_NS,
-    GraphStats,
-    QueryResult,
     SourceRecord,
     StaleInferencesError,
-    query_result,
 )
 from kgprobe.ontology.from_triples import BuildOptions, build_ontology
 from kgprobe.ontology.loaders import ox_term as from_ox
-from kgprobe.ontology.model import KGP, Ontology, Triple
+from kgprobe.ontology.model import Ontology, Triple
 
 #: The one graph a plain endpoint shows: its default graph.
 DEFAULT_GRAPH = "(default graph)"
-_PATH, _HASH, _FROM = (KGP + "sourcePath", KGP + "sourceHash", KGP + "computedFrom")
 
 
 class SparqlEndpoint:
@@ -179,6 +178,13 @@ class SparqlEndpoint:
                        if g in records)
         fingerprint = hashlib.sha256("\n".join(lines).encode()).hexdigest()
         return "fresh" if rows[0]["f"].value == fingerprint else "stale"
+
+    def provenance(self, name: str) -> set[Triple]:
+        """As the store's: the inferred triples the served store records as derived by `name`."""
+        if not self.kgprobe_store:
+            return set()
+        return {(from_ox(r["s"]), from_ox(r["p"]), from_ox(r["o"]))
+                for r in self.client.select(provenance_query(name))}
 
     def require_fresh(self) -> None:
         if self.inferred_state() == "stale":

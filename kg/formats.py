@@ -15,7 +15,8 @@ from typing import BinaryIO, Iterable
 
 import pyoxigraph as ox
 from kgprobe.errors import KgprobeError
-from kgprobe.kg.store import PREFIXES, QueryResult
+from kgprobe.kg.results import QueryResult
+from kgprobe.kg.store import PREFIXES
 from kgprobe.ontology.model import parse_literal
 
 RESULT_FORMATS = {"json": ox.QueryResultsFormat.JSON, "csv": ox.QueryResultsFormat.CSV,

@@ -4,6 +4,9 @@ What the store guarantees (the README's "Bad input" paragraph; tests/test_store_
 every change is staged into `urn:kgprobe:staging:*` graphs and made visible by ONE SPARQL
 update (`MOVE` keeps blank-node identity, and an Oxigraph update is one transaction), so a
 crash leaves the old or the new state; staging left by a crash is dropped on the next open.
+A big file (ontology/loaders.BULK_MIN_BYTES) whose graph is new is bulk-loaded in place
+instead, marked pending in the meta graph (hidden from the union and `graphs()`) until one
+update publishes it: a MOVE of a million triples takes minutes (see kg/bulk.py).
 The `urn:kgprobe:meta` graph (never part of the union) records each source graph's path
 and content hash, and the fingerprint of the sources the inferred graph was computed from:
 inferences whose fingerprint differs from the current sources are stale.
@@ -14,15 +17,25 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Iterator
 
 import pyoxigraph as ox
 from kgprobe.atomic import atomic_path
-from kgprobe.errors import QueryError, StoreError
+from kgprobe.errors import KgprobeError, QueryError, StoreError
+from kgprobe.kg import bulk
+from kgprobe.kg import meta as kgmeta
 from kgprobe.kg.lock import LOCK_NAME, WriterLock
-from kgprobe.kg.terms import content_hash, lit, scoped, to_ox
+from kgprobe.kg.meta import (
+    _FROM,
+    _HASH,
+    _PATH,
+    INFERRED_GRAPH,
+    META_GRAPH,
+    SourceRecord,
+)
+from kgprobe.kg.results import QueryResult, query_result  # noqa: F401 (re-exported)
+from kgprobe.kg.terms import content_hash, scoped, to_ox
 from kgprobe.ontology.from_triples import BuildOptions, build_ontology
 from kgprobe.ontology.loaders import Source
 from kgprobe.ontology.loaders import ox_term as from_ox
@@ -38,10 +51,7 @@ from kgprobe.ontology.model import (
 )
 
 GRAPH_NS = "urn:kgprobe:source:"
-INFERRED_GRAPH = "urn:kgprobe:inferred"
-META_GRAPH = "urn:kgprobe:meta"
 STAGING_NS = "urn:kgprobe:staging:"
-_PATH, _HASH, _FROM = (KGP + "sourcePath", KGP + "sourceHash", KGP + "computedFrom")
 
 #: Prefixes every query may use without declaring them.
 PREFIXES = {
@@ -66,35 +76,6 @@ class StaleInferencesError(StoreError):
 
 class GraphNameError(StoreError):
     """A load would put a second file into an existing source graph."""
-
-
-@dataclass(frozen=True)
-class SourceRecord:
-    """What the meta graph says about one source graph."""
-
-    graph: str
-    path: str
-    content_hash: str
-
-
-@dataclass
-class QueryResult:
-    """A SPARQL answer: `rows` for SELECT, `boolean` for ASK, `triples` for CONSTRUCT."""
-
-    kind: str  # "select" | "ask" | "construct"
-    variables: list[str]
-    rows: list[list[str | None]]
-    boolean: bool | None = None
-    triples: list[Triple] | None = None
-
-
-@dataclass
-class GraphStats:
-    graph: str
-    triples: int
-    classes: int
-    properties: int
-    instances: int
 
 
 class KnowledgeGraph:
@@ -178,10 +159,19 @@ class KnowledgeGraph:
                 raise GraphNameError(f"{src.path}: graph '{src.name}' already holds {old.path}; "
                                      "pass --replace to replace it, or --name to load it beside")
             graphs[graph] = src
+        eager = {g: s for g, s in graphs.items() if s.rdf is None}
         meta = {g: SourceRecord(g, _source_path(s.path), content_hash(s.triples))
-                for g, s in graphs.items()}
-        self._commit({g: scoped(g, s.triples) for g, s in graphs.items()}, meta,
-                     provenance=provenance)
+                for g, s in eager.items()}
+        staged: dict = {g: scoped(g, s.triples) for g, s in eager.items()}
+        for g, src in graphs.items():
+            if src.rdf is not None:
+                staged[g] = src
+                meta[g] = SourceRecord(g, _source_path(src.path), bulk.file_hash(src.rdf))
+        self._commit(staged, meta, source_facts=provenance)
+        kgmeta.record_stats(self._store, [bulk.GraphStats(g, s.size, len(s.ontology.classes),
+                                                   len(s.ontology.properties),
+                                                   len(s.ontology.instances))
+                                   for g, s in graphs.items() if s.rdf is not None])
         return list(graphs)
 
     def remove_source(self, name: str) -> SourceRecord:
@@ -194,9 +184,19 @@ class KnowledgeGraph:
         self._commit({}, {}, drop=[graph])
         return record or SourceRecord(graph, "?", "?")
 
-    def replace_inferred(self, triples: Iterable[Triple]) -> None:
-        """Make the inferred graph hold exactly `triples`, computed from the current sources."""
-        self._commit({INFERRED_GRAPH: triples}, {}, fingerprint=self.fingerprint())
+    def replace_inferred(self, triples: Iterable[Triple],
+                         provenance: dict[str, Iterable[Triple]] | None = None) -> None:
+        """Make the inferred graph hold exactly `triples`, computed from the current sources.
+
+        `provenance` names the reasoner of some of them (``{"owl:hermit": …}``): recorded in
+        the meta graph (reified, never part of the union) in the same transaction, so
+        generation can tell an OWL conclusion from an RDFS one (see `provenance`)."""
+        self._commit({INFERRED_GRAPH: triples}, {}, fingerprint=self.fingerprint(),
+                     provenance=provenance or {})
+
+    def provenance(self, name: str) -> set[Triple]:
+        """The inferred triples recorded as derived by `name` (e.g. ``owl:hermit``)."""
+        return kgmeta.recorded_provenance(self._store, name)
 
     def clear_inferred(self) -> None:
         self._commit({}, {}, drop=[INFERRED_GRAPH], fingerprint="")
@@ -207,33 +207,39 @@ class KnowledgeGraph:
 
     def _commit(self, graphs: dict[str, Iterable[Triple]], meta: dict[str, SourceRecord], *,
                 drop: Iterable[str] = (), fingerprint: str | None = None,
-                provenance: dict[str, list[tuple[str, str]]] | None = None) -> None:
+                provenance: dict[str, Iterable[Triple]] | None = None,
+                source_facts: dict[str, list[tuple[str, str]]] | None = None) -> None:
         """Stage every graph, then publish all of it with one SPARQL update (one transaction)."""
         ops = []
         try:
             for n, (graph, triples) in enumerate(graphs.items()):
                 staging = f"{STAGING_NS}{n}"
+                if isinstance(triples, Source):
+                    moved = bulk.stage_file(self._store, triples, graph, staging, META_GRAPH)
+                    ops.append(f"MOVE SILENT GRAPH <{moved}> TO <{graph}>" if moved else
+                               f"DELETE DATA {{ GRAPH <{META_GRAPH}> {{ <{graph}> <{bulk.PENDING}> "
+                               '"true" } }')
+                    continue
                 self._store.add_graph(ox.NamedNode(staging))
                 self._store.extend(ox.Quad(to_ox(s), to_ox(p), to_ox(o), ox.NamedNode(staging))
                                    for s, p, o in triples)
                 ops.append(f"MOVE SILENT GRAPH <{staging}> TO <{graph}>")
             for graph in drop:
                 ops.append(f"DROP SILENT GRAPH <{graph}>")
-            for graph in [*meta, *drop]:  # path, hash and any provenance (`kg pull`)
-                ops.append(f"DELETE WHERE {{ GRAPH <{META_GRAPH}> {{ <{graph}> ?p ?a }} }}")
-            rows = [f"<{r.graph}> <{_PATH}> {lit(r.path)} . <{r.graph}> <{_HASH}> {lit(r.content_hash)} ."
-                    for r in meta.values()]
-            rows += [f"<{g}> <{p}> {o} ." for g, facts in (provenance or {}).items() for p, o in facts]
-            if fingerprint is not None:
-                ops.append(f"DELETE WHERE {{ GRAPH <{META_GRAPH}> {{ <{INFERRED_GRAPH}> <{_FROM}> ?c }} }}")
-                if fingerprint:
-                    rows.append(f"<{INFERRED_GRAPH}> <{_FROM}> {lit(fingerprint)} .")
+            rows = kgmeta.meta_updates(ops, meta, drop, fingerprint, provenance, source_facts)
             if rows:
                 ops.append(f"INSERT DATA {{ GRAPH <{META_GRAPH}> {{ {' '.join(rows)} }} }}")
             if ops:
                 self._store.update(" ;\n".join(ops))
-        except (SyntaxError, OSError, RuntimeError, TypeError, ValueError) as err:
+        except BaseException as err:
             self._drop_staging()
+            if isinstance(err, KgprobeError):
+                # a bad file: drop the frames (they hold the Oxigraph store open, and a failed
+                # first load must be able to delete the store directory)
+                err.__context__ = err.__cause__ = None
+                raise err.with_traceback(None)
+            if not isinstance(err, (SyntaxError, OSError, RuntimeError, TypeError, ValueError)):
+                raise
             raise StoreError(f"graph(s) {', '.join(graphs) or ', '.join(drop)}: could not be "
                              f"written ({_first_line(err)}); the store is unchanged") from None
 
@@ -241,7 +247,9 @@ class KnowledgeGraph:
         return self._store.contains_named_graph(ox.NamedNode(graph))
 
     def _drop_staging(self) -> None:
-        """Staging graphs are never published state: left over only by a crash."""
+        """Staging and pending graphs are never published state: left over only by a crash
+        or a failed load."""
+        bulk.drop_pending(self._store, META_GRAPH)
         for g in list(self._store.named_graphs()):
             if g.value.startswith(STAGING_NS):
                 self._store.remove_graph(g)
@@ -285,8 +293,10 @@ class KnowledgeGraph:
 
     def graphs(self) -> list[str]:
         """The data graphs (sources and inferred; not the meta or staging graphs)."""
+        pending = set(bulk.pending_graphs(self._store, META_GRAPH))
         return sorted(g.value for g in self._store.named_graphs()
-                      if g.value != META_GRAPH and not g.value.startswith(STAGING_NS))
+                      if g.value != META_GRAPH and not g.value.startswith(STAGING_NS)
+                      and g.value not in pending)
 
     def triples(self, graph: str | None = None) -> Iterator[Triple]:
         """Triples of one named graph, or of the union of all graphs (deduplicated)."""
@@ -296,8 +306,9 @@ class KnowledgeGraph:
                 yield from_ox(q.subject), from_ox(q.predicate), from_ox(q.object)
             return
         seen: set[Triple] = set()
+        visible = set(self.graphs())
         for q in self._store:
-            if q.graph_name.value == META_GRAPH or q.graph_name.value.startswith(STAGING_NS):
+            if q.graph_name.value not in visible:
                 continue
             t = (from_ox(q.subject), from_ox(q.predicate), from_ox(q.object))
             if t not in seen:
@@ -306,8 +317,8 @@ class KnowledgeGraph:
 
     def count(self, graph: str | None = None) -> int:
         if graph is None:
-            hidden = [g for g in self._store.named_graphs()
-                      if g.value == META_GRAPH or g.value.startswith(STAGING_NS)]
+            visible = set(self.graphs())
+            hidden = [g for g in self._store.named_graphs() if g.value not in visible]
             return len(self._store) - sum(1 for g in hidden
                                           for _ in self._store.quads_for_pattern(None, None, None, g))
         answer = self.query(f"SELECT (COUNT(*) AS ?n) WHERE {{ GRAPH <{graph}> {{ ?s ?p ?o }} }}")
@@ -343,15 +354,10 @@ class KnowledgeGraph:
             return build_ontology(name, self.triples(), options)
         return build_ontology(name, (t for g in graphs for t in self.triples(g)), options)
 
-    def stats(self) -> list[GraphStats]:
+    def stats(self) -> list[bulk.GraphStats]:
         """Per named graph: triples, and the classes/properties/instances the model sees."""
-        out = []
-        for graph in self.graphs():
-            triples = list(self.triples(graph))
-            onto = build_ontology(graph, triples)
-            out.append(GraphStats(graph, len(triples), len(onto.classes), len(onto.properties),
-                                  len(onto.instances)))
-        return out
+        cached = kgmeta.cached_stats(self._store)  # recorded by the bulk load: no model to rebuild
+        return [cached.get(g) or bulk.graph_stats(self._store, g) for g in self.graphs()]
 
     def export(self, fmt: str, out: str | Path | None = None) -> bytes | None:
         """Serialize the union graph as Turtle or N-Triples (to a file, or return bytes)."""
@@ -364,19 +370,6 @@ class KnowledgeGraph:
         with atomic_path(out) as tmp:
             result.serialize(str(tmp), format=formats[fmt])
         return None
-
-
-def query_result(result) -> QueryResult:
-    """A pyoxigraph answer (solutions, boolean or triples) in kgprobe's term convention."""
-    if isinstance(result, ox.QueryBoolean):
-        return QueryResult("ask", [], [], boolean=bool(result))
-    if isinstance(result, ox.QuerySolutions):
-        variables = [v.value for v in result.variables]
-        rows = [[None if sol[v] is None else from_ox(sol[v]) for v in variables] for sol in result]
-        return QueryResult("select", variables, rows)
-    triples = [(from_ox(t.subject), from_ox(t.predicate), from_ox(t.object)) for t in result]
-    return QueryResult("construct", ["subject", "predicate", "object"],
-                       [list(t) for t in triples], triples=triples)
 
 
 def _source_path(path: str) -> str:

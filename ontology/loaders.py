@@ -7,29 +7,32 @@ model); the JSON pair is turned into triples through the model.
 
 from __future__ import annotations
 
+import contextlib
 import re
 from importlib import resources
 from pathlib import Path
 
 from kgprobe.errors import OntologyError
+from kgprobe.ontology.formats import SUFFIXES, SYNTAXES, RdfInput, detect, prepare
 from kgprobe.ontology.from_triples import build_ontology
 from kgprobe.ontology.model import Triple
 from kgprobe.ontology.ontoprobe_json import ONTOPROBE_NS, load_ontoprobe
 from kgprobe.ontology.source import Source
 
 __all__ = ["ONTOPROBE_NS", "RDF_SUFFIXES", "Source", "build_ontology", "bundled_ontology_dir",
-           "bundled_source", "load_ontoprobe", "load_rdf", "load_source", "ox_term", "parse_rdf",
-           "rdf_format"]
+           "bundled_source", "load_ontoprobe", "load_rdf", "load_source", "malformed", "open_rdf",
+           "ox_term", "parse_rdf", "rdf_format"]
 
-#: File suffix → (pyoxigraph format name or None, rdflib format name).
-RDF_SUFFIXES = {
-    ".ttl": ("TURTLE", "turtle"), ".turtle": ("TURTLE", "turtle"), ".nt": ("N_TRIPLES", "nt"),
-    ".ntriples": ("N_TRIPLES", "nt"), ".n3": ("N3", "n3"), ".owl": ("RDF_XML", "xml"),
-    ".rdf": ("RDF_XML", "xml"), ".xml": ("RDF_XML", "xml"), ".jsonld": ("JSON_LD", "json-ld"),
-    ".json-ld": ("JSON_LD", "json-ld"), ".trig": ("TRIG", "trig"), ".nq": ("N_QUADS", "nquads"),
-    ".trix": (None, "trix"), ".hext": (None, "hext"),
-}
-
+#: File suffix → (pyoxigraph format name or None, rdflib format name), the RDF syntaxes.
+#: Triple syntaxes pyoxigraph bulk-loads into one graph; quad syntaxes (TriG, N-Quads, JSON-LD
+#: with named graphs) would fill graphs of their own, and TriX/Hextuples need rdflib: those
+#: are parsed into Python triples (their named graphs merged) as before.
+_BULK_FORMATS = ("TURTLE", "N_TRIPLES", "N3", "RDF_XML")
+#: Files from this size on are bulk-loaded; smaller ones are parsed before the store is opened,
+#: as always (a malformed small file never touches the store; the fuzz tests run this path).
+BULK_MIN_BYTES = 8 << 20
+RDF_SUFFIXES = {suffix: SYNTAXES[name][:2] for suffix, name in SUFFIXES.items()
+                if SYNTAXES[name][1] is not None}
 
 
 def bundled_ontology_dir() -> Path:
@@ -42,26 +45,37 @@ def bundled_source() -> Source:
     return load_ontoprobe(bundled_ontology_dir(), name="ontoprobe")
 
 
-def load_source(path: str | Path) -> Source:
-    """Load a directory with class.json + property.json, or an RDF file."""
+def load_source(path: str | Path, fmt: str | None = None, *, lazy: bool = False) -> Source:
+    """Load a directory with class.json + property.json, or an RDF/OWL/OBO file.
+
+    `fmt` overrides the syntax the suffix names (`--format`). `lazy`: a file of at least
+    `BULK_MIN_BYTES` is only detected here; the store bulk-loads it and builds the model from
+    what it stored (`Source.rdf` set, `triples` and `ontology` None until then)."""
     p = Path(path)
     if p.is_dir():
         return load_ontoprobe(p)
     if not p.exists():
         raise OntologyError(f"{p}: no such file or directory; give an RDF file or a directory "
                             "holding class.json and property.json")
-    return load_rdf(p)
+    rdf = open_rdf(p, fmt)
+    if lazy and rdf.ox_format in _BULK_FORMATS and p.stat().st_size >= BULK_MIN_BYTES:
+        return Source(p.name.split(".")[0] if rdf.gz else p.stem, str(p), None, None, rdf=rdf)
+    return load_rdf(p, fmt=fmt, rdf=rdf)
 
 
 # --------------------------------------------------------------------------- RDF files
 
 
-def rdf_format(path: Path) -> tuple[str | None, str]:
-    fmt = RDF_SUFFIXES.get(path.suffix.lower())
-    if fmt is None:
-        raise OntologyError(f"{path}: unknown RDF file type '{path.suffix}'; use one of "
-                            f"{', '.join(sorted(RDF_SUFFIXES))}")
-    return fmt
+def rdf_format(path: Path) -> tuple[str | None, str | None]:
+    """(pyoxigraph format, rdflib format) of a file, from its suffix and content."""
+    rdf = detect(path)
+    return rdf.ox_format, rdf.rdflib_format
+
+
+def open_rdf(path: Path, fmt: str | None = None) -> RdfInput:
+    """The file's syntax (--format, else suffix checked by a sniff), converted to RDF if it is
+    OWL/XML, functional or Manchester syntax, or OBO."""
+    return prepare(detect(path, fmt))
 
 
 def _rdflib_term(node) -> str:
@@ -74,28 +88,32 @@ def _rdflib_term(node) -> str:
     return str(node)
 
 
-def _rdflib_triples(path: Path, fmt: str) -> list[Triple]:
+def _rdflib_triples(path: Path, fmt: str, rdf: RdfInput | None = None) -> list[Triple]:
     import rdflib
 
     graph = rdflib.Dataset(default_union=True)  # quad formats (TriX) fill named graphs
     try:
-        graph.parse(str(path), format=fmt)
+        if rdf is not None and (rdf.gz or rdf.data is not None):
+            with rdf.open() as fh:
+                graph.parse(fh, format=fmt)
+        else:
+            graph.parse(str(path), format=fmt)
     except Exception as err:  # rdflib raises many unrelated types for bad syntax
         text = " ".join(str(err).split())
         line = re.search(r"line (\d+)", text)
         line = line.group(1) if line else getattr(err, "getLineNumber", lambda: None)()
-        raise _malformed(path, line, text) from None
+        raise malformed(path, line, text) from None
     return sorted({(_rdflib_term(s), _rdflib_term(p), _rdflib_term(o))
                    for s, p, o, _ in graph.quads((None, None, None, None))})
 
 
-def _malformed(path: Path, line, text: str) -> OntologyError:
+def malformed(path: Path, line, text: str) -> OntologyError:
     where = f" line {line}:" if line else ":"
     text = text if len(text) <= 200 else text[:200] + "…"
     return OntologyError(f"{path}:{where} malformed RDF ({text}); fix the file and load it again")
 
 
-def parse_rdf(path: Path) -> list[Triple]:
+def parse_rdf(path: Path, fmt: str | None = None, rdf: RdfInput | None = None) -> list[Triple]:
     """Every distinct triple of an RDF file (named graphs of TriG/N-Quads are merged).
 
     pyoxigraph parses, rdflib only reads what pyoxigraph cannot: pyoxigraph read
@@ -104,18 +122,22 @@ def parse_rdf(path: Path) -> list[Triple]:
     """
     import pyoxigraph as ox
 
-    ox_format, rdflib_format = rdf_format(path)
+    rdf = rdf or open_rdf(path, fmt)
+    ox_format, rdflib_format = rdf.ox_format, rdf.rdflib_format
     if ox_format is None:
-        return _rdflib_triples(path, rdflib_format)
+        return _rdflib_triples(path, rdflib_format, rdf)
+    plain = not rdf.gz and rdf.data is None
     try:
-        triples = {
-            (ox_term(q.subject), q.predicate.value, ox_term(q.object))
-            for q in ox.parse(path=str(path), format=getattr(ox.RdfFormat, ox_format))
-        }
+        with contextlib.nullcontext(None) if plain else rdf.open() as fh:
+            source = {"path": str(path)} if plain else {"input": fh}
+            triples = {
+                (ox_term(q.subject), q.predicate.value, ox_term(q.object))
+                for q in ox.parse(**source, format=getattr(ox.RdfFormat, ox_format))
+            }
     except SyntaxError as err:
         if err.lineno is None:  # RDF/XML errors carry no position: ask rdflib where
-            _rdflib_triples(path, rdflib_format)
-        raise _malformed(path, err.lineno, str(err.msg)) from None
+            _rdflib_triples(path, rdflib_format, rdf)
+        raise malformed(path, err.lineno, str(err.msg)) from None
     except (OSError, UnicodeDecodeError) as err:
         raise OntologyError(f"{path}: cannot read ({err}); check the path and encoding") from None
     return sorted(triples)
@@ -132,9 +154,11 @@ def ox_term(term) -> str:
     return str(term)
 
 
-def load_rdf(path: str | Path, name: str | None = None) -> Source:
+def load_rdf(path: str | Path, name: str | None = None, fmt: str | None = None,
+             rdf: RdfInput | None = None) -> Source:
     """Load any RDF file and build the model from its triples."""
     path = Path(path)
-    triples = parse_rdf(path)
-    onto = build_ontology(name or path.stem, triples)
+    triples = parse_rdf(path, fmt, rdf)
+    stem = path.name.split(".")[0] if path.suffix.lower() == ".gz" else path.stem
+    onto = build_ontology(name or stem, triples)
     return Source(onto.name, str(path), onto, triples)

@@ -4,14 +4,25 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kgprobe.ontology.formats import RdfInput
 from kgprobe.ontology.model import Ontology, Triple
 
 
 @dataclass
 class Source:
-    """One loadable source: its model and the triples that represent it in the store."""
+    """One loadable source: its model and the triples that represent it in the store.
+
+    A lazily loaded file (`rdf` set) has neither until the store bulk-loads it: then
+    `ontology` is built from what the store holds and `triples` stays None (a million
+    Python tuples is what the bulk load avoids); `count` is its number of triples."""
 
     name: str
     path: str
-    ontology: Ontology
-    triples: list[Triple]
+    ontology: Ontology | None
+    triples: list[Triple] | None
+    rdf: RdfInput | None = None
+    count: int | None = None
+
+    @property
+    def size(self) -> int:
+        return len(self.triples) if self.triples is not None else (self.count or 0)

@@ -127,16 +127,19 @@ class Verbalizer:
 
 def reasoning_items(onto: Ontology, closure: Closure, templates: TemplateSet, *,
                     rules: Iterable[str] = RULES, pseudowords: bool = True,
-                    skipped: Counter | None = None) -> dict[str, list[ReasoningItem]]:
+                    skipped: Counter | None = None,
+                    asserted: set | None = None) -> dict[str, list[ReasoningItem]]:
     """Items per rule, in a deterministic order (sorted by their text).
 
     A derivation that would write an excluded term (a datatype, a top class, a term with
     no label usable as words: `Ontology.excluded`) is skipped and counted in `skipped`
-    under "RULE: REASON" (per distinct item shape with pseudowords).
+    under "RULE: REASON" (per distinct item shape with pseudowords). `asserted`: the triples
+    a premise counts as asserted in (default: the closure's input; narrower when that input
+    also holds OWL-reasoner conclusions).
     """
     skipped = Counter() if skipped is None else skipped
     verb = Verbalizer(onto, templates, pseudowords)
-    asserted = closure.asserted
+    asserted = closure.asserted if asserted is None else asserted
     out: dict[str, list[ReasoningItem]] = {}
     for rule in rules:
         if rule not in RULE_RELATIONS:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Iterable
 
 from kgprobe.kg.store import INFERRED_GRAPH, KnowledgeGraph
+from kgprobe.reasoning.owl import PROVENANCE
 from kgprobe.reasoning.rdfs import RULES, Closure, closure
 
 
@@ -20,13 +22,48 @@ class ReasonReport:
     derived_by: dict[str, int]
     seconds: float
     closure: Closure
+    #: HermiT's conclusions beyond the asserted triples (`--owl`), stored with provenance
+    #: ``owl:hermit``; the RDFS rules then run over asserted ∪ these.
+    owl: set = field(default_factory=set)
+    unsatisfiable: list[str] = field(default_factory=list)
+
+    def write_provenance(self, path) -> int:
+        """Every one-step derivation as JSONL: HermiT's conclusions first (rule
+        ``owl:hermit``, no premises: HermiT gives no justification), then the RDFS ones."""
+        from kgprobe.atomic import atomic_path
+
+        if not self.owl:
+            return self.closure.write_jsonl(path)
+        count = 0
+        with atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8") as fh:
+            for t in sorted(self.owl):
+                fh.write(json.dumps({"rule": PROVENANCE, "conclusion": list(t), "premises": []},
+                                    ensure_ascii=False) + "\n")
+                count += 1
+            for d in self.closure.derivations():
+                fh.write(json.dumps(d.to_json(), ensure_ascii=False) + "\n")
+                count += 1
+        return count
 
 
 def asserted_triples(kg: KnowledgeGraph) -> set:
     return {t for g in kg.asserted_graphs() for t in kg.triples(g)}
 
 
-def materialize(kg: KnowledgeGraph, rules: Iterable[str] = RULES) -> ReasonReport:
+def reasoning_base(kg: KnowledgeGraph) -> tuple[set, set]:
+    """(asserted triples, HermiT's stored conclusions): what generation reasons from.
+
+    HermiT's conclusions are premises like asserted triples (an OWL subsumption then feeds
+    rdfs9/rdfs11 items), but only while the inferred graph is fresh."""
+    asserted = asserted_triples(kg)
+    owl = kg.provenance(PROVENANCE)
+    if owl:
+        kg.require_fresh()
+    return asserted, owl
+
+
+def materialize(kg: KnowledgeGraph, rules: Iterable[str] = RULES, *,
+                owl: bool = False) -> ReasonReport:
     """Replace the inferred graph with the closure of every other graph.
 
     The closure is computed completely before the store is touched, and only its legal
@@ -37,13 +74,22 @@ def materialize(kg: KnowledgeGraph, rules: Iterable[str] = RULES) -> ReasonRepor
     """
     start = time.perf_counter()
     asserted = asserted_triples(kg)
-    result = closure(asserted, rules)
-    stored = result.rdf_inferred
+    hermit, unsatisfiable = set(), []
+    if owl:
+        from kgprobe.reasoning.owl import classify
+
+        found = classify(asserted)
+        hermit, unsatisfiable = found.triples, found.unsatisfiable
+    result = closure(asserted | hermit, rules)
+    stored = result.rdf_inferred | hermit
     before = set(kg.triples(INFERRED_GRAPH))
-    kg.replace_inferred(sorted(stored))
-    return ReasonReport(tuple(result.rules), len(asserted), len(stored), len(stored - before),
-                        len(result.held_back), result.derived_by(),
-                        time.perf_counter() - start, result)
+    kg.replace_inferred(sorted(stored), provenance={PROVENANCE: sorted(hermit)} if hermit else None)
+    derived_by = result.derived_by()
+    if owl:
+        derived_by[PROVENANCE] = len(hermit)
+    return ReasonReport(tuple(result.rules) + ((PROVENANCE,) if owl else ()), len(asserted),
+                        len(stored), len(stored - before), len(result.held_back), derived_by,
+                        time.perf_counter() - start, result, hermit, unsatisfiable)
 
 
 def clear(kg: KnowledgeGraph) -> int:

@@ -1,0 +1,97 @@
+"""The `urn:kgprobe:meta` graph: what the store records about its own graphs.
+
+Per source graph its path and content hash; for the inferred graph the fingerprint of the
+sources it was computed from and, reified, which reasoner derived which triple (provenance
+such as ``owl:hermit``). Never part of the union the queries see.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable
+
+import pyoxigraph as ox
+from kgprobe.kg.terms import lit
+from kgprobe.ontology.loaders import ox_term as from_ox
+from kgprobe.ontology.model import KGP, RDF, Triple
+
+INFERRED_GRAPH = "urn:kgprobe:inferred"
+META_GRAPH = "urn:kgprobe:meta"
+_PATH, _HASH, _FROM = (KGP + "sourcePath", KGP + "sourceHash", KGP + "computedFrom")
+_BY = KGP + "derivedBy"
+#: `kg stats` figures of a bulk-loaded source graph, recorded after it is published and
+#: deleted with its path and hash whenever the graph is replaced or removed.
+_STATS = {name: KGP + "stat" + name.title() for name in ("triples", "classes", "properties",
+                                                       "instances")}
+
+
+@dataclass(frozen=True)
+class SourceRecord:
+    """What the meta graph says about one source graph."""
+
+    graph: str
+    path: str
+    content_hash: str
+
+
+def _reified(name: str, triple: Triple) -> str:
+    """One provenance row: a blank node naming the reasoner and the triple it derived."""
+    s, p, o = (x if x.startswith(('"', "_:")) else f"<{x}>" for x in triple)
+    return (f"[] <{_BY}> {lit(name)} ; <{RDF}subject> {s} ; <{RDF}predicate> {p} ; "
+            f"<{RDF}object> {o} .")
+
+
+def meta_updates(ops: list[str], meta: dict[str, SourceRecord], drop: Iterable[str],
+                 fingerprint: str | None, provenance: dict[str, Iterable[Triple]] | None,
+                 source_facts: dict[str, list[tuple[str, str]]] | None = None) -> list[str]:
+    """Append the DELETEs for records being replaced to `ops`; return the rows to INSERT.
+
+    A replaced or removed graph loses every meta row about it (path, hash, stats, and the
+    facts `kg pull` records: `source_facts`, graph → [(predicate IRI, object in SPARQL
+    syntax)]); `provenance` names the reasoner of inferred triples (``{"owl:hermit": …}``).
+    """
+    for graph in [*meta, *drop]:
+        ops.append(f"DELETE WHERE {{ GRAPH <{META_GRAPH}> {{ <{graph}> ?p ?a }} }}")
+    rows = [f"<{r.graph}> <{_PATH}> {lit(r.path)} . <{r.graph}> <{_HASH}> {lit(r.content_hash)} ."
+            for r in meta.values()]
+    rows += [f"<{g}> <{p}> {o} ." for g, facts in (source_facts or {}).items() for p, o in facts]
+    if fingerprint is not None:
+        ops.append(f"DELETE WHERE {{ GRAPH <{META_GRAPH}> {{ <{INFERRED_GRAPH}> <{_FROM}> ?c }} }}")
+        ops.append(f"DELETE WHERE {{ GRAPH <{META_GRAPH}> {{ ?r <{_BY}> ?by ; "
+                   f"<{RDF}subject> ?s ; <{RDF}predicate> ?p ; <{RDF}object> ?o }} }}")
+        if fingerprint:
+            rows.append(f"<{INFERRED_GRAPH}> <{_FROM}> {lit(fingerprint)} .")
+        rows += [_reified(name, t) for name, ts in (provenance or {}).items() for t in ts]
+    return rows
+
+
+def provenance_query(name: str) -> str:
+    """The SELECT (?s ?p ?o) of the triples the meta graph records as derived by `name`."""
+    return (f"SELECT ?s ?p ?o WHERE {{ GRAPH <{META_GRAPH}> {{ ?r <{_BY}> {lit(name)} ; "
+            f"<{RDF}subject> ?s ; <{RDF}predicate> ?p ; <{RDF}object> ?o }} }}")
+
+
+def recorded_provenance(store: ox.Store, name: str) -> set[Triple]:
+    """The triples the meta graph records as derived by `name` (e.g. ``owl:hermit``)."""
+    rows = store.query(provenance_query(name))
+    return {(from_ox(r["s"]), from_ox(r["p"]), from_ox(r["o"])) for r in rows}
+
+
+def record_stats(store: ox.Store, stats: list) -> None:
+    """Remember `GraphStats` of freshly published graphs (one small update; a crash before it
+    only means `kg stats` computes them)."""
+    rows = [f"<{st.graph}> <{iri}> {getattr(st, name)} ." for st in stats
+            for name, iri in _STATS.items()]
+    if rows:
+        store.update(f"INSERT DATA {{ GRAPH <{META_GRAPH}> {{ {' '.join(rows)} }} }}")
+
+
+def cached_stats(store: ox.Store) -> dict:
+    """graph → `GraphStats` recorded by `record_stats` (graphs with all four figures)."""
+    from kgprobe.kg.bulk import GraphStats
+
+    found: dict[str, dict[str, int]] = {}
+    for name, iri in _STATS.items():
+        for q in store.quads_for_pattern(None, ox.NamedNode(iri), None, ox.NamedNode(META_GRAPH)):
+            found.setdefault(q.subject.value, {})[name] = int(q.object.value)
+    return {g: GraphStats(g, **v) for g, v in found.items() if len(v) == len(_STATS)}
