@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import random
 import sys
@@ -37,30 +36,12 @@ import time
 
 import torch
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from scoring import body_params, matmul_flops  # noqa: E402 (the same measures as bench/scoring.py)
+
 
 def log(msg: str) -> None:
     print(f"[bench/study] {msg}", file=sys.stderr, flush=True)
-
-
-def matmul_flops(n: int = 1024, repeats: int = 3) -> float:
-    a, b = torch.randn(n, n), torch.randn(n, n)
-    a @ b
-    best = math.inf
-    for _ in range(repeats):
-        t = time.perf_counter()
-        a @ b
-        best = min(best, time.perf_counter() - t)
-    return 2 * n**3 / best
-
-
-def body_params(model) -> tuple[int, int, int]:
-    emb = model.get_input_embeddings().weight
-    out = model.get_output_embeddings()
-    body = sum(p.numel() for p in model.parameters()) - emb.numel()
-    if out is not None and out.weight.data_ptr() != emb.data_ptr():
-        body -= out.weight.numel()
-    vocab, hidden = emb.shape
-    return body, hidden, vocab
 
 
 def study_prompts(seed: int = 0):

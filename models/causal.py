@@ -61,7 +61,7 @@ from kgprobe.models.encoding import (
 )
 from kgprobe.models.language_model import LanguageModel
 from kgprobe.models.tree_batch import score_tree_batch
-from kgprobe.models.trie import CandidateTrie, additive_mask, tree_layout
+from kgprobe.models.trie import CandidateTrie, additive_mask, tree_layout, trie_indices
 
 __all__ = ["CausalScorer"]
 
@@ -309,15 +309,9 @@ class CausalScorer(TensorScorer):
             rows = [trie.add(c[0], c[1]) for c in batch]
             logits = self._tree_logits(prefix, trie, vectors)
             lse = torch.logsumexp(logits, dim=-1)
-            width = max(len(c[0]) for c in batch)
-            row_idx = torch.zeros((len(batch), width), dtype=torch.long)
-            tok_idx = torch.zeros((len(batch), width), dtype=torch.long)
-            for j, (c, r) in enumerate(zip(batch, rows)):
-                row_idx[j, : len(r)] = torch.tensor(r, dtype=torch.long)
-                tok_idx[j, : len(c[0])] = torch.tensor(c[0], dtype=torch.long)
-            row_idx, tok_idx = row_idx.to(device), tok_idx.to(device)
+            row_idx, tok_idx, lengths = trie_indices(batch, rows, device)
+            width = row_idx.shape[1]
             token_lp = logits[row_idx, tok_idx] - lse[row_idx]
-            lengths = torch.tensor([len(c[0]) for c in batch], device=device)
             valid = torch.arange(width, device=device).unsqueeze(0) < lengths.unsqueeze(1)
             token_lp = token_lp.masked_fill(~valid, 0.0)
             result[torch.tensor(idx, device=device)] = self._pool(token_lp, batch)

@@ -21,7 +21,7 @@ from typing import Sequence
 
 import torch
 from kgprobe.models.encoding import Encoded, inject
-from kgprobe.models.trie import CandidateTrie, additive_mask, tree_layout
+from kgprobe.models.trie import CandidateTrie, additive_mask, tree_layout, trie_indices
 
 __all__ = ["score_tree_batch", "LOGIT_BUDGET"]
 
@@ -103,14 +103,8 @@ def score_tree_batch(scorer, prefixes: Sequence[Encoded], conts, vectors: Sequen
         batch = [conts[k] for k in idx]
         trie = CandidateTrie()
         rows = [trie.add(c[0], c[1]) for c in batch]
-        width = max(len(c[0]) for c in batch)
-        row_idx = torch.zeros((len(batch), width), dtype=torch.long)
-        tok_idx = torch.zeros((len(batch), width), dtype=torch.long)
-        for j, (c, r) in enumerate(zip(batch, rows)):
-            row_idx[j, : len(r)] = torch.tensor(r, dtype=torch.long)
-            tok_idx[j, : len(c[0])] = torch.tensor(c[0], dtype=torch.long)
-        row_idx, tok_idx = row_idx.to(device), tok_idx.to(device)
-        lengths = torch.tensor([len(c[0]) for c in batch], device=device)
+        row_idx, tok_idx, lengths = trie_indices(batch, rows, device)
+        width = row_idx.shape[1]
         valid = torch.arange(width, device=device).unsqueeze(0) < lengths.unsqueeze(1)
         per_forward = max(1, int(budget // ((len(trie.tok) + 1) * vocab * 4)))
         where = torch.tensor(idx, device=device)

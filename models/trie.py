@@ -69,3 +69,17 @@ def additive_mask(allowed: torch.Tensor, dtype: torch.dtype, device) -> torch.Te
     """[1, 1, N, N] additive mask (0 where allowed, the dtype's minimum elsewhere)."""
     mask = torch.zeros(allowed.shape, dtype=dtype).masked_fill(~allowed, torch.finfo(dtype).min)
     return mask[None, None].to(device)
+
+
+def trie_indices(batch, rows, device) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(node row, token id) per candidate and position, zero-padded, and each candidate's length:
+    what gathers a candidate's token log-probabilities from the per-node logits of its trie.
+    `batch`: the candidates' (token ids, …) tuples; `rows`: their node rows (`CandidateTrie.add`)."""
+    width = max(len(c[0]) for c in batch)
+    row_idx = torch.zeros((len(batch), width), dtype=torch.long)
+    tok_idx = torch.zeros((len(batch), width), dtype=torch.long)
+    for j, (c, r) in enumerate(zip(batch, rows)):
+        row_idx[j, : len(r)] = torch.tensor(r, dtype=torch.long)
+        tok_idx[j, : len(c[0])] = torch.tensor(c[0], dtype=torch.long)
+    lengths = torch.tensor([len(c[0]) for c in batch], device=device)
+    return row_idx.to(device), tok_idx.to(device), lengths
