@@ -179,9 +179,12 @@ def console_table(rows: list[dict], template: str) -> str:
     table = cells(rows, None, template)
     lines = [f"MRR (%) [95% CI] (n items), mean over the rules, {template} templates averaged",
              f"{'P1 / P2':18s}" + "".join(f"{WORDS[s]:>28s}" for s in SETTINGS)]
+    texts = [[c.text() for c in row] for row in table]
     for i, p1 in enumerate(SETTINGS):
-        lines.append(f"{WORDS[p1]:18s}" + "".join(f"{c.text():>28s}" for c in table[i]))
-    return "\n".join(lines + [f"{LOW_N}: fewer items than the minimum (see report.md)"])
+        lines.append(f"{WORDS[p1]:18s}" + "".join(f"{t:>28s}" for t in texts[i]))
+    if any(LOW_N in t for row in texts for t in row):
+        lines.append(f"{LOW_N}: fewer items than the minimum (see report.md)")
+    return "\n".join(lines)
 
 
 def _per_template(rows: list[dict], rule: str, template: str) -> list[str]:
