@@ -10,22 +10,14 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from kgprobe.studies.options import comma_list
+from kgprobe.studies.options import candidates_option, comma_list
 
 from .registry import command
 
 
-def _candidates(text: str) -> int | None:
-    if text == "all":
-        return None
-    try:
-        return int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r}: give all or a number of choices") from None
-
-
 @command("export lm-eval")
 def cmd_export(args: argparse.Namespace) -> int:
+    from kgprobe.reasoning.distractors import parse_protocol
     from kgprobe.reasoning.memorizing import relation_name
     from kgprobe.studies.lm_eval.export import STUDIES, ExportSettings, export_lm_eval
 
@@ -34,7 +26,7 @@ def cmd_export(args: argparse.Namespace) -> int:
         studies=tuple(comma_list(args.tasks, choices=STUDIES, option="--tasks")),
         relations=relations, templates=args.template,
         rules=tuple(comma_list(args.rules)) if args.rules != "all" else None,
-        candidates=args.candidates, split=args.split, limit=args.limit, seed=args.seed,
+        candidates=parse_protocol(args.candidates).k, split=args.split, limit=args.limit, seed=args.seed,
         probes=str(args.probes) if args.probes else None)
     counts = export_lm_eval(args.out, settings)
     for name, n in counts.items():
@@ -67,9 +59,7 @@ def add_parsers(sub) -> None:
     p.add_argument("--out", required=True, type=Path, help="the task folder to write")
     p.add_argument("--tasks", default="memorizing,reasoning",
                    help="which studies' probes: memorizing, reasoning (comma-separated)")
-    p.add_argument("--candidates", type=_candidates, default=None, metavar="all|K",
-                   help="choices per probe: every candidate (all, the default), or the gold and "
-                        "K-1 seeded distractors (the paper's §5 uses 20)")
+    candidates_option(p)
     p.add_argument("--task", default="all", help="memorizing relations: TP,SCO,SPO,DM,RG or all")
     p.add_argument("--template", default="all", help="memorizing manual template index, or all")
     p.add_argument("--rules", default="all", help="reasoning rules (rdfs2,…,rdfs11) or all")

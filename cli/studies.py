@@ -88,7 +88,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     protocol = parse_protocol(args.candidates)  # a bad value fails before the model loads
     config = AblationConfig(args.model, limit=args.limit, templates=templates,
                             pairs=args.pairs, soft_epochs=args.soft_epochs, seed=0,
-                            candidates=str(args.candidates))
+                            candidates=args.candidates)
     print(f"premise-ablation study: model {config.model}, {config.limit} items per rule, "
           f"{config.pairs} pseudoword pair(s), {' and '.join(config.templates)} templates, "
           f"protocol {protocol.name} -> {args.out}", file=sys.stderr)
@@ -103,7 +103,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 def add_parsers(sub) -> None:
     """`study NAME`, `probe memorizing|multiple-choice` (aliases), `report`, `demo`."""
-    from kgprobe.studies.options import threads_option
+    from kgprobe.studies.options import candidates_option, threads_option
 
     study = sub.add_parser("study", help="run a study: " + ", ".join(STUDIES))
     study_sub = study.add_subparsers(dest="study_command", required=True)
@@ -123,9 +123,7 @@ def add_parsers(sub) -> None:
     p.add_argument("--model", default=DEFAULT_MODEL)
     p.add_argument("--limit", type=int, default=DEMO_LIMIT, help="items per rule")
     p.add_argument("--pairs", type=int, default=1, help="pseudoword pairs per item")
-    p.add_argument("--candidates", default=DEMO_CANDIDATES,
-                   help="K: the gold among K-1 seeded distractors (default 20, the paper's §5); "
-                        "all: every candidate of its kind (the paper's §3, ~40x the work)")
+    candidates_option(p, DEMO_CANDIDATES)
     p.add_argument("--soft-epochs", type=int, default=DEMO_SOFT_EPOCHS)
     p.add_argument("--templates", default="manual",
                    help="manual (default: soft training takes about an hour on 2 cores), "

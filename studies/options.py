@@ -31,6 +31,17 @@ def scale_options(parser: argparse.ArgumentParser) -> None:
                              "(`kgprobe cache stats|clear`)")
 
 
+def candidates_option(parser: argparse.ArgumentParser, default: str = "all") -> None:
+    """``--candidates all|K``: the candidate protocol (`reasoning.distractors`), the same on
+    every command that ranks candidates. Handlers check it with `parse_protocol` (a bad value
+    is then one line and exit 2, where argparse would print its usage too)."""
+    parser.add_argument("--candidates", default=default, metavar="all|K",
+                        help="all: rank the gold against every candidate of its kind (the "
+                             "paper's §3); K: the gold and K-1 seeded distractors of its kind "
+                             f"that are no gold of the item (the paper's §5 uses 20; default "
+                             f"{default})")
+
+
 def apply_threads(args: argparse.Namespace) -> None:
     threads = getattr(args, "threads", None)
     if threads is not None:

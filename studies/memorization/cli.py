@@ -5,7 +5,12 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from kgprobe.studies.options import finish, scale_options, threads_option
+from kgprobe.studies.options import (
+    candidates_option,
+    finish,
+    scale_options,
+    threads_option,
+)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -25,9 +30,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--probes", type=Path, default=None,
                    help="a directory from `kgprobe generate memorizing` (default: the paper's sets)")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--candidates", default="all",
-                   help="all: rank against the task's whole candidate set (paper §3); K: the golds "
-                        "and seeded distractors, K candidates in all (paper §5 uses 20)")
+    candidates_option(p)
     scale_options(p)
     p.add_argument("--batch-size", type=int, default=64)
     threads_option(p)

@@ -7,7 +7,12 @@ from pathlib import Path
 
 from kgprobe.errors import StudyError
 from kgprobe.reasoning.rdfs import RULES
-from kgprobe.studies.options import comma_list, scale_options, threads_option
+from kgprobe.studies.options import (
+    candidates_option,
+    comma_list,
+    scale_options,
+    threads_option,
+)
 
 from .config import TEMPLATE_KINDS
 
@@ -76,9 +81,7 @@ def add_arguments(p: argparse.ArgumentParser, *, default_model: str | None = Non
     p.add_argument("--min-items", type=int, default=10,
                    help="cells with fewer items are shown but flagged")
     p.add_argument("--soft-epochs", type=int, default=30)
-    p.add_argument("--candidates", default="all",
-                   help="all: rank the gold against every candidate of its kind (paper §3); K: "
-                        "against K-1 seeded distractors of its kind (paper §5 uses 20; ~40x less work)")
+    candidates_option(p)
     p.add_argument("--preset", choices=sorted(PRESETS), default=None,
                    help="paper: every item, 10 pairs, manual templates, --candidates all "
                         "(the GPU command; overrides those options)")
