@@ -110,9 +110,13 @@ class GraphStats:
     instances: int
 
 
-def graph_stats(store: ox.Store, graph: str) -> GraphStats:
+def stats_of(graph: str, triples: list[Triple]) -> GraphStats:
     """Triples, and the classes/properties/instances the model sees, of one graph."""
-    triples = list(graph_triples(store, graph))  # counts only: the order does not matter
     onto = build_ontology(graph, triples)
     return GraphStats(graph, len(triples), len(onto.classes), len(onto.properties),
                       len(onto.instances))
+
+
+def graph_stats(store: ox.Store, graph: str) -> GraphStats:
+    """`stats_of` a stored graph (counts only: the dump's order does not matter)."""
+    return stats_of(graph, list(graph_triples(store, graph)))

@@ -19,12 +19,11 @@ scopes labels to one result set), so pull blank-node-heavy graphs with `kg pull`
 
 from __future__ import annotations
 
-import hashlib
 import re
 from typing import Iterator
 
-from kgprobe.kg.bulk import GraphStats
-from kgprobe.kg.meta import _FROM, _HASH, _PATH, provenance_query
+from kgprobe.kg.bulk import GraphStats, stats_of
+from kgprobe.kg.meta import _FROM, _HASH, _PATH, fingerprint, provenance_query
 from kgprobe.kg.results import QueryResult, query_result
 from kgprobe.kg.sparql_client import EndpointError, SparqlClient, with_prefixes
 from kgprobe.kg.store import (
@@ -174,10 +173,9 @@ class SparqlEndpoint:
             return "stale" if INFERRED_GRAPH in self._graphs else "none"
         records = self.source_records()
         # The store's fingerprint: every source graph has a record (the store writes both at once).
-        lines = sorted(f"{g} {records[g].content_hash}" for g in self.asserted_graphs()
-                       if g in records)
-        fingerprint = hashlib.sha256("\n".join(lines).encode()).hexdigest()
-        return "fresh" if rows[0]["f"].value == fingerprint else "stale"
+        current = fingerprint({g: records[g].content_hash for g in self.asserted_graphs()
+                               if g in records})
+        return "fresh" if rows[0]["f"].value == current else "stale"
 
     def provenance(self, name: str) -> set[Triple]:
         """As the store's: the inferred triples the served store records as derived by `name`."""
@@ -203,13 +201,7 @@ class SparqlEndpoint:
         return build_ontology(name, (t for g in graphs for t in self.triples(g)), options)
 
     def stats(self) -> list[GraphStats]:
-        out = []
-        for graph in self.graphs():
-            triples = list(self.triples(graph))
-            onto = build_ontology(graph, triples)
-            out.append(GraphStats(graph, len(triples), len(onto.classes), len(onto.properties),
-                                  len(onto.instances)))
-        return out
+        return [stats_of(graph, list(self.triples(graph))) for graph in self.graphs()]
 
 
 def _query_form(sparql: str) -> str:

@@ -7,6 +7,7 @@ such as ``owl:hermit``). Never part of the union the queries see.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from typing import Iterable
 
@@ -63,6 +64,13 @@ def meta_updates(ops: list[str], meta: dict[str, SourceRecord], drop: Iterable[s
             rows.append(f"<{INFERRED_GRAPH}> <{_FROM}> {lit(fingerprint)} .")
         rows += [_reified(name, t) for name, ts in (provenance or {}).items() for t in ts]
     return rows
+
+
+def fingerprint(hashes: dict[str, str]) -> str:
+    """The fingerprint of a set of source graphs (graph → content hash): what the inferred
+    graph records it was computed from, and what decides whether it is stale."""
+    lines = sorted(f"{g} {h}" for g, h in hashes.items())
+    return hashlib.sha256("\n".join(lines).encode()).hexdigest()
 
 
 def provenance_query(name: str) -> str:

@@ -14,7 +14,6 @@ inferences whose fingerprint differs from the current sources are stale.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 from pathlib import Path
@@ -266,9 +265,9 @@ class KnowledgeGraph:
     def fingerprint(self) -> str:
         """Hash of the (graph, content hash) pairs of every source graph now in the store."""
         records = self.source_records()
-        lines = sorted(f"{g} {records[g].content_hash if g in records else content_hash(self.triples(g))}"
-                       for g in self.asserted_graphs())
-        return hashlib.sha256("\n".join(lines).encode()).hexdigest()
+        return kgmeta.fingerprint({
+            g: records[g].content_hash if g in records else content_hash(self.triples(g))
+            for g in self.asserted_graphs()})
 
     def inferred_state(self) -> str:
         """'none' (never reasoned), 'fresh', or 'stale' (sources changed since `reason`)."""
