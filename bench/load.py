@@ -6,8 +6,9 @@ Writes one seeded LUBM-like file (universities → departments → faculty, stud
 publications; a class tree with domains and ranges) into a temporary directory, then runs,
 each in its own fresh subprocess so peak RSS (ru_maxrss) is that run's alone:
 
-* kgprobe: `kgprobe kg load FILE` into a new store (bulk load into a staging graph, the
-  typed model built from the store, published with one SPARQL MOVE), wall time;
+* kgprobe: `kgprobe kg load FILE` into a new store (bulk load straight into the new graph,
+  marked pending; the typed model built from the same file in a thread beside the loader;
+  published by one small SPARQL update), wall time;
 * rdflib: `rdflib.Graph().parse(FILE)`, the parse alone.
 
 Prints one JSON line: triples, file MB, seconds and peak MB of each, and the ratio.

@@ -320,8 +320,7 @@ class KnowledgeGraph:
             hidden = [g for g in self._store.named_graphs() if g.value not in visible]
             return len(self._store) - sum(1 for g in hidden
                                           for _ in self._store.quads_for_pattern(None, None, None, g))
-        answer = self.query(f"SELECT (COUNT(*) AS ?n) WHERE {{ GRAPH <{graph}> {{ ?s ?p ?o }} }}")
-        return int(_lexical(answer.rows[0][0]))
+        return bulk.graph_size(self._store, graph)
 
     def _union(self) -> dict:
         """Query options: the default graph is the union of the data graphs (never meta)."""
@@ -374,10 +373,6 @@ class KnowledgeGraph:
 def _source_path(path: str) -> str:
     """A source's identity: its absolute path (names like '(bundled)' stay as they are)."""
     return str(Path(path).resolve()) if Path(path).exists() else path
-
-
-def _lexical(term: str) -> str:
-    return term[1:term.rfind('"')] if term.startswith('"') else term
 
 
 def _first_line(err: BaseException) -> str:

@@ -97,7 +97,7 @@ def pick_label(labels: dict[str, list[tuple[str, str | None]]], iri: str,
     found is the IRI's local name used, split into words — and never when it is ID-like.
     """
     primary = langs[0] if langs else "en"
-    for wanted in langs:
+    for wanted in langs if labels else ():  # most instances of a big graph have no label
         for untagged in (False, True):
             for prop in LABEL_PROPERTIES:
                 choices = sorted(
@@ -110,9 +110,9 @@ def pick_label(labels: dict[str, list[tuple[str, str | None]]], iri: str,
                         return name_words(label)
                     return label
     name = local_name(iri)
-    if is_id_like(name) or name.isdigit() or not name_words(name):
+    if is_id_like(name) or name.isdigit():
         return None
-    return name_words(name)
+    return name_words(name) or None
 
 
 @lru_cache(maxsize=1)
