@@ -73,7 +73,10 @@ class ReasoningItem:
     answers: list[str]
     candidates_key: str
     split: str = "test"
-    slots: dict[str, str] = field(default_factory=dict)  # slot → the IRI it stands for
+    #: slot → the IRI it stands for; both slots always present ("" when a rule has one
+    #: entity: Arrow types a column of nulls as null, and will not read a string into it),
+    #: so every rule's file has one shape and `datasets` loads them all at once
+    slots: dict[str, str] = field(default_factory=dict)
     hypotheses: list[str] = field(default_factory=list)  # the hypothesis under every manual template
     relation: str = ""  # the hypothesis relation (names its templates)
     count: int = 1  # how many derivations read as this item
@@ -238,7 +241,7 @@ def _item(verb: Verbalizer, d: Derivation, asserted) -> ReasoningItem | None:
         # rdfs5/9/11: P2's subject is the entity (or class/property) reasoned about.
         subj = p2[0]
         x = verb.name(subj, SLOT_X)
-        slots = {SLOT_X: subj}
+        slots = {SLOT_X: subj, SLOT_Y: ""}
         mid, top = p1[0], p1[2]
         premises = [
             PremiseText("P1", p1, verb.statement(rel1, label(mid), label(top)), rel1,

@@ -43,10 +43,11 @@ def test_probe_sets_results_and_predictions_load_with_datasets(tmp_path):
     cli("generate", "reasoning", "--store", "store", "--out", "rea", cwd=tmp_path)
     cache = tmp_path / "hf"
     check_json(sorted((tmp_path / "mem").glob("*.jsonl")), cache)
-    # one rule per load: `slots` holds [X] for some rules and [X], [Y] for others, and Arrow
-    # will not merge two struct shapes into one table
-    for rule_file in sorted((tmp_path / "rea").glob("*.jsonl")):
-        check_json([rule_file], cache)
+    # every rule at once: `slots` has the same two keys in every file ([Y] "" where a rule
+    # has one entity), so Arrow reads one struct shape
+    rule_files = sorted((tmp_path / "rea").glob("*.jsonl"))
+    assert len(rule_files) == 6
+    check_json(rule_files, cache)
     cli("study", "memorization", "--model", "frequency", "--task", "domain", "--template", "0",
         "--limit", "5", "--threads", "1", "--out", "run", cwd=tmp_path)
     check_json([tmp_path / "run" / "predictions.jsonl"], cache)
