@@ -83,8 +83,13 @@ def _rdflib_term(node) -> str:
 
     if isinstance(node, BNode):
         return f"_:{node}"
-    if isinstance(node, Literal):
-        return node.n3()
+    if isinstance(node, Literal):  # N-Triples form (rdflib's n3() writes """…""" for newlines)
+        import pyoxigraph as ox
+
+        if node.language:
+            return str(ox.Literal(str(node), language=node.language))
+        return str(ox.Literal(str(node), datatype=ox.NamedNode(node.datatype)
+                              if node.datatype else None))
     return str(node)
 
 

@@ -8,6 +8,7 @@ syntax (it starts with ``"``).
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Iterator
@@ -71,13 +72,26 @@ def literal(text: str, lang: str | None = "en") -> str:
     return f'"{escaped}"@{lang}' if lang else f'"{escaped}"'
 
 
+_ESCAPE = re.compile(r"\\(?:u([0-9A-Fa-f]{4})|U([0-9A-Fa-f]{8})|(.))", re.S)
+_ECHAR = {"t": "\t", "b": "\b", "n": "\n", "r": "\r", "f": "\f", '"': '"', "'": "'",
+          "\\": "\\"}
+
+
+def _unescape(m: re.Match) -> str:
+    short, long, char = m.groups()
+    if short or long:
+        return chr(int(short or long, 16))
+    return _ECHAR.get(char, m.group(0))
+
+
 def parse_literal(term: str) -> tuple[str, str | None]:
-    """Decode an N-Triples literal into (lexical form, language tag or None)."""
+    """Decode an N-Triples literal into (lexical form, language tag or None).
+
+    Every N-Triples escape is undone (``\\t``, ``\\uXXXX`` …: pyoxigraph writes a tab or a
+    control character that way), in one pass so an escaped backslash stays one."""
     end = term.rfind('"')
     body, tail = term[1:end], term[end + 1:]
-    text = (
-        body.replace('\\"', '"').replace("\\n", "\n").replace("\\r", "\r").replace("\\\\", "\\")
-    )
+    text = _ESCAPE.sub(_unescape, body) if "\\" in body else body
     return text, (tail[1:].lower() if tail.startswith("@") else None)
 
 

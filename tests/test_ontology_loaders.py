@@ -6,11 +6,20 @@ import json
 from pathlib import Path
 
 import pytest
-
 from kgprobe.errors import OntologyError
 from kgprobe.ontology.labels import article, local_name_label, pick_label
-from kgprobe.ontology.loaders import bundled_source, load_ontoprobe, load_rdf, load_source
-from kgprobe.ontology.model import RDFS_SUBCLASSOF, SKOS_PREFLABEL, literal, parse_literal
+from kgprobe.ontology.loaders import (
+    bundled_source,
+    load_ontoprobe,
+    load_rdf,
+    load_source,
+)
+from kgprobe.ontology.model import (
+    RDFS_SUBCLASSOF,
+    SKOS_PREFLABEL,
+    literal,
+    parse_literal,
+)
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 DBO = "http://dbpedia.org/ontology/"
@@ -206,3 +215,30 @@ def test_literal_round_trip():
     for text in ['plain', 'with "quotes"', "back\\slash", "new\nline"]:
         assert parse_literal(literal(text)) == (text, "en")
     assert parse_literal('"x"') == ("x", None)
+
+
+TRICKY = ["tab\there", "ctrl\x01char", "caf\u00e9", "para\u2028sep", 'q"uote', "back\\slash",
+          "\\u0041 is not A", "new\nline\r\n", "astral \U0001F600"]
+
+
+def test_literal_escapes_from_pyoxigraph_and_rdflib_are_undone():
+    """Literals reach the model written by pyoxigraph (\\t, \\u0001) and by rdflib; each
+    must decode to the text the file says, whoever wrote it."""
+    import pyoxigraph as ox
+    import rdflib
+    from kgprobe.ontology.loaders import _rdflib_term
+
+    for text in TRICKY:
+        assert parse_literal(str(ox.Literal(text, language="de"))) == (text, "de"), text
+        assert parse_literal(_rdflib_term(rdflib.Literal(text))) == (text, None), text
+        typed = _rdflib_term(rdflib.Literal(text, datatype=rdflib.URIRef("http://ex.org/code")))
+        assert typed.endswith("^^<http://ex.org/code>")
+        assert parse_literal(typed)[0] == text
+
+
+def test_a_label_with_a_tab_and_an_escape_loads_as_written(tmp_path):
+    path = tmp_path / "t.ttl"
+    path.write_text('@prefix rdfs: <http://www.w3.org/2000/01/rdf-schema#> .\n'
+                    '<http://ex.org/Cafe> rdfs:subClassOf <http://ex.org/Place> ;\n'
+                    '    rdfs:label "caf\\u00e9\\tbar"@en .\n', encoding="utf-8")
+    assert load_rdf(path).ontology.classes["http://ex.org/Cafe"].label == "caf\u00e9\tbar"
