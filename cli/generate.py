@@ -64,7 +64,7 @@ def cmd_generate_memorizing(args: argparse.Namespace) -> int:
                            "on the store behind the endpoint instead")
     with (open_store(args, write=True) if args.reason else open_reader(args)) as kg:
         if args.reason and kg.inferred_state() == "stale":
-            print_reason(kg, RULES)
+            print_reason(kg)
         onto = kg.ontology("store", options=options)  # refuses stale inferences
     skipped: Counter = Counter()
     records = generate_memorizing(onto, seed=args.seed, train=train, dev=dev,
@@ -141,7 +141,7 @@ def add_parsers(sub) -> None:
                    help="at most N seeded instances per most specific class in TP (the paper "
                         "samples 20; default: all)")
     p.add_argument("--reason", action="store_true", help="re-run `kgprobe reason` first if the "
-                   "inferences are stale")
+                   "inferences are stale (as it last ran: its --rules and --owl)")
     model_args(p)
     writer_args(p)
     endpoint_options(p)

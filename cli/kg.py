@@ -130,7 +130,7 @@ def cmd_kg_load(args: argparse.Namespace) -> int:
                   f"{len(o.classes)} classes, {len(o.properties)} properties, "
                   f"{len(o.instances)} instances")
         if args.reason:
-            print_reason(kg, RULES)
+            print_reason(kg)
         elif kg.inferred_state() == "stale":
             print("inferences are now stale; run `kgprobe reason` before generating probes")
         print(f"store {kg.path}: {kg.count()} triples")
@@ -220,11 +220,13 @@ def cmd_kg_export(args: argparse.Namespace) -> int:
 # ------------------------------------------------------------------------------ reason
 
 
-def print_reason(kg: KnowledgeGraph, rules, provenance: Path | None = None, *,
+def print_reason(kg: KnowledgeGraph, rules=None, provenance: Path | None = None, *,
                  owl: bool = False) -> None:
-    from kgprobe.reasoning.materialize import materialize
+    """Reason and say what was derived. `rules=None` (the `--reason` flags): as the store was
+    last reasoned (its rules, HermiT after `reason --owl`), else every RDFS rule."""
+    from kgprobe.reasoning.materialize import materialize, reason_again
 
-    report = materialize(kg, rules, owl=owl)
+    report = reason_again(kg) if rules is None else materialize(kg, rules, owl=owl)
     print(f"reasoned over {report.asserted} asserted triples with {', '.join(report.rules)} "
           f"in {report.seconds:.2f} s")
     for rule in report.rules:
@@ -296,7 +298,8 @@ def add_parsers(sub) -> None:
                    "file name without suffix)")
     p.add_argument("--replace", action="store_true",
                    help="let a source replace a graph that holds a different file")
-    p.add_argument("--reason", action="store_true", help="materialize the RDFS closure afterwards")
+    p.add_argument("--reason", action="store_true", help="reason afterwards, as `kgprobe reason` "
+                   "last ran on this store (its --rules and --owl), else with every RDFS rule")
     model_args(p)
     p.add_argument("--format", default=None, choices=list(SYNTAXES), help="the syntax of the one "
                    "SOURCE file (default: from its suffix, checked against its content; .gz is "

@@ -20,6 +20,9 @@ INFERRED_GRAPH = "urn:kgprobe:inferred"
 META_GRAPH = "urn:kgprobe:meta"
 _PATH, _HASH, _FROM = (KGP + "sourcePath", KGP + "sourceHash", KGP + "computedFrom")
 _BY = KGP + "derivedBy"
+#: what the inferred graph was computed with ("rdfs2,rdfs3,…", plus "owl:hermit" after
+#: `reason --owl`): `--reason` on a stale store re-runs exactly that
+_WITH = KGP + "reasonedWith"
 #: `kg stats` figures of a bulk-loaded source graph, recorded after it is published and
 #: deleted with its path and hash whenever the graph is replaced or removed.
 _STATS = {name: KGP + "stat" + name.title() for name in ("triples", "classes", "properties",
@@ -44,12 +47,14 @@ def _reified(name: str, triple: Triple) -> str:
 
 def meta_updates(ops: list[str], meta: dict[str, SourceRecord], drop: Iterable[str],
                  fingerprint: str | None, provenance: dict[str, Iterable[Triple]] | None,
-                 source_facts: dict[str, list[tuple[str, str]]] | None = None) -> list[str]:
+                 source_facts: dict[str, list[tuple[str, str]]] | None = None,
+                 reasoned_with: tuple[str, ...] = ()) -> list[str]:
     """Append the DELETEs for records being replaced to `ops`; return the rows to INSERT.
 
     A replaced or removed graph loses every meta row about it (path, hash, stats, and the
     facts `kg pull` records: `source_facts`, graph → [(predicate IRI, object in SPARQL
-    syntax)]); `provenance` names the reasoner of inferred triples (``{"owl:hermit": …}``).
+    syntax)]); `provenance` names the reasoner of inferred triples (``{"owl:hermit": …}``);
+    `reasoned_with` the rules (and reasoners) the inferred graph was computed with.
     """
     for graph in [*meta, *drop]:
         ops.append(f"DELETE WHERE {{ GRAPH <{META_GRAPH}> {{ <{graph}> ?p ?a }} }}")
@@ -57,11 +62,14 @@ def meta_updates(ops: list[str], meta: dict[str, SourceRecord], drop: Iterable[s
             for r in meta.values()]
     rows += [f"<{g}> <{p}> {o} ." for g, facts in (source_facts or {}).items() for p, o in facts]
     if fingerprint is not None:
-        ops.append(f"DELETE WHERE {{ GRAPH <{META_GRAPH}> {{ <{INFERRED_GRAPH}> <{_FROM}> ?c }} }}")
+        for pred in (_FROM, _WITH):
+            ops.append(f"DELETE WHERE {{ GRAPH <{META_GRAPH}> {{ <{INFERRED_GRAPH}> <{pred}> ?c }} }}")
         ops.append(f"DELETE WHERE {{ GRAPH <{META_GRAPH}> {{ ?r <{_BY}> ?by ; "
                    f"<{RDF}subject> ?s ; <{RDF}predicate> ?p ; <{RDF}object> ?o }} }}")
         if fingerprint:
             rows.append(f"<{INFERRED_GRAPH}> <{_FROM}> {lit(fingerprint)} .")
+        if fingerprint and reasoned_with:
+            rows.append(f"<{INFERRED_GRAPH}> <{_WITH}> {lit(','.join(reasoned_with))} .")
         rows += [_reified(name, t) for name, ts in (provenance or {}).items() for t in ts]
     return rows
 
@@ -77,6 +85,14 @@ def provenance_query(name: str) -> str:
     """The SELECT (?s ?p ?o) of the triples the meta graph records as derived by `name`."""
     return (f"SELECT ?s ?p ?o WHERE {{ GRAPH <{META_GRAPH}> {{ ?r <{_BY}> {lit(name)} ; "
             f"<{RDF}subject> ?s ; <{RDF}predicate> ?p ; <{RDF}object> ?o }} }}")
+
+
+def reasoned_with(store: ox.Store) -> tuple[str, ...]:
+    """The rules (and ``owl:hermit``) the inferred graph was last computed with; () if none."""
+    for q in store.quads_for_pattern(ox.NamedNode(INFERRED_GRAPH), ox.NamedNode(_WITH), None,
+                                     ox.NamedNode(META_GRAPH)):
+        return tuple(q.object.value.split(","))
+    return ()
 
 
 def recorded_provenance(store: ox.Store, name: str) -> set[Triple]:

@@ -184,14 +184,21 @@ class KnowledgeGraph:
         return record or SourceRecord(graph, "?", "?")
 
     def replace_inferred(self, triples: Iterable[Triple],
-                         provenance: dict[str, Iterable[Triple]] | None = None) -> None:
+                         provenance: dict[str, Iterable[Triple]] | None = None,
+                         reasoned_with: tuple[str, ...] = ()) -> None:
         """Make the inferred graph hold exactly `triples`, computed from the current sources.
 
         `provenance` names the reasoner of some of them (``{"owl:hermit": …}``): recorded in
         the meta graph (reified, never part of the union) in the same transaction, so
-        generation can tell an OWL conclusion from an RDFS one (see `provenance`)."""
+        generation can tell an OWL conclusion from an RDFS one (see `provenance`).
+        `reasoned_with` (rules, ``owl:hermit``) is recorded too (see `reasoned_with`)."""
         self._commit({INFERRED_GRAPH: triples}, {}, fingerprint=self.fingerprint(),
-                     provenance=provenance or {})
+                     provenance=provenance or {}, reasoned_with=reasoned_with)
+
+    def reasoned_with(self) -> tuple[str, ...]:
+        """What the inferred graph was last computed with (rules, and ``owl:hermit`` after
+        `reason --owl`); () when never reasoned. `--reason` re-runs exactly that."""
+        return kgmeta.reasoned_with(self._store)
 
     def provenance(self, name: str) -> set[Triple]:
         """The inferred triples recorded as derived by `name` (e.g. ``owl:hermit``)."""
@@ -207,7 +214,8 @@ class KnowledgeGraph:
     def _commit(self, graphs: dict[str, Iterable[Triple]], meta: dict[str, SourceRecord], *,
                 drop: Iterable[str] = (), fingerprint: str | None = None,
                 provenance: dict[str, Iterable[Triple]] | None = None,
-                source_facts: dict[str, list[tuple[str, str]]] | None = None) -> None:
+                source_facts: dict[str, list[tuple[str, str]]] | None = None,
+                reasoned_with: tuple[str, ...] = ()) -> None:
         """Stage every graph, then publish all of it with one SPARQL update (one transaction)."""
         ops = []
         try:
@@ -225,7 +233,8 @@ class KnowledgeGraph:
                 ops.append(f"MOVE SILENT GRAPH <{staging}> TO <{graph}>")
             for graph in drop:
                 ops.append(f"DROP SILENT GRAPH <{graph}>")
-            rows = kgmeta.meta_updates(ops, meta, drop, fingerprint, provenance, source_facts)
+            rows = kgmeta.meta_updates(ops, meta, drop, fingerprint, provenance, source_facts,
+                                       reasoned_with)
             if rows:
                 ops.append(f"INSERT DATA {{ GRAPH <{META_GRAPH}> {{ {' '.join(rows)} }} }}")
             if ops:

@@ -83,13 +83,23 @@ def materialize(kg: KnowledgeGraph, rules: Iterable[str] = RULES, *,
     result = closure(asserted | hermit, rules)
     stored = result.rdf_inferred | hermit
     before = set(kg.triples(INFERRED_GRAPH))
-    kg.replace_inferred(sorted(stored), provenance={PROVENANCE: sorted(hermit)} if hermit else None)
+    used = tuple(result.rules) + ((PROVENANCE,) if owl else ())
+    kg.replace_inferred(sorted(stored), provenance={PROVENANCE: sorted(hermit)} if hermit else None,
+                        reasoned_with=used)
     derived_by = result.derived_by()
     if owl:
         derived_by[PROVENANCE] = len(hermit)
-    return ReasonReport(tuple(result.rules) + ((PROVENANCE,) if owl else ()), len(asserted),
+    return ReasonReport(used, len(asserted),
                         len(stored), len(stored - before), len(result.held_back), derived_by,
                         time.perf_counter() - start, result, hermit, unsatisfiable)
+
+
+def reason_again(kg: KnowledgeGraph) -> ReasonReport:
+    """`--reason`: re-run reasoning as the store was last reasoned (its rules; HermiT when
+    that was `reason --owl`), or every RDFS rule when it never was."""
+    last = kg.reasoned_with()
+    rules = [r for r in last if r != PROVENANCE] or RULES
+    return materialize(kg, rules, owl=PROVENANCE in last)
 
 
 def clear(kg: KnowledgeGraph) -> int:

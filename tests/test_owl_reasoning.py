@@ -96,3 +96,33 @@ def test_pizza_margherita_is_vegetarian(tmp_path):
     with KnowledgeGraph(store, read_only=True) as kg:
         owl = kg.provenance(PROVENANCE)
     assert (ns + "Margherita", SUB, ns + "VegetarianPizzaEquivalent1") in owl
+
+
+@needs_java
+def test_reason_flags_rerun_reasoning_as_it_last_ran(tmp_path):
+    """`kg load --reason` / `generate memorizing --reason` on a stale store re-run the rules and
+    HermiT that `reason` last used: a plain RDFS rerun would silently drop every OWL conclusion."""
+    store = str(tmp_path / "store")
+    margherita = (EX + "Margherita", SUB, EX + "VegetarianPizza")
+    assert cli("kg", "load", str(DATA / "veg_pizza.ttl"), "--store", store)[0] == 0
+    assert cli("reason", "--owl", "--rules", "rdfs9,rdfs11", "--store", store)[0] == 0
+    extra = tmp_path / "extra.ttl"
+    extra.write_text("<http://ex.org/pizza#mine> a <http://ex.org/pizza#Margherita> .\n")
+    code, out, _ = cli("kg", "load", str(extra), "--store", store, "--reason")
+    assert code == 0 and "rdfs9, rdfs11, owl:hermit" in out
+    with KnowledgeGraph(store, read_only=True) as kg:
+        assert kg.inferred_state() == "fresh"
+        assert kg.reasoned_with() == ("rdfs9", "rdfs11", PROVENANCE)
+        assert margherita in kg.provenance(PROVENANCE)
+        assert (EX + "mine", TYPE, EX + "VegetarianPizza") in set(kg.triples("urn:kgprobe:inferred"))
+    extra.write_text("<http://ex.org/pizza#yours> a <http://ex.org/pizza#Margherita> .\n")
+    assert cli("kg", "load", str(extra), "--store", store)[0] == 0
+    code, out, _ = cli("generate", "memorizing", "--reason", "--out", str(tmp_path / "m"),
+                       "--store", store)
+    assert code == 0 and "owl:hermit" in out
+    assert cli("reason", "--store", store)[0] == 0  # plain RDFS from now on
+    extra.write_text("<http://ex.org/pizza#theirs> a <http://ex.org/pizza#Margherita> .\n")
+    code, out, _ = cli("kg", "load", str(extra), "--store", store, "--reason")
+    assert code == 0 and "owl:hermit" not in out and "rdfs2" in out
+    with KnowledgeGraph(store, read_only=True) as kg:
+        assert not kg.provenance(PROVENANCE) and PROVENANCE not in kg.reasoned_with()
