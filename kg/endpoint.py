@@ -24,6 +24,7 @@ from typing import Iterator
 
 from kgprobe.kg.bulk import GraphStats, stats_of
 from kgprobe.kg.meta import _FROM, _HASH, _PATH, fingerprint, provenance_query
+from kgprobe.kg.model_reader import ModelReader
 from kgprobe.kg.results import QueryResult, query_result
 from kgprobe.kg.sparql_client import EndpointError, SparqlClient, with_prefixes
 from kgprobe.kg.store import (
@@ -34,18 +35,18 @@ from kgprobe.kg.store import (
     SourceRecord,
     StaleInferencesError,
 )
-from kgprobe.ontology.from_triples import BuildOptions, build_ontology
 from kgprobe.ontology.loaders import ox_term as from_ox
-from kgprobe.ontology.model import Ontology, Triple
+from kgprobe.ontology.model import Triple
 
 #: The one graph a plain endpoint shows: its default graph.
 DEFAULT_GRAPH = "(default graph)"
 
 
-class SparqlEndpoint:
+class SparqlEndpoint(ModelReader):
     """Read-only access to a SPARQL endpoint, with the store's read interface."""
 
     read_only = True
+    default_name = "endpoint"
 
     def __init__(self, client: SparqlClient, *, page_size: int | None = None):
         self.client, self.page_size = client, page_size
@@ -191,14 +192,6 @@ class SparqlEndpoint:
                 "on the store behind the endpoint")
 
     # ------------------------------------------------------------------ the model
-
-    def ontology(self, name: str = "endpoint", graphs: list[str] | None = None,
-                 options: BuildOptions | None = None) -> Ontology:
-        if graphs is None or INFERRED_GRAPH in graphs:
-            self.require_fresh()
-        if graphs is None:
-            return build_ontology(name, self.triples(), options)
-        return build_ontology(name, (t for g in graphs for t in self.triples(g)), options)
 
     def stats(self) -> list[GraphStats]:
         return [stats_of(graph, list(self.triples(graph))) for graph in self.graphs()]

@@ -33,9 +33,9 @@ from kgprobe.kg.meta import (
     META_GRAPH,
     SourceRecord,
 )
+from kgprobe.kg.model_reader import ModelReader
 from kgprobe.kg.results import QueryResult, query_result  # noqa: F401 (re-exported)
 from kgprobe.kg.terms import content_hash, scoped, to_ox
-from kgprobe.ontology.from_triples import BuildOptions, build_ontology
 from kgprobe.ontology.loaders import Source
 from kgprobe.ontology.loaders import ox_term as from_ox
 from kgprobe.ontology.model import (
@@ -45,7 +45,6 @@ from kgprobe.ontology.model import (
     RDFS,
     SKOS,
     XSD,
-    Ontology,
     Triple,
 )
 
@@ -77,7 +76,7 @@ class GraphNameError(StoreError):
     """A load would put a second file into an existing source graph."""
 
 
-class KnowledgeGraph:
+class KnowledgeGraph(ModelReader):
     """An Oxigraph store, on disk (``path``) or in memory (``path=None``).
 
     Each source lives in its own named graph so it can be replaced or removed on its own;
@@ -348,18 +347,6 @@ class KnowledgeGraph:
     def query(self, sparql: str) -> QueryResult:
         """Run a SELECT, ASK or CONSTRUCT query over the union of all graphs."""
         return query_result(self.solutions(sparql))
-
-    def ontology(self, name: str = "store", graphs: list[str] | None = None,
-                 options: BuildOptions | None = None) -> Ontology:
-        """The typed model of the union graph (asserted ∪ inferred), or of some graphs.
-
-        Refuses stale inferences: a model built from them gives wrong gold answers.
-        """
-        if graphs is None or INFERRED_GRAPH in graphs:
-            self.require_fresh()
-        if graphs is None:
-            return build_ontology(name, self.triples(), options)
-        return build_ontology(name, (t for g in graphs for t in self.triples(g)), options)
 
     def stats(self) -> list[bulk.GraphStats]:
         """Per named graph: triples, and the classes/properties/instances the model sees."""

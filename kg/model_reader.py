@@ -1,0 +1,35 @@
+"""The typed model read from a triple source: shared by the store and a SPARQL endpoint."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from kgprobe.kg.meta import INFERRED_GRAPH
+from kgprobe.ontology.from_triples import BuildOptions, build_ontology
+from kgprobe.ontology.model import Ontology, Triple
+
+
+class ModelReader:
+    """Builds `Ontology` from `triples()`; the store and an endpoint differ only in how they
+    read triples and check freshness, never in which model they give."""
+
+    default_name = "store"
+
+    def triples(self, graph: str | None = None) -> Iterator[Triple]:
+        raise NotImplementedError
+
+    def require_fresh(self) -> None:
+        raise NotImplementedError
+
+    def ontology(self, name: str | None = None, graphs: list[str] | None = None,
+                 options: BuildOptions | None = None) -> Ontology:
+        """The typed model of the union graph (asserted ∪ inferred), or of some graphs.
+
+        Refuses stale inferences: a model built from them gives wrong gold answers.
+        """
+        name = name or self.default_name
+        if graphs is None or INFERRED_GRAPH in graphs:
+            self.require_fresh()
+        if graphs is None:
+            return build_ontology(name, self.triples(), options)
+        return build_ontology(name, (t for g in graphs for t in self.triples(g)), options)
