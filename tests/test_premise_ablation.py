@@ -14,7 +14,6 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-
 from kgprobe.ontology.loaders import load_rdf
 from kgprobe.ontology.verbalize import load_templates
 from kgprobe.reasoning.items import RULE_RELATIONS
@@ -22,7 +21,11 @@ from kgprobe.reasoning.rdfs import RULES
 from kgprobe.studies.premise_ablation.config import COLUMNS
 from kgprobe.studies.premise_ablation.report import console_table, finding, write_report
 from kgprobe.studies.premise_ablation.study import (
-    SETTINGS, AblationConfig, build_study, classify_premises, reasoning_prompt,
+    SETTINGS,
+    AblationConfig,
+    build_study,
+    classify_premises,
+    reasoning_prompt,
     run_premise_ablation,
 )
 
@@ -143,7 +146,11 @@ def test_settings_follow_memorization_and_prompts_keep_the_conjunction(tmp_path,
     config = AblationConfig(str(tiny_gpt2_dir), limit=None, batch_size=16)
     study = build_study(config, load_rdf(zoo))
     premises = classify_premises(study, tmp_path)
-    by_kind = Counter((k.split("|")[0], k.split("|")[1], v["known"]) for k, v in premises.items())
+    by_kind = Counter((k.rule, k.role, m.known) for k, m in premises.items())
+    # memorized.json holds one record a premise, and a rerun reads back the same outcomes
+    rows = json.loads((tmp_path / "memorized.json").read_text())["premises"]
+    assert len(rows) == len(premises) and {r["pair"] for r in rows if r["role"] == "P1"} == {None}
+    assert classify_premises(study, tmp_path) == premises
     for (rule, role, known), n in by_kind.items():
         # Half of each kind (rounded) counts as known.
         total = by_kind[(rule, role, True)] + by_kind[(rule, role, False)]

@@ -9,7 +9,6 @@ import sqlite3
 import numpy as np
 import pytest
 import torch
-
 from kgprobe.cli import main
 from kgprobe.models.loading import load_model
 from kgprobe.models.score_cache import CachedScorer, ScoreCache, cache_dir
@@ -25,7 +24,10 @@ def rows(directory) -> int:
 
 def test_memorization_after_premise_ablation_scores_the_shared_prompts_from_the_cache(tmp_path, tiny_llama_dir):
     from kgprobe.studies.memorization.study import run_memorization
-    from kgprobe.studies.premise_ablation.study import AblationConfig, run_premise_ablation
+    from kgprobe.studies.premise_ablation.study import (
+        AblationConfig,
+        run_premise_ablation,
+    )
 
     config = AblationConfig(str(tiny_llama_dir), rules=("rdfs2", "rdfs3"), limit=5, batch_size=256)
     run_premise_ablation(config, tmp_path / "ablation", progress=False)
@@ -37,7 +39,7 @@ def test_memorization_after_premise_ablation_scores_the_shared_prompts_from_the_
                     for line in (tmp_path / "memo" / "predictions.jsonl").read_text().splitlines()}
     # Premise classification scored the P1 (domain / range) probes with the same template,
     # candidates and scorer settings as the memorization study: those rows are reused.
-    shared = memo_prompts & {p["prompt"] for p in premises.values()}
+    shared = memo_prompts & {p["prompt"] for p in premises}
     assert len(shared) >= 2
     assert rows(cache_dir()) - before == len(memo_prompts) - len(shared)
     # A rerun of the memorization study into a new folder scores nothing.
@@ -144,7 +146,10 @@ def test_distractors_are_seeded_same_kind_and_never_gold():
 def test_premise_ablation_with_k_candidates_names_its_protocol(tmp_path, tiny_llama_dir):
     import csv
 
-    from kgprobe.studies.premise_ablation.study import AblationConfig, run_premise_ablation
+    from kgprobe.studies.premise_ablation.study import (
+        AblationConfig,
+        run_premise_ablation,
+    )
 
     config = AblationConfig(str(tiny_llama_dir), rules=("rdfs9", "rdfs11"), limit=4, candidates="5")
     run_premise_ablation(config, tmp_path, progress=False)
@@ -159,4 +164,4 @@ def test_premise_ablation_with_k_candidates_names_its_protocol(tmp_path, tiny_ll
     assert all(len(sets) == 1 for sets in by_item.values())  # one candidate set per item
     assert "Protocol `K=5`" in (tmp_path / "report.md").read_text()
     premises = json.loads((tmp_path / "memorized.json").read_text())["premises"]
-    assert all(p["rr"] >= 1 / 5 for p in premises.values())  # ranked among 5 as well
+    assert all(p["rr"] >= 1 / 5 for p in premises)  # ranked among 5 as well

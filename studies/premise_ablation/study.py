@@ -18,7 +18,7 @@ as they finish with every prompt's gold ranks; the report averages a relation's 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
@@ -98,10 +98,47 @@ def build_study(config: AblationConfig, source: Source | None = None, *, cache: 
 # ------------------------------------------------------------------ memorized or not
 
 
-def premise_key(item: ReasoningItem, role: str, pair: int) -> str:
-    p = item.premises[0 if role == "P1" else 1]
-    # Schema premises (P1) do not involve pseudowords, so one test serves every pair.
-    return f"{item.rule}|{role}|{p.relation}|{p.subject}|{p.answer}|{pair if role == 'P2' else '-'}"
+@dataclass(frozen=True)
+class PremiseKey:
+    """One premise's memorizing probe. Schema premises (P1) involve no pseudowords, so one
+    probe serves every pair (`pair` None)."""
+
+    rule: str
+    role: str  # P1 | P2
+    relation: str
+    subject: str
+    answer: str
+    pair: int | None
+
+    @classmethod
+    def of(cls, item: ReasoningItem, role: str, pair: int) -> "PremiseKey":
+        p = item.premises[0 if role == "P1" else 1]
+        return cls(item.rule, role, p.relation, p.subject, p.answer,
+                   pair if role == "P2" else None)
+
+    @property
+    def seed(self) -> str:
+        """Seed material of the probe's distractors and its place among equal ranks."""
+        pair = "-" if self.pair is None else self.pair
+        return f"{self.rule}|{self.role}|{self.relation}|{self.subject}|{self.answer}|{pair}"
+
+
+@dataclass
+class MemorizedPremise:
+    """A premise probe's outcome: the gold's reciprocal rank, and whether it counts as known."""
+
+    key: PremiseKey
+    rr: float
+    known: bool
+    prompt: str
+
+    def to_json(self) -> dict:
+        return {**asdict(self.key), "rr": self.rr, "known": self.known, "prompt": self.prompt}
+
+    @classmethod
+    def from_json(cls, row: dict) -> "MemorizedPremise":
+        fields = {f: row[f] for f in ("rule", "role", "relation", "subject", "answer", "pair")}
+        return cls(PremiseKey(**fields), row["rr"], row["known"], row["prompt"])
 
 
 def memorization_prompt(study: Study, item: ReasoningItem, role: str) -> tuple[str, str]:
@@ -116,20 +153,21 @@ def memorization_prompt(study: Study, item: ReasoningItem, role: str) -> tuple[s
     return capitalize(tmpl.render(text_a=p.subject, text_b=text_b, meta=meta)), rel.candidates
 
 
-def classify_premises(study: Study, out: Path, *, progress: bool = False) -> dict[str, dict]:
+def classify_premises(study: Study, out: Path, *,
+                      progress: bool = False) -> dict[PremiseKey, MemorizedPremise]:
     """Reciprocal rank of every premise's gold under its memorizing probe, and whether it
-    counts as known. Cached in OUT/memorized.json (per model and run)."""
+    counts as known. Cached in OUT/memorized.json (per model and run; one record a premise)."""
     path = out / "memorized.json"
     if path.exists():
         cached = json.loads(path.read_text(encoding="utf-8"))
-        if cached.get("model") == study.config.model:
-            return cached["premises"]
-    requests: dict[str, tuple[str, str, str, int]] = {}
-    for rule, items in study.items.items():
+        if cached.get("model") == study.config.model and isinstance(cached["premises"], list):
+            return {m.key: m for m in map(MemorizedPremise.from_json, cached["premises"])}
+    requests: dict[PremiseKey, tuple[str, str, str, int]] = {}
+    for items in study.items.values():
         for item in items:
             for role in ("P1", "P2"):
                 for pair in range(len(study.pseudowords)):
-                    key = premise_key(item, role, pair)
+                    key = PremiseKey.of(item, role, pair)
                     if key not in requests:
                         prompt, cands = memorization_prompt(study, item, role)
                         answer = item.premises[0 if role == "P1" else 1].answer
@@ -137,39 +175,40 @@ def classify_premises(study: Study, out: Path, *, progress: bool = False) -> dic
     from .candidates import Request, premise_candidates, score_requests
 
     keys = list(requests)
-    asked = [Request(requests[k][0], tuple(premise_candidates(study, requests[k][1], requests[k][2], k)),
+    asked = [Request(requests[k][0],
+                     tuple(premise_candidates(study, requests[k][1], requests[k][2], k.seed)),
                      study.pseudowords[requests[k][3]]) for k in keys]
     rows = score_requests(study.scorer, asked, batch_size=study.config.batch_size,
                           desc="classifying premises (memorizing probes)", progress=progress)
-    rr: dict[str, float] = {}
+    rr: dict[PremiseKey, float] = {}
     for key, req, row in zip(keys, asked, rows):
         gold = gold_indices(req.candidates, [requests[key][2]])
         rr[key] = reciprocal_rank(row, gold) if gold else 0.0
     # Split each kind (rule × role) at the configured fraction, best reciprocal ranks first.
-    known: dict[str, bool] = {}
-    kinds: dict[tuple[str, str], list[str]] = {}
+    known: dict[PremiseKey, bool] = {}
+    kinds: dict[tuple[str, str], list[PremiseKey]] = {}
     for key in rr:
-        rule, role = key.split("|")[:2]
-        kinds.setdefault((rule, role), []).append(key)
+        kinds.setdefault((key.rule, key.role), []).append(key)
     for keys in kinds.values():
-        ranked = sorted(keys, key=lambda k: (-rr[k], k))
+        ranked = sorted(keys, key=lambda k: (-rr[k], k.seed))
         cut = int(round(len(ranked) * study.config.memorized_fraction))
         for i, key in enumerate(ranked):
             known[key] = i < cut
-    premises = {k: {"rr": rr[k], "known": known[k], "prompt": requests[k][0]} for k in rr}
+    premises = {k: MemorizedPremise(k, rr[k], known[k], requests[k][0]) for k in rr}
     write_json(path, {"model": study.config.model, "fraction": study.config.memorized_fraction,
-                      "premises": premises})
+                      "premises": [m.to_json() for m in premises.values()]})
     return premises
 
 
 # ------------------------------------------------------------------ prompts per setting
 
 
-def settings_of(item: ReasoningItem, premises: dict[str, dict], pair: int) -> tuple[set, set]:
+def settings_of(item: ReasoningItem, premises: dict[PremiseKey, MemorizedPremise],
+                pair: int) -> tuple[set, set]:
     """The P1 and P2 settings an item takes part in."""
     out = []
     for role in ("P1", "P2"):
-        known = premises[premise_key(item, role, pair)]["known"]
+        known = premises[PremiseKey.of(item, role, pair)].known
         out.append({"explicit", "implicit" if known else "not"})
     return out[0], out[1]
 
