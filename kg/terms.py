@@ -26,6 +26,12 @@ def _nt(term: str) -> str:
     return term if term.startswith(('"', "_:")) else f"<{term}>"
 
 
+def data_block(graph: str, triples: Iterable[Triple]) -> str:
+    """``GRAPH <g> { … }`` for a SPARQL INSERT/DELETE DATA (terms are N-Triples syntax)."""
+    body = " ".join(f"{_nt(s)} {_nt(p)} {_nt(o)} ." for s, p, o in triples)
+    return f"GRAPH <{graph}> {{ {body} }}"
+
+
 def content_hash(triples: Iterable[Triple]) -> str:
     """sha256 of the sorted N-Triples lines: the same content gives the same hash."""
     digest = hashlib.sha256()

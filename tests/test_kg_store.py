@@ -141,3 +141,35 @@ def test_cli_export_round_trips(tmp_path, zoo):
     assert len(load_rdf(out_file).triples) == 2
     ttl = kgprobe("kg", "export", "--format", "turtle", "--store", store, cwd=tmp_path)
     assert f"<{EX}rex>" in ttl.stdout
+
+
+def test_a_new_graph_version_is_published_as_a_difference_or_through_staging(tmp_path, monkeypatch):
+    """Small changes to an existing graph go out as one DELETE/INSERT DATA update (no copy of
+    the graph); big ones, or ones naming a blank node, through staging and MOVE; new graphs
+    in place while pending. Every way, the graph ends up holding exactly the new triples."""
+    from kgprobe.kg import bulk
+
+    staged = []
+    real = bulk.stage_target
+    monkeypatch.setattr(bulk, "stage_target",
+                        lambda store, graph, *a: staged.append(graph) or real(store, graph, *a))
+    ex = "http://ex.org/"
+    base = {(f"{ex}s{i}", f"{ex}p", f"{ex}o{i % 7}") for i in range(40)}
+    g = "urn:kgprobe:test"
+    with KnowledgeGraph(tmp_path / "store") as kg:
+        for version, expect_staged in [
+            (base, True),  # new graph: in place, pending until published
+            (base - {(f"{ex}s1", f"{ex}p", f"{ex}o1")} | {(f"{ex}s99", f"{ex}p", '"x\\ty"@en')},
+             False),  # two changed triples: the difference
+            (base | {("_:b1", f"{ex}p", f"{ex}o1")}, True),  # a blank node: staging
+            ({(f"{ex}a", f"{ex}p", f"{ex}b")}, True),  # everything changes: staging
+        ]:
+            staged.clear()
+            kg.replace_graphs({g: sorted(version)})
+            assert bool(staged) == expect_staged
+            held = set(kg.triples(g))
+            assert {t for t in held if not t[0].startswith("_:")} == {
+                t for t in version if not t[0].startswith("_:")}
+            assert len(held) == len(version) and g in kg.graphs()
+            assert not [n for n in kg._store.named_graphs() if "staging" in n.value]
+            assert not bulk.pending_graphs(kg._store, "urn:kgprobe:meta")
