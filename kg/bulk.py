@@ -60,7 +60,7 @@ def bulk_load(store: ox.Store, rdf: RdfInput, graph: str) -> None:
 
 def nt_triples(data: bytes) -> Iterator[Triple]:
     """Triples in kgprobe's term convention from N-Triples bytes written by pyoxigraph (one
-    triple a line, single spaces, ``\n`` only between triples): splitting lines is ~10×
+    triple a line, single spaces, a newline only between triples): splitting lines is ~10×
     faster than wrapping 1M quads. Lines are decoded one at a time and predicates interned:
     for 1M triples that holds 150 MB where decoding and splitting the whole text held 470."""
     intern = sys.intern

@@ -147,6 +147,7 @@ def test_a_new_graph_version_is_published_as_a_difference_or_through_staging(tmp
     """Small changes to an existing graph go out as one DELETE/INSERT DATA update (no copy of
     the graph); big ones, or ones naming a blank node, through staging and MOVE; new graphs
     in place while pending. Every way, the graph ends up holding exactly the new triples."""
+    import pyoxigraph as ox
     from kgprobe.kg import bulk
 
     staged = []
@@ -159,8 +160,10 @@ def test_a_new_graph_version_is_published_as_a_difference_or_through_staging(tmp
     with KnowledgeGraph(tmp_path / "store") as kg:
         for version, expect_staged in [
             (base, True),  # new graph: in place, pending until published
-            (base - {(f"{ex}s1", f"{ex}p", f"{ex}o1")} | {(f"{ex}s99", f"{ex}p", '"x\\ty"@en')},
-             False),  # two changed triples: the difference
+            (base - {(f"{ex}s1", f"{ex}p", f"{ex}o1")} | {
+                (f"{ex}t{i}", f"{ex}p", str(ox.Literal(text, language="en"))) for i, text in
+                enumerate(["x\ty", "ctrl\x01", 'q"uote', "\\u0041 is not A", "new\nline"])},
+             False),  # a few changed triples, escapes and all: the difference
             (base | {("_:b1", f"{ex}p", f"{ex}o1")}, True),  # a blank node: staging
             ({(f"{ex}a", f"{ex}p", f"{ex}b")}, True),  # everything changes: staging
         ]:
