@@ -33,7 +33,6 @@ from kgprobe.kg.store import (
     PREFIXES,
     STAGING_NS,
     SourceRecord,
-    StaleInferencesError,
 )
 from kgprobe.ontology.loaders import ox_term as from_ox
 from kgprobe.ontology.model import Triple
@@ -47,6 +46,7 @@ class SparqlEndpoint(ModelReader):
 
     read_only = True
     default_name = "endpoint"
+    stale_fix = "run `kgprobe reason` on the store behind the endpoint"
 
     def __init__(self, client: SparqlClient, *, page_size: int | None = None):
         self.client, self.page_size = client, page_size
@@ -184,14 +184,6 @@ class SparqlEndpoint(ModelReader):
             return set()
         return {(from_ox(r["s"]), from_ox(r["p"]), from_ox(r["o"]))
                 for r in self.client.select(provenance_query(name))}
-
-    def require_fresh(self) -> None:
-        if self.inferred_state() == "stale":
-            raise StaleInferencesError(
-                f"{self.path}: the served store's inferred graph is stale; run `kgprobe reason` "
-                "on the store behind the endpoint")
-
-    # ------------------------------------------------------------------ the model
 
     def stats(self) -> list[GraphStats]:
         return [stats_of(graph, list(self.triples(graph))) for graph in self.graphs()]

@@ -4,9 +4,14 @@ from __future__ import annotations
 
 from typing import Iterator
 
+from kgprobe.errors import StoreError
 from kgprobe.kg.meta import INFERRED_GRAPH
 from kgprobe.ontology.from_triples import BuildOptions, build_ontology
 from kgprobe.ontology.model import Ontology, Triple
+
+
+class StaleInferencesError(StoreError):
+    """The inferred graph was computed from other versions of the sources."""
 
 
 class ModelReader:
@@ -14,12 +19,21 @@ class ModelReader:
     read triples and check freshness, never in which model they give."""
 
     default_name = "store"
+    #: what `require_fresh` tells the user to do about stale inferences
+    stale_fix = "run `kgprobe reason` (or pass --reason)"
 
     def triples(self, graph: str | None = None) -> Iterator[Triple]:
         raise NotImplementedError
 
-    def require_fresh(self) -> None:
+    def inferred_state(self) -> str:
         raise NotImplementedError
+
+    def require_fresh(self) -> None:
+        """Refuse to read inferences computed from other versions of the sources."""
+        if self.inferred_state() == "stale":
+            raise StaleInferencesError(
+                f"{self.path or self.default_name}: the inferred graph is stale (sources were "
+                f"loaded, replaced or removed since); {self.stale_fix}")
 
     def ontology(self, name: str | None = None, graphs: list[str] | None = None,
                  options: BuildOptions | None = None) -> Ontology:

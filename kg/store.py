@@ -35,7 +35,7 @@ from kgprobe.kg.meta import (
     META_GRAPH,
     SourceRecord,
 )
-from kgprobe.kg.model_reader import ModelReader
+from kgprobe.kg.model_reader import ModelReader, StaleInferencesError  # noqa: F401 (re-exported)
 from kgprobe.kg.results import QueryResult, query_result  # noqa: F401 (re-exported)
 from kgprobe.kg.terms import content_hash, data_block, scoped, to_ox
 from kgprobe.ontology.loaders import Source
@@ -68,10 +68,6 @@ def default_store_path() -> Path:
 
 def graph_iri(name: str) -> str:
     return GRAPH_NS + "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
-
-
-class StaleInferencesError(StoreError):
-    """The inferred graph was computed from other versions of the sources."""
 
 
 class GraphNameError(StoreError):
@@ -297,13 +293,6 @@ class KnowledgeGraph(ModelReader):
         if not rows:
             return "stale" if INFERRED_GRAPH in self.graphs() else "none"
         return "fresh" if rows[0].object.value == self.fingerprint() else "stale"
-
-    def require_fresh(self) -> None:
-        """Refuse to read inferences computed from other versions of the sources."""
-        if self.inferred_state() == "stale":
-            raise StaleInferencesError(
-                f"{self.path or 'store'}: the inferred graph is stale (sources were loaded, "
-                "replaced or removed since); run `kgprobe reason` (or pass --reason)")
 
     # ------------------------------------------------------------------ reading
 

@@ -8,17 +8,11 @@ DBpedia's reasoning answers), so items whose only answer is one of them measure 
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 
 from kgprobe.errors import OntologyError
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
+from kgprobe.ontology.data_files import bundled_data_file, read_toml
 
 #: Why a term is excluded, besides the list's own reasons: no label usable as words.
 ID_LIKE = "id-like"
@@ -48,19 +42,13 @@ class Exclusions:
 
 
 def default_exclusions_path() -> Path:
-    return Path(str(resources.files("kgprobe.ontology") / "excluded_terms.toml"))
+    return bundled_data_file("excluded_terms.toml")
 
 
 def load_exclusions(path: str | Path | None = None) -> Exclusions:
     """Read an exclusion list (the bundled one by default)."""
     path = Path(path) if path is not None else default_exclusions_path()
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise OntologyError(f"{path}: exclusion list not found; give a TOML file laid out like "
-                            f"{default_exclusions_path().name}") from None
-    except tomllib.TOMLDecodeError as err:
-        raise OntologyError(f"{path}: not valid TOML ({err}); fix the exclusion list") from None
+    data = read_toml(path, OntologyError, "exclusion list", default_exclusions_path().name)
     tables = {k: v for k, v in data.items() if isinstance(v, dict)}
     return Exclusions(
         iris={r: frozenset(t.get("iris", ())) for r, t in tables.items()},

@@ -9,19 +9,13 @@ from __future__ import annotations
 
 import ast
 import re
-import sys
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 from typing import Sequence
 
 from kgprobe.errors import TemplateError
+from kgprobe.ontology.data_files import bundled_data_file, read_toml
 from kgprobe.ontology.labels import with_article
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
 
 MASK = "[MASK]"
 SOFT = "[SOFT]"
@@ -146,18 +140,13 @@ class TemplateSet:
 
 
 def default_templates_path() -> Path:
-    return Path(str(resources.files("kgprobe.ontology") / "templates.toml"))
+    return bundled_data_file("templates.toml")
 
 
 def load_templates(path: str | Path | None = None) -> TemplateSet:
     """Read a template TOML file (the bundled one by default)."""
     path = Path(path) if path is not None else default_templates_path()
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise TemplateError(f"{path}: template file not found") from None
-    except tomllib.TOMLDecodeError as err:
-        raise TemplateError(f"{path}: not valid TOML ({err})") from None
+    data = read_toml(path, TemplateError, "template file", default_templates_path().name)
     relations = {}
     for name, spec in data.get("relations", {}).items():
         manual = [parse_template(t) for t in spec.get("manual", [])]
