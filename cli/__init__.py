@@ -33,8 +33,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    sub_name = (getattr(args, "kg_command", None) or getattr(args, "generate_command", None)
-                or getattr(args, "cache_command", None))
+    # `kgprobe GROUP SUB` handlers are registered as "GROUP SUB" (`registry.command`); the
+    # studies' sub-parsers set `func` instead
+    sub_name = getattr(args, f"{args.command}_command", None)
     name = f"{args.command} {sub_name}" if sub_name else args.command
     handler = getattr(args, "func", None) or COMMANDS[name]
     try:

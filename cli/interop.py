@@ -70,7 +70,6 @@ def add_parsers(sub) -> None:
     p.add_argument("--probes", type=Path, default=None,
                    help="a `kgprobe generate memorizing` folder (default: the paper's sets)")
     p.add_argument("--seed", type=int, default=0, help="distractors and reasoning sample")
-    p.set_defaults(func=cmd_export)
 
     imp = sub.add_parser("import", help="read another engine's results into kgprobe run folders")
     imp_sub = imp.add_subparsers(dest="import_command", required=True)
@@ -78,4 +77,3 @@ def add_parsers(sub) -> None:
     p.add_argument("results", type=Path, help="lm_eval's --output_path (one model's runs)")
     p.add_argument("--out", required=True, type=Path,
                    help="run folder: memorization/ and premise-ablation/ are written in it")
-    p.set_defaults(func=cmd_import)

@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 from kgprobe.kg.endpoint_options import endpoint_options, open_endpoint
-from kgprobe.kg.store import default_store_path
+from kgprobe.kg.store import default_store_path, graph_iri
 
 from .kg import created_store, writer_args
 from .registry import command
@@ -24,20 +24,17 @@ def cmd_kg_serve(args: argparse.Namespace) -> int:
 @command("kg pull")
 def cmd_kg_pull(args: argparse.Namespace) -> int:
     from kgprobe.kg.pull import Puller, PullOptions, provenance
-    from kgprobe.ontology.loaders import build_ontology
     from kgprobe.ontology.source import Source
 
     opts = PullOptions(instances=args.instances, seed=args.seed, namespace=args.namespace,
                        lang=args.lang, pool=args.pool)
-    store, args.store = args.store, None  # --store names the target here, not the source
-    with open_endpoint(args) as endpoint:
+    with open_endpoint(args, store_is_target=True) as endpoint:
         report = Puller(endpoint, opts).run()
-    args.store = store
-    source = Source(args.name, args.endpoint, build_ontology(args.name, report.triples),
-                    report.triples)
+    # the store keeps triples only: no model is needed to write them
+    source = Source(args.name, args.endpoint, None, report.triples)
     with created_store(args) as kg:
-        (graph,) = kg.add_sources([source], replace=True,
-                                  provenance={_graph(args.name): provenance(args.endpoint, opts, report)})
+        kg.add_sources([source], replace=True,
+                       provenance={graph_iri(args.name): provenance(args.endpoint, opts, report)})
         print(f"pulled {report.classes} classes ({report.subclass_edges} subclass edges), "
               f"{report.instances} instances, {report.properties} properties from {args.endpoint} "
               f"into graph '{args.name}' ({len(report.triples)} triples, {len(report.queries)} "
@@ -46,12 +43,6 @@ def cmd_kg_pull(args: argparse.Namespace) -> int:
             print("inferences are now stale; run `kgprobe reason` before generating probes")
         print(f"store {kg.path}: {kg.count()} triples")
     return 0
-
-
-def _graph(name: str) -> str:
-    from kgprobe.kg.store import graph_iri
-
-    return graph_iri(name)
 
 
 def add_parsers(kg_sub) -> None:

@@ -22,7 +22,7 @@ import pyoxigraph as ox
 from kgprobe.errors import OntologyError
 from kgprobe.ontology.formats import RdfInput
 from kgprobe.ontology.loaders import build_ontology, malformed
-from kgprobe.ontology.model import KGP, Triple
+from kgprobe.ontology.model import KGP, Ontology, Triple
 from kgprobe.ontology.source import Source
 
 PENDING = KGP + "pending"
@@ -161,12 +161,15 @@ class GraphStats:
     properties: int
     instances: int
 
+    @classmethod
+    def of(cls, graph: str, triples: int, onto: Ontology) -> "GraphStats":
+        """A graph's figures from its triple count and its model."""
+        return cls(graph, triples, len(onto.classes), len(onto.properties), len(onto.instances))
+
 
 def stats_of(graph: str, triples: list[Triple]) -> GraphStats:
     """Triples, and the classes/properties/instances the model sees, of one graph."""
-    onto = build_ontology(graph, triples)
-    return GraphStats(graph, len(triples), len(onto.classes), len(onto.properties),
-                      len(onto.instances))
+    return GraphStats.of(graph, len(triples), build_ontology(graph, triples))
 
 
 def graph_stats(store: ox.Store, graph: str) -> GraphStats:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from typing import Iterator
 
-from kgprobe.kg.bulk import GraphStats, stats_of
+from kgprobe.kg.bulk import PENDING, GraphStats, stats_of
 from kgprobe.kg.meta import _FROM, _HASH, _PATH, fingerprint, provenance_query
 from kgprobe.kg.model_reader import ModelReader
 from kgprobe.kg.results import QueryResult, query_result
@@ -64,7 +64,11 @@ class SparqlEndpoint(ModelReader):
         """Nothing is held open between requests."""
 
     def _list_graphs(self) -> list[str]:
-        rows = self.client.select("SELECT DISTINCT ?g WHERE { GRAPH ?g { ?s ?p ?o } }")
+        """The data graphs, as `KnowledgeGraph.graphs`: never meta, staging or pending ones (a
+        bulk load that died leaves a pending graph until the store's next writer drops it)."""
+        rows = self.client.select(
+            f"SELECT DISTINCT ?g WHERE {{ GRAPH ?g {{ ?s ?p ?o }} FILTER NOT EXISTS {{ "
+            f"GRAPH <{META_GRAPH}> {{ ?g <{PENDING}> ?mark }} }} }}")
         return sorted(s["g"].value for s in rows
                       if s["g"].value != META_GRAPH and not s["g"].value.startswith(STAGING_NS))
 

@@ -26,12 +26,13 @@ def endpoint_options(parser: argparse.ArgumentParser, *, required: bool = False)
                              "paged at the endpoint's own cap when it has one)")
 
 
-def open_endpoint(args: argparse.Namespace):
-    """The SparqlEndpoint `--endpoint` names (checked: --store cannot be given with it)."""
+def open_endpoint(args: argparse.Namespace, *, store_is_target: bool = False):
+    """The SparqlEndpoint `--endpoint` names (checked: --store cannot be given with it, unless
+    `store_is_target`: `kg pull` reads the endpoint into --store)."""
     from kgprobe.kg.endpoint import SparqlEndpoint
     from kgprobe.kg.sparql_client import SparqlClient
 
-    if getattr(args, "store", None) is not None:
+    if not store_is_target and getattr(args, "store", None) is not None:
         raise KgprobeError("--store and --endpoint both name a knowledge graph; give one")
     if (args.page_size is not None and args.page_size < 1) or args.retries < 0 or args.timeout <= 0:
         raise KgprobeError("--page-size must be ≥ 1, --retries ≥ 0 and --timeout > 0")

@@ -14,7 +14,7 @@ from typing import Iterable
 import pyoxigraph as ox
 from kgprobe.kg.terms import lit
 from kgprobe.ontology.loaders import ox_term as from_ox
-from kgprobe.ontology.model import KGP, RDF, Triple
+from kgprobe.ontology.model import KGP, RDF, Triple, nt_term
 
 INFERRED_GRAPH = "urn:kgprobe:inferred"
 META_GRAPH = "urn:kgprobe:meta"
@@ -40,7 +40,7 @@ class SourceRecord:
 
 def _reified(name: str, triple: Triple) -> str:
     """One provenance row: a blank node naming the reasoner and the triple it derived."""
-    s, p, o = (x if x.startswith(('"', "_:")) else f"<{x}>" for x in triple)
+    s, p, o = map(nt_term, triple)
     return (f"[] <{_BY}> {lit(name)} ; <{RDF}subject> {s} ; <{RDF}predicate> {p} ; "
             f"<{RDF}object> {o} .")
 

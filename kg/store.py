@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import Iterable, Iterator
 
 import pyoxigraph as ox
-from kgprobe.atomic import atomic_path
 from kgprobe.errors import KgprobeError, QueryError, StoreError
 from kgprobe.kg import bulk
 from kgprobe.kg import meta as kgmeta
@@ -164,10 +163,8 @@ class KnowledgeGraph(ModelReader):
                 staged[g] = src
                 meta[g] = SourceRecord(g, _source_path(src.path), bulk.file_hash(src.rdf))
         self._commit(staged, meta, source_facts=provenance)
-        kgmeta.record_stats(self._store, [bulk.GraphStats(g, s.size, len(s.ontology.classes),
-                                                   len(s.ontology.properties),
-                                                   len(s.ontology.instances))
-                                   for g, s in graphs.items() if s.rdf is not None])
+        kgmeta.record_stats(self._store, [bulk.GraphStats.of(g, s.size, s.ontology)
+                                          for g, s in graphs.items() if s.rdf is not None])
         return list(graphs)
 
     def remove_source(self, name: str) -> SourceRecord:
@@ -354,18 +351,6 @@ class KnowledgeGraph(ModelReader):
         """Per named graph: triples, and the classes/properties/instances the model sees."""
         cached = kgmeta.cached_stats(self._store)  # recorded by the bulk load: no model to rebuild
         return [cached.get(g) or bulk.graph_stats(self._store, g) for g in self.graphs()]
-
-    def export(self, fmt: str, out: str | Path | None = None) -> bytes | None:
-        """Serialize the union graph as Turtle or N-Triples (to a file, or return bytes)."""
-        formats = {"turtle": ox.RdfFormat.TURTLE, "ntriples": ox.RdfFormat.N_TRIPLES}
-        if fmt not in formats:
-            raise StoreError(f"unknown export format '{fmt}'; use turtle or ntriples")
-        result = self._store.query("CONSTRUCT { ?s ?p ?o } WHERE { ?s ?p ?o }", **self._union())
-        if out is None:
-            return result.serialize(format=formats[fmt])
-        with atomic_path(out) as tmp:
-            result.serialize(str(tmp), format=formats[fmt])
-        return None
 
 
 def _source_path(path: str) -> str:

@@ -6,7 +6,7 @@ import hashlib
 from typing import Iterable, Iterator
 
 import pyoxigraph as ox
-from kgprobe.ontology.model import Triple, parse_literal
+from kgprobe.ontology.model import Triple, nt_term, parse_literal
 
 
 def to_ox(term: str) -> ox.NamedNode | ox.BlankNode | ox.Literal:
@@ -22,13 +22,9 @@ def to_ox(term: str) -> ox.NamedNode | ox.BlankNode | ox.Literal:
     return ox.NamedNode(term)
 
 
-def _nt(term: str) -> str:
-    return term if term.startswith(('"', "_:")) else f"<{term}>"
-
-
 def data_block(graph: str, triples: Iterable[Triple]) -> str:
     """``GRAPH <g> { … }`` for a SPARQL INSERT/DELETE DATA (terms are N-Triples syntax)."""
-    body = " ".join(f"{_nt(s)} {_nt(p)} {_nt(o)} ." for s, p, o in triples)
+    body = " ".join(f"{nt_term(s)} {nt_term(p)} {nt_term(o)} ." for s, p, o in triples)
     return f"GRAPH <{graph}> {{ {body} }}"
 
 
@@ -36,7 +32,7 @@ def content_hash(triples: Iterable[Triple]) -> str:
     """sha256 of the sorted N-Triples lines: the same content gives the same hash."""
     digest = hashlib.sha256()
     for s, p, o in sorted(set(triples)):
-        digest.update(f"{_nt(s)} {_nt(p)} {_nt(o)} .\n".encode())
+        digest.update(f"{nt_term(s)} {nt_term(p)} {nt_term(o)} .\n".encode())
     return digest.hexdigest()
 
 

@@ -64,6 +64,11 @@ def is_literal(term: str) -> bool:
     return term.startswith('"')
 
 
+def nt_term(term: str) -> str:
+    """A term as N-Triples (and SPARQL) write it: IRIs in angle brackets, the rest as is."""
+    return term if term.startswith(('"', "_:")) else f"<{term}>"
+
+
 def literal(text: str, lang: str | None = "en") -> str:
     """Encode a plain or language-tagged literal in N-Triples syntax."""
     escaped = (

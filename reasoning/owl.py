@@ -28,6 +28,7 @@ from kgprobe.ontology.model import (
     RDFS_SUBCLASSOF,
     RDFS_SUBPROPERTYOF,
     Triple,
+    nt_term,
 )
 
 #: The provenance name of HermiT's conclusions, beside the RDFS rule names.
@@ -54,14 +55,10 @@ class OwlResult:
     unsatisfiable: list[str] = field(default_factory=list)
 
 
-def _nt(term: str) -> str:
-    return term if term.startswith(('"', "_:")) else f"<{term}>"
-
-
 def write_ntriples(triples: Iterable[Triple], path: Path) -> None:
     with open(path, "w", encoding="utf-8") as fh:
         for s, p, o in triples:
-            fh.write(f"{_nt(s)} {_nt(p)} {_nt(o)} .\n")
+            fh.write(f"{nt_term(s)} {nt_term(p)} {nt_term(o)} .\n")
 
 
 def parse_hermit(output: str) -> OwlResult:

@@ -151,3 +151,34 @@ def test_the_model_built_beside_the_bulk_load_is_the_stored_graphs_model(tmp_pat
             stored = list(kg.triples(graph))
             assert src.count == len(stored) == kg.count(graph), path
             assert _canonical(src.ontology) == _canonical(build_ontology(src.name, stored)), path
+
+
+def test_a_pending_graph_is_hidden_through_an_endpoint_too(tmp_path):
+    """`kg serve` serves the store as it is on disk: a graph a dead load left pending must stay
+    out of an endpoint's graphs, as it stays out of the store's."""
+    import pyoxigraph as ox
+
+    from kgprobe.kg.endpoint import SparqlEndpoint
+
+    path = tmp_path / "zoo.ttl"
+    path.write_text(PREFIX + "ex:Dog rdfs:subClassOf ex:Animal .", encoding="utf-8")
+    store = tmp_path / "store"
+    assert cli("kg", "load", str(path), "--store", str(store))[0] == 0
+    with KnowledgeGraph(store) as kg:
+        bulk.mark_pending(kg._store, META_GRAPH, graph_iri("half"))
+        bulk.bulk_load(kg._store, open_rdf(DATA / "veg_pizza.ttl"), graph_iri("half"))
+
+    class DiskClient:  # answers as `oxigraph serve` would, from the same directory
+        url = str(store)
+        default_graphs: tuple = ()
+
+        def __init__(self):
+            self.db = ox.Store.read_only(str(store))
+
+        def select(self, sparql, default_graphs=None):
+            return self.db.query(sparql)
+
+    with KnowledgeGraph(store, read_only=True) as kg:
+        local = kg.graphs()
+    endpoint = SparqlEndpoint(DiskClient())
+    assert endpoint.graphs() == local == [graph_iri("zoo")]
