@@ -80,7 +80,7 @@ def run_scoring(scorer, requests, batch_size: int) -> dict:
     """Score (prompt, candidates, vectors) requests grouped by candidates; time and count."""
     from kgprobe.studies.premise_ablation.candidates import Request, score_requests
 
-    PEAKS.append(matmul_flops())
+    PEAKS.append(matmul_flops(1024))
     before = dict(getattr(scorer, "stats", {}) or {})
     t = time.perf_counter()
     score_requests(scorer, [Request(p, tuple(c), v) for p, c, v in requests],
@@ -167,7 +167,7 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     t0 = time.perf_counter()
     items, pools, conjunction, scale = study_prompts()
-    peak = max(matmul_flops() for _ in range(3))
+    peak = max(matmul_flops(1024) for _ in range(3))
     PEAKS.append(peak)
     results = [bench_model(m.strip(), args, items, pools, conjunction, scale, peak)
                for m in args.models.split(",") if m.strip()]

@@ -60,7 +60,7 @@ class Encoded:
         return [(p + offset, n) for p, n in self.slots]
 
 
-def _slot_key(name: str) -> str:
+def slot_key(name: str) -> str:
     """Slot keys are the literal text of the slot (``"[X]"``, ``"<s1>"``); a bare ``"X"`` means ``"[X]"``."""
     name = str(name).strip()
     if (name.startswith("[") and name.endswith("]")) or (name.startswith("<") and name.endswith(">")):
@@ -89,7 +89,7 @@ def normalize_pseudowords(
             vec = torch.as_tensor(vec)
             if vec.dim() != 1 or vec.shape[0] != hidden_size:
                 raise ValueError(f"pseudoword {key!r} must be a 1-D vector of size {hidden_size}, got shape {tuple(vec.shape)}")
-            norm[_slot_key(key)] = vec
+            norm[slot_key(key)] = vec
         out.append(norm)
     return out
 

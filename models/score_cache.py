@@ -105,9 +105,11 @@ def scorer_settings(scorer: Any) -> dict:
 
 def _vector_hash(prompt: str, vectors: Mapping | None) -> str:
     """Hash of the pseudoword vectors whose slot occurs in `prompt` (key, dtype, shape, bytes)."""
+    from kgprobe.models.encoding import slot_key  # the scorer's own slot naming (torch: lazy)
+
     h = hashlib.sha256()
     for key in sorted(vectors or {}):
-        name = key if key.startswith(("[", "<")) else f"[{key}]"
+        name = slot_key(key)
         if name not in prompt:
             continue
         vec = vectors[key]

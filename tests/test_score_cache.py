@@ -165,3 +165,14 @@ def test_premise_ablation_with_k_candidates_names_its_protocol(tmp_path, tiny_ll
     assert "Protocol `K=5`" in (tmp_path / "report.md").read_text()
     premises = json.loads((tmp_path / "memorized.json").read_text())["premises"]
     assert all(p["rr"] >= 1 / 5 for p in premises)  # ranked among 5 as well
+
+
+def test_vectors_named_as_the_scorer_names_them_are_part_of_the_key():
+    """The scorer reads a vector keyed "X " as [X] (encoding.slot_key); so must the key, or two
+    different vectors would share cached scores."""
+    from kgprobe.models.score_cache import _vector_hash
+
+    for name in ("X", "X ", "[X]", " [X]"):
+        assert _vector_hash("[X] is a dog .", {name: torch.ones(4)}) != _vector_hash(
+            "[X] is a dog .", {name: torch.zeros(4)}), name
+    assert _vector_hash("a dog .", {"X": torch.ones(4)}) == _vector_hash("a dog .", {"X": torch.zeros(4)})
