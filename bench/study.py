@@ -48,13 +48,12 @@ def study_prompts(seed: int = 0):
     """Every reasoning item of the bundled ontology, its candidate pool, the paper-scale count."""
     from kgprobe.ontology.loaders import bundled_source
     from kgprobe.ontology.verbalize import load_templates
-    from kgprobe.reasoning.items import reasoning_items
+    from kgprobe.reasoning.items import item_closure, reasoning_items
     from kgprobe.reasoning.memorizing import candidate_sets
-    from kgprobe.reasoning.rdfs import closure
 
     source = bundled_source()
     templates = load_templates()
-    items = [i for rule_items in reasoning_items(source.ontology, closure(source.triples),
+    items = [i for rule_items in reasoning_items(source.ontology, item_closure(source.ontology, source.triples),
                                                  templates).values() for i in rule_items]
     pools = candidate_sets(source.ontology)
     pairs = 10

@@ -92,12 +92,10 @@ def cmd_generate_memorizing(args: argparse.Namespace) -> int:
 def cmd_generate_reasoning(args: argparse.Namespace) -> int:
     from kgprobe.atomic import write_json, write_jsonl
     from kgprobe.ontology.from_triples import build_ontology
-    from kgprobe.ontology.owl_axioms import lower
     from kgprobe.ontology.verbalize import load_templates
-    from kgprobe.reasoning.items import reasoning_items, rule_summary
+    from kgprobe.reasoning.items import item_closure, reasoning_items, rule_summary
     from kgprobe.reasoning.materialize import reasoning_base
     from kgprobe.reasoning.memorizing import candidate_sets
-    from kgprobe.reasoning.rdfs import closure
 
     templates = load_templates(args.templates)
     options = model_options(args)
@@ -105,11 +103,8 @@ def cmd_generate_reasoning(args: argparse.Namespace) -> int:
         asserted, owl = reasoning_base(kg)  # owl: HermiT's conclusions (`reason --owl`)
     triples = sorted(asserted | owl)
     onto = build_ontology("store", triples, options)
-    # The sound RDFS edges kept from OWL expressions (and schema.org includes, when on)
-    # take part in the closure, so their consequences become items too.
-    kept = lower(triples, options.schema_includes).closure_triples()
     skipped: Counter = Counter()
-    items = reasoning_items(onto, closure(triples + kept, RULES), templates,
+    items = reasoning_items(onto, item_closure(onto, triples), templates,
                             rules=comma_list(args.rules), pseudowords=not args.no_pseudowords,
                             skipped=skipped, asserted=asserted)
     out = Path(args.out)

@@ -182,6 +182,7 @@ def build_ontology(name: str, triples: Iterable[Triple],
     _link(onto, src)
     onto.facts.extend(facts)
     onto.warnings.extend(lowering.warnings())
+    onto.closure_edges = lowering.closure_triples()
     _exclude(onto, types, options.exclusions or load_exclusions())
     check_cycles(onto)
     return onto

@@ -147,6 +147,9 @@ class Ontology:
     #: relation → subjects whose every answer was excluded (an instance typed only
     #: owl:Thing, a property whose only range is xsd:integer): no record is made for them.
     emptied: Counter = field(default_factory=Counter)
+    #: Sound RDFS edges the builder kept from OWL expressions (named conjuncts, union
+    #: members) and schema.org includes when on: the RDFS closure reasons with them too.
+    closure_edges: list[Triple] = field(default_factory=list)
 
     def label(self, iri: str) -> str:
         for table in (self.classes, self.properties, self.instances):

@@ -30,6 +30,7 @@ from kgprobe.ontology.verbalize import (
     property_meta,
 )
 from kgprobe.reasoning.rdfs import RULES, Closure, Derivation, UnknownRuleError
+from kgprobe.reasoning.rdfs import closure as rdfs_closure
 
 SLOT_X, SLOT_Y = "[X]", "[Y]"
 
@@ -126,6 +127,13 @@ class Verbalizer:
     def hypotheses(self, relation: str, subject: str, obj: str = "") -> list[str]:
         return [capitalize(t.render(text_a=subject, text_b=obj))
                 for t in self.templates[relation].manual]
+
+
+def item_closure(onto: Ontology, triples: Iterable[Triple], rules: Sequence[str] = RULES) -> Closure:
+    """The RDFS closure items are drawn from: the source's triples and the edges its model
+    kept from OWL expressions (`Ontology.closure_edges`), so their consequences (a defined
+    class's instances typed by its named conjuncts) become items too."""
+    return rdfs_closure(list(triples) + onto.closure_edges, rules)
 
 
 def reasoning_items(onto: Ontology, closure: Closure, templates: TemplateSet, *,

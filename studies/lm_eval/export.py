@@ -95,14 +95,14 @@ def _memorizing(settings: ExportSettings) -> dict[str, list[ClozeDoc]]:
 def _reasoning(settings: ExportSettings) -> dict[str, list[ClozeDoc]]:
     from kgprobe.ontology.loaders import bundled_source
     from kgprobe.ontology.verbalize import load_templates
-    from kgprobe.reasoning.items import reasoning_items
+    from kgprobe.reasoning.items import item_closure, reasoning_items
     from kgprobe.reasoning.memorizing import candidate_sets
-    from kgprobe.reasoning.rdfs import RULES, closure
+    from kgprobe.reasoning.rdfs import RULES
 
     source = bundled_source()
     templates = load_templates()
     rules = settings.rules or RULES
-    items = reasoning_items(source.ontology, closure(source.triples), templates, rules=rules)
+    items = reasoning_items(source.ontology, item_closure(source.ontology, source.triples), templates, rules=rules)
     cands = candidate_sets(source.ontology)
     return {task_name("reasoning", rule, "manual"): reasoning_docs(
                 sample_items(rule_items, rule, settings.limit, settings.seed), cands, templates,

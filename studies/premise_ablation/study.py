@@ -29,11 +29,11 @@ from kgprobe.reasoning.distractors import Protocol, parse_protocol
 from kgprobe.reasoning.items import (
     ReasoningItem,
     Verbalizer,
+    item_closure,
     reasoning_items,
     sample_items,
 )
 from kgprobe.reasoning.memorizing import candidate_sets
-from kgprobe.reasoning.rdfs import closure
 from kgprobe.studies.metrics import evaluate, gold_indices, gold_ranks, reciprocal_rank
 from kgprobe.studies.runner import Unit, run_units
 from kgprobe.studies.settings import pin_settings
@@ -81,7 +81,7 @@ def build_study(config: AblationConfig, source: Source | None = None, *, cache: 
     source = source or bundled_source()
     onto = source.ontology
     templates = load_templates()
-    all_items = reasoning_items(onto, closure(source.triples), templates, rules=config.rules)
+    all_items = reasoning_items(onto, item_closure(onto, source.triples), templates, rules=config.rules)
     items = select_items(all_items, config.limit, config.seed)
     memorizing = reference_sets() if bundled else generated_memorizing_sets(onto, seed=config.seed)
     from kgprobe.models.score_cache import cached_scorer
