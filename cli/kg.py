@@ -19,7 +19,7 @@ from kgprobe.kg.formats import print_result
 from kgprobe.kg.store import KnowledgeGraph, default_store_path, graph_iri
 from kgprobe.ontology.formats import SYNTAXES
 from kgprobe.ontology.from_triples import BuildOptions
-from kgprobe.ontology.loaders import Source, build_ontology, bundled_source, load_source
+from kgprobe.ontology.loaders import Source, bundled_source, load_source
 from kgprobe.reasoning.rdfs import RULES
 from kgprobe.studies.options import comma_list
 
@@ -70,13 +70,9 @@ def parse_sources(paths: Sequence[str], default: bool, name: str | None,
                             "were given; load them one at a time")
     sources = [bundled_source()] if default else []
     for path in paths:
-        src = load_source(path, fmt, lazy=lazy)
         # The label options change the model the summary counts (bulk-loaded files: the
         # store builds theirs with the defaults); the stored triples are the same.
-        if (src.rdf is None and options is not None and options != BuildOptions()
-                and not Path(path).is_dir()):
-            src.ontology = build_ontology(src.ontology.name, src.triples, options)
-        sources.append(src)
+        sources.append(load_source(path, fmt, lazy=lazy, options=options))
     if not sources:
         raise OntologyError("nothing to load; give SOURCE paths or --default")
     if name is not None:

@@ -42,7 +42,7 @@ def bulk_load(store: ox.Store, rdf: RdfInput, graph: str) -> None:
     """Parse `rdf` into `graph` with pyoxigraph's bulk loader; syntax errors name the line."""
     fmt = getattr(ox.RdfFormat, rdf.ox_format)
     try:
-        if not rdf.gz and rdf.data is None:
+        if rdf.plain:
             store.bulk_load(path=str(rdf.path), format=fmt, to_graph=ox.NamedNode(graph))
         else:
             with rdf.open() as fh:
@@ -85,14 +85,9 @@ def parsed_triples(rdf: RdfInput) -> list[Triple]:
     Why not read the stored graph back: for 1M LUBM triples the store's dump takes 9.0 s
     (a RocksDB lookup per term), parsing the file again 1.9 s, and that runs in a thread
     beside the bulk load, which releases the GIL (`stage_file`)."""
-    fmt = getattr(ox.RdfFormat, rdf.ox_format)
-    if not rdf.gz and rdf.data is None:
-        quads = ox.parse(path=str(rdf.path), format=fmt)
-    else:
-        with rdf.open() as fh:
-            quads = ox.parse(fh.read(), fmt)
-    return list(dict.fromkeys(nt_triples(
-        ox.serialize((q.triple for q in quads), format=ox.RdfFormat.N_TRIPLES))))
+    with rdf.quads() as quads:
+        data = ox.serialize((q.triple for q in quads), format=ox.RdfFormat.N_TRIPLES)
+    return list(dict.fromkeys(nt_triples(data)))
 
 
 def pending_graphs(store: ox.Store, meta: str) -> list[str]:

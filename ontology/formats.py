@@ -67,6 +67,24 @@ class RdfInput:
     def rdflib_format(self) -> str | None:
         return SYNTAXES[self.data_syntax or self.syntax][1]
 
+    @property
+    def plain(self) -> bool:
+        """A file parsers can read by path (not gzipped, not converted)."""
+        return not self.gz and self.data is None
+
+    @contextlib.contextmanager
+    def quads(self):
+        """pyoxigraph's parse of the RDF (by path when `plain`, else streamed from `open`);
+        the iterator is read inside the block."""
+        import pyoxigraph as ox
+
+        fmt = getattr(ox.RdfFormat, self.ox_format)
+        if self.plain:
+            yield ox.parse(path=str(self.path), format=fmt)
+            return
+        with self.open() as fh:
+            yield ox.parse(fh, fmt)
+
     def open(self) -> IO[bytes]:
         """The RDF bytes to parse (decompressed, or converted)."""
         if self.data is not None:

@@ -92,8 +92,9 @@ def pick_label(labels: dict[str, list[tuple[str, str | None]]], iri: str,
     in the `langs` order (``"*"`` is any language); within a language, tagged labels before
     untagged ones (many ontologies never tag: untagged counts as the first language) and
     `LABEL_PROPERTIES` in order. An ID-like label is passed over, unless the term is an
-    individual (`names`: gene symbols, product codes such as STS-117 are names); a label written as an
-    identifier is split into words when `split_identifiers`. Only when no label is
+    individual (`names`: gene symbols, product codes such as STS-117 are names); a class's or
+    property's label written as an identifier is split into words when `split_identifiers`
+    (an individual's is its name: "YouTube", "iPhone" stay as written). Only when no label is
     found is the IRI's local name used, split into words — and never when it is ID-like.
     """
     primary = langs[0] if langs else "en"
@@ -106,7 +107,7 @@ def pick_label(labels: dict[str, list[tuple[str, str | None]]], iri: str,
                     and text.strip() and (names or not is_id_like(text)))
                 if choices:
                     label = choices[0]
-                    if split_identifiers and looks_like_identifier(label):
+                    if split_identifiers and not names and looks_like_identifier(label):
                         return name_words(label)
                     return label
     name = local_name(iri)

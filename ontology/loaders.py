@@ -7,14 +7,13 @@ model); the JSON pair is turned into triples through the model.
 
 from __future__ import annotations
 
-import contextlib
 import re
 from importlib import resources
 from pathlib import Path
 
 from kgprobe.errors import OntologyError
 from kgprobe.ontology.formats import SUFFIXES, SYNTAXES, RdfInput, detect, prepare
-from kgprobe.ontology.from_triples import build_ontology
+from kgprobe.ontology.from_triples import BuildOptions, build_ontology
 from kgprobe.ontology.model import Triple
 from kgprobe.ontology.ontoprobe_json import ONTOPROBE_NS, load_ontoprobe
 from kgprobe.ontology.source import Source
@@ -45,7 +44,8 @@ def bundled_source() -> Source:
     return load_ontoprobe(bundled_ontology_dir(), name="ontoprobe")
 
 
-def load_source(path: str | Path, fmt: str | None = None, *, lazy: bool = False) -> Source:
+def load_source(path: str | Path, fmt: str | None = None, *, lazy: bool = False,
+                options: BuildOptions | None = None) -> Source:
     """Load a directory with class.json + property.json, or an RDF/OWL/OBO file.
 
     `fmt` overrides the syntax the suffix names (`--format`). `lazy`: a file of at least
@@ -60,7 +60,7 @@ def load_source(path: str | Path, fmt: str | None = None, *, lazy: bool = False)
     rdf = open_rdf(p, fmt)
     if lazy and rdf.ox_format in _BULK_FORMATS and p.stat().st_size >= BULK_MIN_BYTES:
         return Source(p.name.split(".")[0] if rdf.gz else p.stem, str(p), None, None, rdf=rdf)
-    return load_rdf(p, fmt=fmt, rdf=rdf)
+    return load_rdf(p, fmt=fmt, rdf=rdf, options=options)
 
 
 # --------------------------------------------------------------------------- RDF files
@@ -98,7 +98,7 @@ def _rdflib_triples(path: Path, fmt: str, rdf: RdfInput | None = None) -> list[T
 
     graph = rdflib.Dataset(default_union=True)  # quad formats (TriX) fill named graphs
     try:
-        if rdf is not None and (rdf.gz or rdf.data is not None):
+        if rdf is not None and not rdf.plain:
             with rdf.open() as fh:
                 graph.parse(fh, format=fmt)
         else:
@@ -125,20 +125,13 @@ def parse_rdf(path: Path, fmt: str | None = None, rdf: RdfInput | None = None) -
     dbpedia-ontology.ttl (34,680 triples) in 0.06 s against rdflib's 1.31 s here, and
     reports line and column of syntax errors where rdflib often reports neither.
     """
-    import pyoxigraph as ox
-
     rdf = rdf or open_rdf(path, fmt)
     ox_format, rdflib_format = rdf.ox_format, rdf.rdflib_format
     if ox_format is None:
         return _rdflib_triples(path, rdflib_format, rdf)
-    plain = not rdf.gz and rdf.data is None
     try:
-        with contextlib.nullcontext(None) if plain else rdf.open() as fh:
-            source = {"path": str(path)} if plain else {"input": fh}
-            triples = {
-                (ox_term(q.subject), q.predicate.value, ox_term(q.object))
-                for q in ox.parse(**source, format=getattr(ox.RdfFormat, ox_format))
-            }
+        with rdf.quads() as quads:
+            triples = {(ox_term(q.subject), q.predicate.value, ox_term(q.object)) for q in quads}
     except SyntaxError as err:
         if err.lineno is None:  # RDF/XML errors carry no position: ask rdflib where
             _rdflib_triples(path, rdflib_format, rdf)
@@ -160,10 +153,10 @@ def ox_term(term) -> str:
 
 
 def load_rdf(path: str | Path, name: str | None = None, fmt: str | None = None,
-             rdf: RdfInput | None = None) -> Source:
-    """Load any RDF file and build the model from its triples."""
+             rdf: RdfInput | None = None, options: BuildOptions | None = None) -> Source:
+    """Load any RDF file and build the model from its triples (with `options`: --lang …)."""
     path = Path(path)
     triples = parse_rdf(path, fmt, rdf)
     stem = path.name.split(".")[0] if path.suffix.lower() == ".gz" else path.stem
-    onto = build_ontology(name or stem, triples)
+    onto = build_ontology(name or stem, triples, options)
     return Source(onto.name, str(path), onto, triples)

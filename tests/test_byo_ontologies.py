@@ -67,6 +67,16 @@ def test_local_names_split_at_case_underscores_and_digits():
     assert name_words("Tier3Team") == "tier 3 team"
 
 
+def test_identifier_labels_are_split_for_classes_but_names_stay(tmp_path):
+    path = tmp_path / "brands.ttl"
+    path.write_text('@prefix ex: <http://ex.org/> . @prefix rdfs: <http://www.w3.org/2000/01/rdf-schema#> .\n'
+                    'ex:VideoSite rdfs:label "VideoSharingWebsite" .\n'
+                    'ex:yt a ex:VideoSite ; rdfs:label "YouTube" .\n', encoding="utf-8")
+    onto = build_ontology("brands", parse_rdf(path))
+    assert onto.classes["http://ex.org/VideoSite"].label == "video sharing website"
+    assert onto.instances["http://ex.org/yt"].label == "YouTube"
+
+
 def test_ids_are_never_words_and_are_counted():
     triples, onto = model("ids.ttl")
     assert {OBO + "DOID_4006", OBO + "DOID_4007", OBO + "C20921"} <= set(onto.excluded)
