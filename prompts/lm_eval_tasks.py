@@ -8,7 +8,8 @@ templates; reasoning items are written with both premises explicit and the pseud
 letters X and Y, as the OntoProbe paper does for ChatGPT (§5).
 
 `choose_candidates` keeps the whole candidate set (``k=None``, the memorization study's
-ranking) or the gold plus ``k - 1`` seeded distractors (§5 uses 20 choices).
+ranking) or the golds plus seeded distractors up to ``k`` (§5 uses 20 choices), drawn exactly
+as the studies draw them for the same record or item.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Sequence
 
 from kgprobe.errors import KgprobeError
 from kgprobe.ontology.verbalize import MASK, TemplateSet, capitalize
-from kgprobe.reasoning.distractors import distractor_candidates, parse_protocol
+from kgprobe.reasoning.distractors import parse_protocol
 from kgprobe.reasoning.items import SLOT_X, SLOT_Y, ReasoningItem
 from kgprobe.reasoning.memorizing_sets import MemorizingSet
 
@@ -49,7 +50,10 @@ class ClozeDoc:
         return f"{self.text}{MASK}{self.suffix}"
 
     def to_json(self) -> dict:
-        return {**asdict(self), "target": self.gold[0]}
+        """lm-eval's own `target` (its acc metric) is the most specific answer among the
+        golds; kgprobe's metrics (`harness_utils`) rank every gold."""
+        target = min(self.gold, key=lambda g: self.answers.index(self.choices[g]))
+        return {**asdict(self), "target": target}
 
 
 def split_at_mask(prompt: str) -> tuple[str, str]:
@@ -62,27 +66,20 @@ def split_at_mask(prompt: str) -> tuple[str, str]:
 
 def choose_candidates(candidates: Sequence[str], answers: Sequence[str], k: int | None,
                       seed: int | str) -> tuple[list[str], list[int]]:
-    """(choices, gold indices). ``k=None``: every candidate, every gold among them. Else the
-    first (most specific) answer and ``k - 1`` distractors that are no answer, seeded by
-    `seed`, in the candidate set's order (so the gold's place says nothing): the study's own
-    `reasoning.distractors`, so an exported task ranks what ``--candidates K`` ranks."""
-    cands = list(candidates)
-    if k is None:
-        known = set(answers)
-        return cands, [i for i, c in enumerate(cands) if c in known]
-    parse_protocol(k)  # K < 2 is one line, as on the studies' --candidates
-    gold = next((a for a in answers if a in set(cands)), None)
-    if gold is None:
-        return [], []
-    choices = distractor_candidates(cands, [gold], k, seed=seed, exclude=answers)
-    return choices, [choices.index(gold)]
+    """(choices, gold indices): what the studies rank for this record or item under
+    ``--candidates k`` (`Protocol.candidates`, seeded ``f"{run seed}:{record or item id}"``),
+    so an exported task ranks what the study ranks: every answer is a gold."""
+    choices = parse_protocol(k).candidates(candidates, answers, seed=seed)
+    known = set(answers)
+    return choices, [i for i, c in enumerate(choices) if c in known]
 
 
-def _doc(doc_id: str, study: str, task: str, template: str, prompt: str, subject: str,
-         answers: Sequence[str], candidates: Sequence[str], k: int | None, seed: int,
-         split: str = "test") -> ClozeDoc | None:
+def _doc(doc_id: str, key: str, study: str, task: str, template: str, prompt: str,
+         subject: str, answers: Sequence[str], candidates: Sequence[str], k: int | None,
+         seed: int, split: str = "test") -> ClozeDoc | None:
+    """`key`: the record or item id the study seeds its distractors with."""
     text, suffix = split_at_mask(prompt)
-    choices, gold = choose_candidates(candidates, answers, k, f"{seed}:{doc_id}")
+    choices, gold = choose_candidates(candidates, answers, k, f"{seed}:{key}")
     if not gold:
         return None  # no answer among the candidates: nothing to rank
     return ClozeDoc(doc_id, study, task, template, text, suffix, choices, gold, list(answers),
@@ -98,7 +95,7 @@ def memorizing_docs(mset: MemorizingSet, templates: TemplateSet, template: int, 
     docs = []
     for r in records:
         prompt = capitalize(tmpl.render(text_a=r.subject, meta=mset.metas.get(r.id)))
-        doc = _doc(f"{r.id}-t{template}", "memorizing", mset.relation, str(template), prompt,
+        doc = _doc(f"{r.id}-t{template}", r.id, "memorizing", mset.relation, str(template), prompt,
                    r.subject, r.answers, mset.candidates, k, seed, split)
         if doc is not None:
             docs.append(doc)
@@ -120,7 +117,7 @@ def reasoning_docs(items: Sequence[ReasoningItem], candidates: dict[str, list[st
     for item in items:
         prompt = " ".join([p.text for p in item.premises]
                           + [templates.conjunction, item.conclusion["text"]])
-        doc = _doc(item.id, "reasoning", item.rule, "manual", with_letters(prompt),
+        doc = _doc(item.id, item.id, "reasoning", item.rule, "manual", with_letters(prompt),
                    with_letters(item.premises[-1].subject), item.answers,
                    candidates[item.candidates_key], k, seed)
         if doc is not None:

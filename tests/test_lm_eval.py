@@ -53,11 +53,14 @@ def test_the_imported_tables_are_the_studies_tables():
 
 
 def test_candidates_are_the_gold_and_seeded_distractors():
+    from kgprobe.reasoning.distractors import Protocol
+
     cands = [f"c{i}" for i in range(50)]
     answers = ["c7", "c3", "c30"]
     choices, gold = choose_candidates(cands, answers, 10, "1:a")
-    assert len(choices) == 10 and choices[gold[0]] == "c7" and len(gold) == 1
-    assert not {"c3", "c30"} & set(choices)  # no other answer poses as a distractor
+    # every answer is a gold (as the memorization study ranks a record), never a distractor
+    assert len(choices) == 10 and sorted(choices[g] for g in gold) == ["c3", "c30", "c7"]
+    assert choices == Protocol(10).candidates(cands, answers, seed="1:a")
     assert choices == sorted(choices, key=cands.index)
     assert choose_candidates(cands, answers, 10, "1:a") == (choices, gold)
     assert choose_candidates(cands, answers, 10, "2:a")[0] != choices
@@ -94,6 +97,18 @@ def test_export_writes_tasks_groups_and_documents(tmp_path):
     assert "output_type: multiple_choice" in yaml_text and "letters X and Y" in yaml_text
     assert "process_results: !function utils.process_results" in yaml_text
     assert "kgprobe_reasoning_rdfs9" in (tmp_path / "kgprobe_reasoning.yaml").read_text()
+    # a memorizing document ranks what the memorization study ranks for its record (the
+    # same seeded distractors, every answer a gold); lm-eval's target is the first answer
+    from kgprobe.reasoning.distractors import Protocol
+    from kgprobe.reasoning.memorizing_sets import reference_sets
+
+    pool = reference_sets()["domain"].candidates
+    for line in (tmp_path / "kgprobe_memorizing_domain_t0.jsonl").read_text().splitlines():
+        doc = json.loads(line)
+        record = doc["id"].rsplit("-t", 1)[0]
+        assert doc["choices"] == Protocol(20).candidates(pool, doc["answers"], seed=f"0:{record}")
+        assert {doc["choices"][g] for g in doc["gold"]} == set(doc["answers"]) & set(doc["choices"])
+        assert doc["choices"][doc["target"]] == doc["answers"][0]
     assert (tmp_path / "utils.py").read_text() == Path(harness_utils.__file__).read_text()
 
 
