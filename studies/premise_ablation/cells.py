@@ -28,7 +28,7 @@ from kgprobe.reasoning.distractors import parse_protocol
 from kgprobe.reasoning.items import RULE_RELATIONS
 from kgprobe.studies import comparisons, stats
 
-from .config import COMPARISON_COLUMNS, METRICS, SETTINGS  # noqa: F401
+from .config import METRICS, SETTINGS
 
 MEAN = "mean"
 

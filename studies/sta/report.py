@@ -16,12 +16,12 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Sequence
 
 from kgprobe.atomic import write_text
 from kgprobe.errors import StudyError
 from kgprobe.studies.runner import read_results
-from kgprobe.studies.stats import grouped_intervals, interval_text
+from kgprobe.studies.stats import grouped_intervals, interval_text, read_predictions
 
 __all__ = ["write_report", "format_tables", "write_comparison", "load_run"]
 
@@ -183,10 +183,11 @@ def plot_elicitation(runs: Sequence[tuple[str, Sequence[dict]]], path: Path) -> 
 # --------------------------------------------------------------------------------------
 
 
-def intervals(out: Path) -> dict[tuple, str]:
+def intervals(out: Path, preds: list[dict] | None = None) -> dict[tuple, str]:
     """95% bootstrap intervals (prompts resampled, seed 0) of the headline numbers: retrieval
-    MRR per number of properties (top-PF, decreasing), mAP_VOCAB and mAP_SENS per relation."""
-    preds = list(_predictions(out))
+    MRR per number of properties (top-PF, decreasing), mAP_VOCAB and mAP_SENS per relation.
+    `preds`: the run's predictions when the caller has read them already."""
+    preds = read_predictions(out) if preds is None else preds
     found = {}
     for name, value in (("MRR", lambda p: p.get("rr")), ("mAP_vocab", lambda p: p.get("ap_vocab")),
                         ("mAP_sens", lambda p: p.get("ap_sens"))):
@@ -265,20 +266,11 @@ def format_tables(rows: Sequence[dict]) -> str:
     return "\n".join(parts)
 
 
-def _predictions(out: Path) -> Iterable[dict]:
-    path = out / "predictions.jsonl"
-    if not path.exists():
-        return []
-    with open(path, encoding="utf-8") as fh:
-        for line in fh:
-            yield json.loads(line)
-
-
-def _examples(out: Path, max_concepts: int = 2) -> tuple[str, str]:
+def _examples(preds: list[dict], max_concepts: int = 2) -> tuple[str, str]:
     """Figure 1 (retrieval) and Table 1 (elicitation) style examples from the predictions."""
     retrieval: dict[str, dict[int, dict]] = {}
     elicit: dict[str, dict] = {}
-    for p in _predictions(out):
+    for p in preds:
         if p.get("task") == "retrieval" and p.get("condition") == "top-dec":
             retrieval.setdefault(p["concept"], {})[p["n"]] = p
         elif p.get("task") == "elicitation" and p.get("relation") == "has" and p.get("context") == "everyone":
@@ -321,8 +313,9 @@ def write_report(out: Path, rows: Sequence[dict], summary: dict) -> Path:
         "fig3": plot_conditions(label, rows, out / "fig3_conditions.png", settings.get("random")),
         "fig4": plot_elicitation([(label, rows)], out / "fig4_elicitation.png"),
     }
-    ret_ex, eli_ex = _examples(out)
-    ci = intervals(out)
+    preds = read_predictions(out)
+    ret_ex, eli_ex = _examples(preds)
+    ci = intervals(out, preds)
     md = [f"# Tacit assumptions (Weir et al. 2020): {label}", ""]
     md.append("Settings: " + ", ".join(f"{k} = `{v}`" for k, v in settings.items()))
     md.append("")
