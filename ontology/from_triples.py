@@ -88,27 +88,23 @@ def _sort(triples: Iterable[Triple]) -> _Sorted:
     return out
 
 
-def _schema_terms(src: _Sorted) -> tuple[set[str], set[str], int]:
-    """(class IRIs, property IRIs, blank-node axioms ignored) from types and schema edges."""
+def _schema_terms(src: _Sorted) -> tuple[set[str], set[str]]:
+    """(class IRIs, property IRIs) from types and schema edges (OWL expressions are counted
+    by `owl_axioms.lower`)."""
     class_iris = {s for s, ts in src.types.items() if ts & CLASS_TYPES and is_iri(s)}
     prop_iris = {s for s, ts in src.types.items() if ts & PROPERTY_TYPES and is_iri(s)}
-    anonymous = 0
     for s, _, o in src.edges[RDFS_SUBCLASSOF]:
         if is_iri(s) and is_iri(o):
             class_iris.update((s, o))
-        else:
-            anonymous += 1
     for pred in (RDFS_DOMAIN, RDFS_RANGE):
         for s, _, o in src.edges[pred]:
             if is_iri(s):
                 prop_iris.add(s)
             if is_iri(o):
                 class_iris.add(o)
-            else:
-                anonymous += 1
     for s, _, o in src.edges[RDFS_SUBPROPERTYOF]:
         prop_iris.update(x for x in (s, o) if is_iri(x))
-    return class_iris, prop_iris, anonymous
+    return class_iris, prop_iris
 
 
 def _facts(src: _Sorted, class_iris: set[str], prop_iris: set[str],
@@ -158,7 +154,7 @@ def build_ontology(name: str, triples: Iterable[Triple],
     src = _sort(triples)
     for t in lowering.model_triples():
         src.edges[t[1]].append(t)
-    class_iris, prop_iris, _ = _schema_terms(src)
+    class_iris, prop_iris = _schema_terms(src)
     types = src.types
     instance_iris = {s for s, ts in types.items() if is_iri(s) and ts - META_TYPES}
     for s in instance_iris:
@@ -234,9 +230,18 @@ def _exclude(onto: Ontology, types: dict[str, set[str]], exclusions: Exclusions)
     class_parents = {i: c.parents for i, c in onto.classes.items()}
     prop_parents = {i: p.parents for i, p in onto.properties.items()}
 
+    bypassed: dict[tuple[int, str], list[str]] = {}  # 150k instances share a few classes
+
+    def around(iri: str, parents: dict[str, list[str]]) -> list[str]:
+        if iri not in excluded:
+            return [iri]
+        key = (id(parents), iri)
+        if key not in bypassed:
+            bypassed[key] = _bypass(iri, parents, excluded)
+        return bypassed[key]
+
     def lift(iris: list[str], parents: dict[str, list[str]], own: str = "") -> list[str]:
-        return list(dict.fromkeys(p for i in iris for p in _bypass(i, parents, excluded)
-                                  if p != own))
+        return list(dict.fromkeys(p for i in iris for p in around(i, parents) if p != own))
 
     emptied = onto.emptied
     for c in onto.classes.values():

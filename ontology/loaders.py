@@ -12,17 +12,16 @@ from importlib import resources
 from pathlib import Path
 
 from kgprobe.errors import OntologyError
-from kgprobe.ontology.formats import SUFFIXES, SYNTAXES, RdfInput, detect, prepare
+from kgprobe.ontology.formats import RdfInput, detect, prepare
 from kgprobe.ontology.from_triples import BuildOptions, build_ontology
 from kgprobe.ontology.model import Triple
 from kgprobe.ontology.ontoprobe_json import ONTOPROBE_NS, load_ontoprobe
 from kgprobe.ontology.source import Source
 
-__all__ = ["ONTOPROBE_NS", "RDF_SUFFIXES", "Source", "build_ontology", "bundled_ontology_dir",
+__all__ = ["ONTOPROBE_NS", "Source", "build_ontology", "bundled_ontology_dir",
            "bundled_source", "load_ontoprobe", "load_rdf", "load_source", "malformed", "open_rdf",
-           "ox_term", "parse_rdf", "rdf_format"]
+           "ox_term", "parse_rdf"]
 
-#: File suffix → (pyoxigraph format name or None, rdflib format name), the RDF syntaxes.
 #: Triple syntaxes pyoxigraph bulk-loads into one graph; quad syntaxes (TriG, N-Quads, JSON-LD
 #: with named graphs) would fill graphs of their own, and TriX/Hextuples need rdflib: those
 #: are parsed into Python triples (their named graphs merged) as before.
@@ -30,8 +29,6 @@ _BULK_FORMATS = ("TURTLE", "N_TRIPLES", "N3", "RDF_XML")
 #: Files from this size on are bulk-loaded; smaller ones are parsed before the store is opened,
 #: as always (a malformed small file never touches the store; the fuzz tests run this path).
 BULK_MIN_BYTES = 8 << 20
-RDF_SUFFIXES = {suffix: SYNTAXES[name][:2] for suffix, name in SUFFIXES.items()
-                if SYNTAXES[name][1] is not None}
 
 
 def bundled_ontology_dir() -> Path:
@@ -64,12 +61,6 @@ def load_source(path: str | Path, fmt: str | None = None, *, lazy: bool = False,
 
 
 # --------------------------------------------------------------------------- RDF files
-
-
-def rdf_format(path: Path) -> tuple[str | None, str | None]:
-    """(pyoxigraph format, rdflib format) of a file, from its suffix and content."""
-    rdf = detect(path)
-    return rdf.ox_format, rdf.rdflib_format
 
 
 def open_rdf(path: Path, fmt: str | None = None) -> RdfInput:
