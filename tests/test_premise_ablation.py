@@ -201,3 +201,20 @@ def test_same_seed_same_numbers_and_resume_after_kill(tmp_path, zoo, tiny_gpt2_d
     both = [r for r in table if r["rule"] == "rdfs9" and r["variant"] == "mean"
             and r["p1"] == r["p2"] == "explicit" and r["template"] == "manual"][0]
     assert int(both["n_prompts"]) == 3 * 3 * int(both["n_items"])
+
+
+def test_report_settings_do_not_pin_the_run_folder(tmp_path):
+    """--resamples and --min-items change only the report: a rerun with other values resumes
+    (and the report reads the new values); a setting that changes units is still refused."""
+    from kgprobe.errors import StudyError
+    from kgprobe.studies.settings import pin_settings
+
+    first = AblationConfig("m", resamples=2000, min_items=10)
+    pin_settings(tmp_path, first.pinned(), report=first.report_settings())
+    again = AblationConfig("m", resamples=500, min_items=3)
+    pin_settings(tmp_path, again.pinned(), report=again.report_settings())
+    written = json.loads((tmp_path / "config.json").read_text())
+    assert written["resamples"] == 500 and written["min_items"] == 3 and written["model"] == "m"
+    other = AblationConfig("m", seed=1)
+    with pytest.raises(StudyError, match="other settings.*seed"):
+        pin_settings(tmp_path, other.pinned(), report=other.report_settings())

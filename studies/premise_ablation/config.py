@@ -41,3 +41,13 @@ class AblationConfig:
 
     def to_json(self) -> dict:
         return {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.__dict__.items()}
+
+    #: Settings only the report reads: a rerun with other values keeps every unit.
+    REPORT_ONLY = ("resamples", "min_items")
+
+    def pinned(self) -> dict:
+        """The settings a run folder is pinned to: every one that changes a unit's numbers."""
+        return {k: v for k, v in self.to_json().items() if k not in self.REPORT_ONLY}
+
+    def report_settings(self) -> dict:
+        return {k: getattr(self, k) for k in self.REPORT_ONLY}

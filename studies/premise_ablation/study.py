@@ -268,7 +268,7 @@ def run_premise_ablation(config: AblationConfig, out: str | Path, *, source: Sou
     and write the persistent score cache (`models.score_cache`)."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    pin_settings(out, config.to_json())
+    pin_settings(out, config.pinned(), report=config.report_settings())
     study = build_study(config, source, cache=cache)
     premises = classify_premises(study, out, progress=progress)
     softs = {}
