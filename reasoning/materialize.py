@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass, field
 from typing import Iterable
@@ -30,20 +29,9 @@ class ReasonReport:
     def write_provenance(self, path) -> int:
         """Every one-step derivation as JSONL: HermiT's conclusions first (rule
         ``owl:hermit``, no premises: HermiT gives no justification), then the RDFS ones."""
-        from kgprobe.atomic import atomic_path
-
-        if not self.owl:
-            return self.closure.write_jsonl(path)
-        count = 0
-        with atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8") as fh:
-            for t in sorted(self.owl):
-                fh.write(json.dumps({"rule": PROVENANCE, "conclusion": list(t), "premises": []},
-                                    ensure_ascii=False) + "\n")
-                count += 1
-            for d in self.closure.derivations():
-                fh.write(json.dumps(d.to_json(), ensure_ascii=False) + "\n")
-                count += 1
-        return count
+        hermit = ({"rule": PROVENANCE, "conclusion": list(t), "premises": []}
+                  for t in sorted(self.owl))
+        return self.closure.write_jsonl(path, head=hermit)
 
 
 def asserted_triples(kg: KnowledgeGraph) -> set:

@@ -290,13 +290,14 @@ class Closure:
                     for u in inst.tolist():
                         yield Derivation(rule, (T[u], TYPE, ty), (p1, (T[u], TYPE, tx)))
 
-    def write_jsonl(self, path, rule: str | None = None) -> int:
-        """Write `derivations(rule)` as JSON lines (atomically: temp file, then rename)."""
+    def write_jsonl(self, path, rule: str | None = None, head: Iterable[dict] = ()) -> int:
+        """Write `derivations(rule)` as JSON lines (atomically: temp file, then rename),
+        after the rows of `head` (another reasoner's conclusions, e.g. HermiT's)."""
         count = 0
         dumps = json.JSONEncoder(ensure_ascii=False, separators=(", ", ": ")).encode
         with atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8") as fh:
-            for d in self.derivations(rule):
-                fh.write(dumps(d.to_json()))
+            for row in chain(head, (d.to_json() for d in self.derivations(rule))):
+                fh.write(dumps(row))
                 fh.write("\n")
                 count += 1
         return count
