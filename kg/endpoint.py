@@ -23,7 +23,15 @@ import re
 from typing import Iterator
 
 from kgprobe.kg.bulk import PENDING, GraphStats, stats_of
-from kgprobe.kg.meta import _FROM, _HASH, _PATH, fingerprint, provenance_query
+from kgprobe.kg.meta import (
+    _FROM,
+    _HASH,
+    _PATH,
+    cached_stats,
+    fingerprint,
+    provenance_query,
+    stats_query,
+)
 from kgprobe.kg.model_reader import ModelReader
 from kgprobe.kg.results import QueryResult, query_result
 from kgprobe.kg.sparql_client import EndpointError, SparqlClient, with_prefixes
@@ -190,7 +198,10 @@ class SparqlEndpoint(ModelReader):
                 for r in self.client.select(provenance_query(name))}
 
     def stats(self) -> list[GraphStats]:
-        return [stats_of(graph, list(self.triples(graph))) for graph in self.graphs()]
+        """As the store's: the figures a served kgprobe store recorded at load time, else
+        each graph read and its model built."""
+        cached = cached_stats(self.client.select(stats_query())) if self.kgprobe_store else {}
+        return [cached.get(g) or stats_of(g, list(self.triples(g))) for g in self.graphs()]
 
 
 def _query_form(sparql: str) -> str:

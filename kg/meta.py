@@ -110,12 +110,20 @@ def record_stats(store: ox.Store, stats: list) -> None:
         store.update(f"INSERT DATA {{ GRAPH <{META_GRAPH}> {{ {' '.join(rows)} }} }}")
 
 
-def cached_stats(store: ox.Store) -> dict:
-    """graph → `GraphStats` recorded by `record_stats` (graphs with all four figures)."""
+def stats_query() -> str:
+    """The SELECT (?g ?p ?n) of the figures `record_stats` wrote: one query for the store and
+    an endpoint serving one."""
+    preds = " ".join(f"<{iri}>" for iri in _STATS.values())
+    return (f"SELECT ?g ?p ?n WHERE {{ GRAPH <{META_GRAPH}> {{ ?g ?p ?n }} "
+            f"VALUES ?p {{ {preds} }} }}")
+
+
+def cached_stats(rows) -> dict:
+    """graph → `GraphStats` from `stats_query`'s answer (graphs with all four figures)."""
     from kgprobe.kg.bulk import GraphStats
 
+    names = {iri: name for name, iri in _STATS.items()}
     found: dict[str, dict[str, int]] = {}
-    for name, iri in _STATS.items():
-        for q in store.quads_for_pattern(None, ox.NamedNode(iri), None, ox.NamedNode(META_GRAPH)):
-            found.setdefault(q.subject.value, {})[name] = int(q.object.value)
+    for row in rows:
+        found.setdefault(row["g"].value, {})[names[row["p"].value]] = int(row["n"].value)
     return {g: GraphStats(g, **v) for g, v in found.items() if len(v) == len(_STATS)}

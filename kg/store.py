@@ -349,7 +349,8 @@ class KnowledgeGraph(ModelReader):
 
     def stats(self) -> list[bulk.GraphStats]:
         """Per named graph: triples, and the classes/properties/instances the model sees."""
-        cached = kgmeta.cached_stats(self._store)  # recorded by the bulk load: no model to rebuild
+        # recorded by the bulk load: no model to rebuild
+        cached = kgmeta.cached_stats(self._store.query(kgmeta.stats_query()))
         return [cached.get(g) or bulk.graph_stats(self._store, g) for g in self.graphs()]
 
 
