@@ -180,7 +180,7 @@ def build_ontology(name: str, triples: Iterable[Triple],
     schema = class_iris | prop_iris
     labels = {iri: src.label(iri, options.langs, split, iri not in schema)
               for iri in schema | instance_iris}
-    lang = prompt_language(options.langs)  # labels in the prompts' language only
+    lang = prompt_language(options.langs, False)  # labels in the prompts' language only
     labels, no_label = language_labels(labels, src.labels, lang)
     if skos and lang == ENGLISH:
         labels = singular_labels(labels, skos.concepts)

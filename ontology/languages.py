@@ -44,14 +44,15 @@ def templates_file(lang: str) -> Path:
     return path
 
 
-def prompt_language(langs: tuple[str, ...]) -> str:
+def prompt_language(langs: tuple[str, ...], fallbacks_refused: bool = True) -> str:
     """The language prompts are written in: the first of `--lang` ('*' first: English).
 
-    Checked here, once for every command: the language must have templates, and a language
-    other than English takes no fallbacks (`es,en` would put English labels in Spanish)."""
+    The language must have templates, and (`fallbacks_refused`, the command line's check) a
+    language other than English takes no fallbacks: `es,en` would put English labels in
+    Spanish prompts. The model builder itself ignores them (only `es` labels are kept)."""
     lang = langs[0] if langs and langs[0] != "*" else ENGLISH
     templates_file(lang)
-    if lang != ENGLISH and len(langs) > 1:
+    if fallbacks_refused and lang != ENGLISH and len(langs) > 1:
         raise TemplateError(f"--lang {','.join(langs)}: prompts in '{lang}' take '{lang}' "
                             f"labels only, never a fallback language; give --lang {lang}")
     return lang

@@ -103,7 +103,7 @@ def _set_language(directory: Path) -> str:
         langs = json.loads((directory / "summary.json").read_text(encoding="utf-8"))["lang"]
     except (FileNotFoundError, KeyError, TypeError, ValueError):
         return "en"
-    return prompt_language(tuple(langs))
+    return prompt_language(tuple(langs), False)
 
 
 def generated_memorizing_sets(onto: Ontology, tasks: Sequence[str] = RELATIONS, *,
