@@ -202,7 +202,7 @@ def build_ontology(name: str, triples: Iterable[Triple],
         onto.skos_triples = skos.triples
     exclusions = options.exclusions or load_exclusions()
     _exclude(onto, types, MissingLabels(exclusions, no_label, lang) if no_label else exclusions)
-    localize_patterns(onto, lang)
+    localize_patterns(onto, lang, triples)
     check_cycles(onto)
     return onto
 

@@ -17,10 +17,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Iterable
 
 from kgprobe.errors import TemplateError
 from kgprobe.ontology.data_files import bundled_data_file, read_toml
 from kgprobe.ontology.labels import name_words
+from kgprobe.ontology.model import KGP_PATTERN, Triple, is_literal, parse_literal
 
 ENGLISH = "en"
 _FILE = re.compile(r"templates\.([a-z]{2,3}(?:-[a-z0-9]+)?)\.toml$")
@@ -158,13 +160,21 @@ class MissingLabels:
         return getattr(self._base, name)
 
 
-def localize_patterns(onto, lang: str) -> None:
-    """Every property's pattern in `lang` (other than English): a `kgp:pattern` is read as
-    English, so each property is verbalized by the language's default from its `@lang` label."""
+def localize_patterns(onto, lang: str, triples: Iterable[Triple] = ()) -> None:
+    """Every property's pattern in `lang` (other than English): its `kgp:pattern` tagged
+    `lang` (`"[X] trabaja para [Y] ."@es`), else the language's default from its `@lang`
+    label. An untagged `kgp:pattern` is read as English and not used."""
     if lang == ENGLISH:
         return
     path = templates_file(lang)
     grammar = load_grammar(lang, read_toml(path, TemplateError, "template file",
                                            "templates.toml"), str(path))
+    own = {}
+    for s, p, o in triples:
+        if p == KGP_PATTERN and is_literal(o):
+            text, tag = parse_literal(o)
+            if _tagged(tag, lang):
+                own[s] = text
     for prop in onto.properties.values():
-        prop.pattern = grammar.default_pattern(prop.label) if prop.label else None
+        prop.pattern = own.get(prop.iri) or (
+            grammar.default_pattern(prop.label) if prop.label else None)

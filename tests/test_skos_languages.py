@@ -209,6 +209,26 @@ def test_terms_without_a_label_in_the_language_are_skipped_and_counted():
     assert set(build(triples).classes) == {EX + "A", EX + "B", EX + "C", EX + "D"}
 
 
+def test_property_patterns_in_the_language():
+    kgp = "https://w3id.org/kgprobe/vocab#pattern"
+    prop = "http://www.w3.org/1999/02/22-rdf-syntax-ns#Property"
+    triples = [
+        (EX + "employer", RDF_TYPE, prop), (EX + "employer", RDFS_LABEL, literal("empleador", "es")),
+        (EX + "employer", kgp, literal("[X] works for [Y] .", None)),
+        (EX + "employer", kgp, literal("[X] trabaja para [Y] .", "es")),
+        (EX + "author", RDF_TYPE, prop), (EX + "author", RDFS_LABEL, literal("autor", "es")),
+        (EX + "author", kgp, literal("[X] was written by [Y] .", None)),
+        (EX + "partOf", RDF_TYPE, prop), (EX + "partOf", RDFS_LABEL, literal("parte de", "es")),
+        (EX + "has", RDF_TYPE, prop), (EX + "has", RDFS_LABEL, literal("contiene", "es")),
+    ]
+    patterns = {i: p.pattern for i, p in build(triples, langs=("es",)).properties.items()}
+    assert patterns == {EX + "employer": "[X] trabaja para [Y] .",  # its own @es pattern
+                        EX + "author": "[X] tiene como autor [Y] .",  # never the English one
+                        EX + "partOf": "[X] es parte de [Y] .",
+                        EX + "has": "[X] contiene [Y] ."}
+    assert build(triples).properties[EX + "author"].pattern == "[X] was written by [Y] ."
+
+
 def test_every_language_has_every_relation():
     english = load_templates()
     assert set(available_languages()) >= {"en", "es", "fr", "de"}
