@@ -213,7 +213,8 @@ def test_property_patterns_in_the_language():
     kgp = "https://w3id.org/kgprobe/vocab#pattern"
     prop = "http://www.w3.org/1999/02/22-rdf-syntax-ns#Property"
     triples = [
-        (EX + "employer", RDF_TYPE, prop), (EX + "employer", RDFS_LABEL, literal("empleador", "es")),
+        (EX + "employer", RDF_TYPE, prop),
+        (EX + "employer", RDFS_LABEL, literal("empleador", "es")),
         (EX + "employer", kgp, literal("[X] works for [Y] .", None)),
         (EX + "employer", kgp, literal("[X] trabaja para [Y] .", "es")),
         (EX + "author", RDF_TYPE, prop), (EX + "author", RDFS_LABEL, literal("autor", "es")),
