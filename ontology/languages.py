@@ -49,12 +49,13 @@ def templates_file(lang: str) -> Path:
 def prompt_language(langs: tuple[str, ...], fallbacks_refused: bool = True) -> str:
     """The language prompts are written in: the first of `--lang` ('*' first: English).
 
-    The language must have templates, and (`fallbacks_refused`, the command line's check) a
-    language other than English takes no fallbacks: `es,en` would put English labels in
-    Spanish prompts. The model builder itself ignores them (only `es` labels are kept)."""
-    lang = langs[0] if langs and langs[0] != "*" else ENGLISH
+    A regional tag prompts in its language (`es-MX,es`: Spanish, `es-MX` labels first). The
+    language must have templates, and (`fallbacks_refused`, the command line's check) a
+    language other than English takes no fallback language: `es,en` would put English labels
+    in Spanish prompts. The model builder itself ignores them (only `es` labels are kept)."""
+    lang = (langs[0] if langs and langs[0] != "*" else ENGLISH).split("-")[0]  # es-MX: es
     templates_file(lang)
-    if fallbacks_refused and lang != ENGLISH and len(langs) > 1:
+    if fallbacks_refused and lang != ENGLISH and any(l.split("-")[0] != lang for l in langs):
         raise TemplateError(f"--lang {','.join(langs)}: prompts in '{lang}' take '{lang}' "
                             f"labels only, never a fallback language; give --lang {lang}")
     return lang

@@ -17,7 +17,7 @@ import pytest
 from kgprobe.cli import main
 from kgprobe.ontology.from_triples import BuildOptions, build_ontology
 from kgprobe.ontology.labels import LABEL_PROPERTIES, name_words
-from kgprobe.ontology.languages import available_languages
+from kgprobe.ontology.languages import available_languages, prompt_language
 from kgprobe.ontology.loaders import parse_rdf
 from kgprobe.ontology.model import (
     RDF_TYPE,
@@ -275,6 +275,7 @@ def test_a_fallback_language_would_mix_languages(tmp_path, capsys):
     assert main(["generate", "reasoning", "--store", str(tmp_path), "--out", "x",
                  "--lang", "es,en"]) == 2
     assert "give --lang es" in capsys.readouterr().err
+    assert prompt_language(("es-mx", "es")) == "es"  # a region of the same language is fine
 
 
 def test_generated_set_is_prompted_in_its_language(tmp_path):
