@@ -97,8 +97,10 @@ def cmd_generate_reasoning(args: argparse.Namespace) -> int:
     from kgprobe.reasoning.materialize import reasoning_base
     from kgprobe.reasoning.memorizing import candidate_sets
 
-    templates = load_templates(args.templates)
+    from kgprobe.ontology.languages import prompt_language
+
     options = model_options(args)
+    templates = load_templates(args.templates, lang=prompt_language(options.langs))
     with open_reader(args) as kg:
         asserted, owl = reasoning_base(kg)  # owl: HermiT's conclusions (`reason --owl`)
     triples = sorted(asserted | owl)
@@ -106,7 +108,7 @@ def cmd_generate_reasoning(args: argparse.Namespace) -> int:
     skipped: Counter = Counter()
     items = reasoning_items(onto, item_closure(onto, triples), templates,
                             rules=comma_list(args.rules), pseudowords=not args.no_pseudowords,
-                            skipped=skipped, asserted=asserted)
+                            skipped=skipped, asserted=asserted | set(onto.skos_triples))
     out = Path(args.out)
     for rule, rule_items in items.items():
         write_jsonl(out / f"{rule}.jsonl", (i.to_json() for i in rule_items))

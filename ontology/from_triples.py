@@ -9,6 +9,13 @@ from typing import Iterable
 import networkx as nx
 from kgprobe.ontology.exclusions import ID_LIKE, Exclusions, load_exclusions
 from kgprobe.ontology.labels import LABEL_PROPERTIES, pick_label
+from kgprobe.ontology.languages import (
+    ENGLISH,
+    MissingLabels,
+    language_labels,
+    localize_patterns,
+    prompt_language,
+)
 from kgprobe.ontology.model import (
     CLASS_TYPES,
     KGP_PATTERN,
@@ -35,6 +42,7 @@ from kgprobe.ontology.model import (
     parse_literal,
 )
 from kgprobe.ontology.owl_axioms import lower
+from kgprobe.ontology.skos import apply_mapping, singular_labels, skos_mapping
 
 #: Predicates whose triples describe the schema or labels, not facts about instances.
 _SCHEMA_NAMESPACES = (RDF, RDFS, OWL, SKOS, KGP_PATTERN.rsplit("#", 1)[0])
@@ -50,6 +58,8 @@ class BuildOptions:
     #: Split labels written as identifiers (``EUEnergyEfficiencyEnumeration``) into words.
     #: None: yes, except for the bundled OntoProbe data, whose labels are the paper's.
     split_identifier_labels: bool | None = None
+    #: SKOS thesauri (`ontology/skos.py`): auto | classes | leaves | off
+    skos: str = "auto"
 
 
 _LABEL_PROPERTIES = frozenset(LABEL_PROPERTIES)
@@ -152,6 +162,9 @@ def build_ontology(name: str, triples: Iterable[Triple],
     triples = triples if isinstance(triples, list) else list(triples)
     lowering = lower(triples, options.schema_includes)
     src = _sort(triples)
+    skos = skos_mapping(triples, options.skos)
+    if skos:  # a thesaurus: skos:broader read as the taxonomy, skos:Concept types dropped
+        apply_mapping(skos, src.types, src.edges)
     for t in lowering.model_triples():
         src.edges[t[1]].append(t)
     class_iris, prop_iris = _schema_terms(src)
@@ -167,6 +180,10 @@ def build_ontology(name: str, triples: Iterable[Triple],
     schema = class_iris | prop_iris
     labels = {iri: src.label(iri, options.langs, split, iri not in schema)
               for iri in schema | instance_iris}
+    lang = prompt_language(options.langs, False)  # labels in the prompts' language only
+    labels, no_label = language_labels(labels, src.labels, lang)
+    if skos and lang == ENGLISH:
+        labels = singular_labels(labels, skos.concepts)
     # An OWL file may type a term both as class and as individual (punning); keep both.
     for iri in sorted(class_iris):
         onto.classes[iri] = OntClass(iri, labels[iri] or "")
@@ -179,7 +196,13 @@ def build_ontology(name: str, triples: Iterable[Triple],
     onto.facts.extend(facts)
     onto.warnings.extend(lowering.warnings())
     onto.closure_edges = lowering.closure_triples()
-    _exclude(onto, types, options.exclusions or load_exclusions())
+    if skos:
+        onto.warnings.append(skos.warning())
+        onto.closure_edges += skos.triples
+        onto.skos_triples = skos.triples
+    exclusions = options.exclusions or load_exclusions()
+    _exclude(onto, types, MissingLabels(exclusions, no_label, lang) if no_label else exclusions)
+    localize_patterns(onto, lang, triples)
     check_cycles(onto)
     return onto
 

@@ -150,6 +150,9 @@ class Ontology:
     #: Sound RDFS edges the builder kept from OWL expressions (named conjuncts, union
     #: members) and schema.org includes when on: the RDFS closure reasons with them too.
     closure_edges: list[Triple] = field(default_factory=list)
+    #: The thesaurus statements `ontology/skos.py` read as taxonomy (skos:broader as
+    #: rdfs:subClassOf): asserted by the source, though not in these words.
+    skos_triples: list[Triple] = field(default_factory=list)
 
     def label(self, iri: str) -> str:
         for table in (self.classes, self.properties, self.instances):

@@ -16,6 +16,7 @@ from typing import Sequence
 from kgprobe.errors import TemplateError
 from kgprobe.ontology.data_files import bundled_data_file, read_toml
 from kgprobe.ontology.labels import with_article
+from kgprobe.ontology.languages import ENGLISH, Grammar, load_grammar, templates_file
 
 MASK = "[MASK]"
 SOFT = "[SOFT]"
@@ -131,6 +132,19 @@ class TemplateSet:
     relations: dict[str, RelationTemplates]
     conjunction: str = "Therefore ,"
     path: str = ""
+    lang: str = ENGLISH  # the language its templates are written in (`--lang`)
+    grammar: Grammar | None = None  # None: English, whose grammar is this module's code
+
+    def default_pattern(self, label: str) -> str:
+        """A property without a pattern, verbalized in the templates' language."""
+        return self.grammar.default_pattern(label) if self.grammar else default_pattern(label)
+
+    def property_meta(self, pattern: str, domain: str | None,
+                      range_: str | None) -> dict[str, str]:
+        """The domain/range templates' meta fields in the templates' language."""
+        if self.grammar:
+            return self.grammar.property_meta(pattern, domain, range_)
+        return property_meta(pattern, domain, range_)
 
     def __getitem__(self, relation: str) -> RelationTemplates:
         if relation not in self.relations:
@@ -143,9 +157,10 @@ def default_templates_path() -> Path:
     return bundled_data_file("templates.toml")
 
 
-def load_templates(path: str | Path | None = None) -> TemplateSet:
-    """Read a template TOML file (the bundled one by default)."""
-    path = Path(path) if path is not None else default_templates_path()
+def load_templates(path: str | Path | None = None, lang: str | None = None) -> TemplateSet:
+    """Read a template TOML file (by default the bundled one of `lang`, English if None; a
+    file's own `lang = "es"` says which language it is written in)."""
+    path = Path(path) if path is not None else templates_file(lang or ENGLISH)
     data = read_toml(path, TemplateError, "template file", default_templates_path().name)
     relations = {}
     for name, spec in data.get("relations", {}).items():
@@ -159,7 +174,9 @@ def load_templates(path: str | Path | None = None) -> TemplateSet:
         relations[name] = RelationTemplates(
             name, spec.get("candidates", "class"), manual,
             [parse_template(t) for t in spec.get("soft", [])], hyp)
-    return TemplateSet(relations, data.get("conjunction", "Therefore ,"), str(path))
+    written_in = str(data.get("lang", lang or ENGLISH))
+    return TemplateSet(relations, data.get("conjunction", "Therefore ,"), str(path),
+                       written_in, load_grammar(written_in, data, str(path)))
 
 
 # ------------------------------------------------------------------------ property patterns

@@ -22,12 +22,10 @@ from kgprobe.ontology.model import Ontology, Triple, is_literal, parse_literal
 from kgprobe.ontology.verbalize import (
     TemplateSet,
     capitalize,
-    default_pattern,
     normalize_label,
     pattern_clause,
     pattern_middle,
     pattern_sentence,
-    property_meta,
 )
 from kgprobe.reasoning.rdfs import RULES, Closure, Derivation, UnknownRuleError
 from kgprobe.reasoning.rdfs import closure as rdfs_closure
@@ -103,7 +101,8 @@ class Verbalizer:
 
     def pattern(self, prop: str) -> str:
         p = self.onto.properties.get(prop)
-        return (p.pattern if p and p.pattern else None) or default_pattern(self.label(prop))
+        return (p.pattern if p and p.pattern else None) or self.templates.default_pattern(
+            self.label(prop))
 
     def name(self, iri: str, slot: str) -> str:
         """An entity as written: its slot with pseudowords, else its label."""
@@ -114,9 +113,9 @@ class Verbalizer:
 
     def property_meta(self, prop: str) -> dict[str, str]:
         p = self.onto.properties.get(prop)
-        return property_meta(self.pattern(prop),
-                             self.label(p.domain[0]) if p and p.domain else None,
-                             self.label(p.range[0]) if p and p.range else None)
+        return self.templates.property_meta(self.pattern(prop),
+                                            self.label(p.domain[0]) if p and p.domain else None,
+                                            self.label(p.range[0]) if p and p.range else None)
 
     def statement(self, relation: str, subject: str, answer: str, subject_iri: str = "") -> str:
         """A premise: the relation's first manual template with the answer filled in."""

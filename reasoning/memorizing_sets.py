@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Sequence
 
 from kgprobe.errors import KgprobeError
+from kgprobe.ontology.languages import prompt_language
 from kgprobe.ontology.loaders import bundled_source
 from kgprobe.ontology.model import Ontology
 from kgprobe.ontology.verbalize import (
@@ -40,6 +41,7 @@ class MemorizingSet:
     records: list[MemorizingRecord]
     candidates: list[str]
     metas: dict[str, dict]  # record id → meta fields for its template (domain/range prompts)
+    lang: str = "en"  # the language its labels are in, so its prompts use that language's templates
 
 
 def _property_metas(records: Sequence[MemorizingRecord], onto: Ontology) -> dict[str, dict]:
@@ -79,7 +81,7 @@ def generated_sets(directory: str | Path, tasks: Sequence[str] = RELATIONS) -> d
     except FileNotFoundError:
         raise KgprobeError(f"{directory}: no candidates.json; write the set with "
                            "`kgprobe generate memorizing --out DIR`") from None
-    kinds = load_templates()
+    kinds = load_templates(lang=_set_language(directory))
     out = {}
     for relation in (relation_name(t) for t in tasks):
         path = directory / f"{relation}.jsonl"
@@ -87,10 +89,21 @@ def generated_sets(directory: str | Path, tasks: Sequence[str] = RELATIONS) -> d
             continue
         records = [MemorizingRecord(**json.loads(line))
                    for line in path.read_text(encoding="utf-8").splitlines()]
-        metas = {r.id: property_meta(r.pattern or default_pattern(r.subject), None, None)
-                 for r in records}
-        out[relation] = MemorizingSet(relation, records, cands[kinds[relation].candidates], metas)
+        metas = {r.id: kinds.property_meta(r.pattern or kinds.default_pattern(r.subject),
+                                           None, None) for r in records}
+        out[relation] = MemorizingSet(relation, records, cands[kinds[relation].candidates], metas,
+                                      kinds.lang)
     return out
+
+
+def _set_language(directory: Path) -> str:
+    """The language a generated set's labels are in (its summary's `--lang`; English for a
+    set written before languages, or without a summary)."""
+    try:
+        langs = json.loads((directory / "summary.json").read_text(encoding="utf-8"))["lang"]
+    except (FileNotFoundError, KeyError, TypeError, ValueError):
+        return "en"
+    return prompt_language(tuple(langs), False)
 
 
 def generated_memorizing_sets(onto: Ontology, tasks: Sequence[str] = RELATIONS, *,

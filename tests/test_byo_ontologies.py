@@ -274,12 +274,12 @@ def test_cli_generation_reports_what_it_skipped(tmp_path, capsys):
     store, out = tmp_path / "store", tmp_path / "mem"
     assert main(["kg", "load", str(DATA / "ids.ttl"), "--store", str(store)]) == 0
     assert main(["generate", "memorizing", "--store", str(store), "--out", str(out),
-                 "--lang", "es,en", "--split", "1,1"]) == 0
+                 "--lang", "en,es", "--split", "1,1"]) == 0
     err = capsys.readouterr().err
     assert "no label usable as words" in err
     summary = json.loads((out / "summary.json").read_text())
     assert summary["skipped"]["terms"] == {"id-like": {"class": 2, "property": 1}}
-    assert summary["split"] == [1, 1] and summary["lang"] == ["es", "en"]
+    assert summary["split"] == [1, 1] and summary["lang"] == ["en", "es"]
     labels = [json.loads(line)["subject"] for line in (out / "subClassOf.jsonl").open()]
     assert "enfermedad rara" in labels
     assert main(["generate", "memorizing", "--store", str(store), "--out", str(out),

@@ -75,7 +75,7 @@ def _memorizing(settings: ExportSettings) -> dict[str, list[ClozeDoc]]:
     relations = settings.relations or RELATIONS
     sets = (generated_sets(settings.probes, tasks=relations) if settings.probes
             else reference_sets(relations))
-    templates = load_templates()
+    templates = load_templates(lang=next(iter(sets.values())).lang if sets else None)
     out = {}
     for relation, mset in sets.items():
         n = len(templates[relation].manual)

@@ -102,9 +102,10 @@ def run_config(config: MemorizationConfig, out: Path, *, progress: bool = True) 
     from kgprobe.reasoning.distractors import parse_protocol
 
     protocol = parse_protocol(config.candidates)
-    tmpl_set = load_templates()
     probes = config.probes
     sets = generated_sets(probes, tasks=config.tasks) if probes else reference_sets(config.tasks)
+    # a generated set's prompts are written in its labels' language (`generate --lang`)
+    tmpl_set = load_templates(lang=next(iter(sets.values())).lang if sets else None)
     loaded = None
     if config.model not in BASELINES:
         from kgprobe.models.loading import load_model
