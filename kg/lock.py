@@ -64,7 +64,10 @@ class WriterLock:
         itself (Oxigraph's own RocksDB LOCK): the next writer never finds our lock free and
         the store's still taken."""
         assert self._fd is not None, "acquire() first"
-        return fcntl.fcntl(self._fd, fcntl.F_DUPFD_CLOEXEC, 900)
+        try:
+            return fcntl.fcntl(self._fd, fcntl.F_DUPFD_CLOEXEC, 900)
+        except OSError:  # a descriptor limit under 901
+            return fcntl.fcntl(self._fd, fcntl.F_DUPFD_CLOEXEC, 0)
 
     def share(self, pid: int, command: str) -> None:
         """Name a child that holds the lock too (it got `inheritable_fd`)."""

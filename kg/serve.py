@@ -25,7 +25,6 @@ tests/test_kg_endpoints.py saw it).
 from __future__ import annotations
 
 import os
-import random
 import secrets
 import shutil
 import signal
@@ -87,7 +86,8 @@ def internal_address() -> str:
     server's address.  A page in the user's browser can blindly POST to every port of
     127.0.0.1; it cannot to every port of 16 million addresses."""
     for _ in range(20):
-        host = f"127.{random.randint(1, 254)}.{random.randint(1, 254)}.{random.randint(2, 254)}"
+        a, b, c = (secrets.randbelow(254) + 1 for _ in range(3))
+        host = f"127.{a}.{b}.{max(c, 2)}"
         try:
             with socket.socket() as sock:
                 sock.bind((host, 0))

@@ -103,8 +103,8 @@ def host_allowed(host: str, bind: str) -> bool:
     return False
 
 
-def check(policy: ProxyPolicy, req: Request, headers) -> tuple[bool, list[str]]:
-    """Raise `Refusal` for a request that may not pass; else (is it a write?, notes)."""
+def check_headers(policy: ProxyPolicy, headers) -> None:
+    """Refuse (`Refusal`) a request not meant for this server, before its body is read."""
     hosts = headers.get_all("Host") or []
     if len(hosts) != 1 or not host_allowed(hosts[0], policy.bind):
         raise Refusal(403, f"Host {', '.join(hosts) or '(none)'} is not this server "
@@ -118,6 +118,10 @@ def check(policy: ProxyPolicy, req: Request, headers) -> tuple[bool, list[str]]:
         raise Refusal(403, "a request another site's page made (Sec-Fetch-Site); refused")
     if (headers.get("Content-Encoding") or "identity").strip().lower() != "identity":
         raise Refusal(415, "send the request body without Content-Encoding")
+
+
+def check(policy: ProxyPolicy, req: Request, headers) -> bool:
+    """Refuse (`Refusal`) a request that may not pass; else say whether it writes."""
     write, texts = classify(req)
     if write:
         if not policy.allow_updates:
@@ -135,7 +139,7 @@ def check(policy: ProxyPolicy, req: Request, headers) -> tuple[bool, list[str]]:
                 raise Refusal(403, f"{'; '.join(map(str, found))}: this {kind} would make the "
                               "server contact another host (SERVICE/LOAD); restart `kgprobe kg "
                               "serve` with --allow-federation to allow that")
-    return write, [kind for kind, _ in texts]
+    return write
 
 
 def classify(req: Request) -> tuple[bool, list[tuple[str, str]]]:
@@ -208,19 +212,20 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _handle(self) -> None:
         try:
-            req = self._request()
-            write, _ = check(self.server.policy, req, self.headers)
-            if write:
-                with self.server.write_lock:
-                    self.server.mark_stale()
+            try:
+                check_headers(self.server.policy, self.headers)
+                req = self._request()
+                if check(self.server.policy, req, self.headers):
+                    with self.server.write_lock:
+                        self.server.mark_stale()
+                        self._forward(req)
+                        self.server.mark_stale()
+                else:
                     self._forward(req)
-                    self.server.mark_stale()
-            else:
-                self._forward(req)
-        except Refusal as refusal:
-            self._refuse(refusal.status, str(refusal))
-        except (BrokenPipeError, ConnectionResetError):
-            pass  # the client went away mid-answer
+            except Refusal as refusal:
+                self._refuse(refusal.status, str(refusal))
+        except OSError:
+            pass  # the client went away or stalled mid-request: nothing to answer to
 
     do_GET = do_HEAD = do_POST = do_PUT = do_DELETE = do_QUERY = _handle
 
