@@ -196,7 +196,7 @@ def test_a_wrong_host_is_refused_even_for_reads(copy, tmp_path):
 # ----------------------------------------------------------------------------- updates
 
 
-def test_updates_need_the_opt_in_and_the_token_and_make_the_store_stale(copy, tmp_path):
+def test_updates_need_the_opt_in_and_the_token_and_make_the_store_stale(store, copy, tmp_path):
     insert = form("update", INSERT)
     spare = tmp_path / "bare"
     shutil.copytree(copy, spare)
@@ -231,6 +231,11 @@ def test_updates_need_the_opt_in_and_the_token_and_make_the_store_stale(copy, tm
     assert cli("reason", "--store", str(copy), cwd=tmp_path).returncode == 0
     fresh = cli("kg", "stats", "--store", str(copy), cwd=tmp_path)
     assert fresh.returncode == 0, fresh.stderr
+    # reloading the source as it was drops the written triple: what was inferred from it
+    # (ex:a a ex:Animal) must go stale, as after any `kg load` that changes a source
+    reload = cli("kg", "load", str(store.parent / "zoo.ttl"), "--store", str(copy),
+                 cwd=tmp_path)
+    assert reload.returncode == 0 and "inferences are now stale" in reload.stdout, reload.stderr
 
 
 def test_read_only_and_allow_updates_contradict(copy, tmp_path):
