@@ -13,8 +13,9 @@ proxy forwards only requests that pass `check`:
   only with `Authorization: Bearer TOKEN`, the token `kg serve` printed at start;
 * SERVICE and LOAD (kg/sparql_guard.py): refused unless `--allow-federation`.
 
-An accepted write first marks the store's inferences stale in the meta graph (and drops the
-`kg stats` figures recorded at load time), then is forwarded, then the mark is made again
+An accepted write first marks the store's inferences stale in the meta graph (every source's
+recorded hash changes, as `kg load` changes one; the inferences' fingerprint is replaced; the
+`kg stats` figures recorded at load time go), then is forwarded, then the mark is made again
 (a write may have touched the meta graph): so `kg stats`, `generate` and the studies refuse the
 store until `kgprobe reason` as after `kg load`.  Marking first means a crash between the two
 leaves a stale mark and no write, never a write and a fresh mark; a mark that fails refuses

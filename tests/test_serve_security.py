@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 from kgprobe.kg.serve import oxigraph_command
+from kgprobe.kg.serve_proxy import host_allowed
 from kgprobe.kg.store import KnowledgeGraph
 from kgprobe.ontology.loaders import load_rdf
 from kgprobe.reasoning.materialize import materialize
@@ -191,6 +192,18 @@ def test_a_wrong_host_is_refused_even_for_reads(copy, tmp_path):
         for good in (f"127.0.0.1:{served.port}", f"localhost:{served.port}"):
             status, text = request(served.port, "GET", ask, host=good)
             assert status == 200 and "Rex" in text, good
+
+
+def test_no_name_an_attacker_controls_is_this_server():
+    for attack in ("evil.example:7878", "localhost.evil.example:7878", "127.0.0.1.nip.io:7878",
+                   "127.0.0.1:7879", "127.0.0.1", "127.0.0.1:7878.evil.example", ""):
+        assert not host_allowed(attack, "127.0.0.1:7878"), attack
+    assert not host_allowed("evil.example:7878", "0.0.0.0:7878")
+    for good, bind in (("127.0.0.1:7878", "127.0.0.1:7878"), ("LOCALHOST:7878", "127.0.0.1:7878"),
+                       ("[::1]:7878", "[::1]:7878"), ("localhost:7878", "[::1]:7878"),
+                       ("192.168.1.5:7878", "0.0.0.0:7878"), ("localhost:80", "127.0.0.1:80"),
+                       ("localhost", "127.0.0.1:80")):
+        assert host_allowed(good, bind), (good, bind)
 
 
 # ----------------------------------------------------------------------------- updates
