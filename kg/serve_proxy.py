@@ -128,9 +128,10 @@ def check(policy: ProxyPolicy, req: Request, headers) -> bool:
         if not policy.allow_updates:
             raise Refusal(403, "this endpoint is read-only; restart `kgprobe kg serve` with "
                           "--allow-updates to accept updates (with the token it prints)")
-        given = headers.get_all("Authorization") or []
-        expected = f"Bearer {policy.token}".encode()
-        if len(given) != 1 or not hmac.compare_digest(given[0].strip().encode(), expected):
+        given = [value.split(None, 1) for value in headers.get_all("Authorization") or []]
+        if (len(given) != 1 or len(given[0]) != 2 or given[0][0].lower() != "bearer"
+                or not policy.token
+                or not hmac.compare_digest(given[0][1].strip().encode(), policy.token.encode())):
             raise Refusal(401, "updates need the header `Authorization: Bearer TOKEN` with the "
                           "token `kgprobe kg serve --allow-updates` printed at start")
     if not policy.allow_federation:
