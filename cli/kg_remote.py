@@ -14,10 +14,15 @@ from .registry import command
 
 @command("kg serve")
 def cmd_kg_serve(args: argparse.Namespace) -> int:
+    from kgprobe.errors import KgprobeError
     from kgprobe.kg.serve import ServeOptions, serve
 
+    if args.read_only and args.allow_updates:
+        raise KgprobeError("kg serve: --read-only and --allow-updates contradict each other; "
+                           "give one (read-only is the default)")
     opts = ServeOptions(Path(args.store or default_store_path()), bind=args.bind,
-                        read_only=args.read_only, wait=args.wait, timeout_s=args.query_timeout)
+                        allow_updates=args.allow_updates, allow_federation=args.allow_federation,
+                        wait=args.wait, timeout_s=args.query_timeout)
     return serve(opts, announce=lambda line: print(line, flush=True))
 
 
@@ -48,9 +53,16 @@ def cmd_kg_pull(args: argparse.Namespace) -> int:
 def add_parsers(kg_sub) -> None:
     """`kg serve` and `kg pull`, beside the other `kg` commands."""
     p = kg_sub.add_parser("serve", help="serve the store as a SPARQL 1.1 endpoint (Oxigraph "
-                          "server); Ctrl-C stops")
+                          "server; read-only unless --allow-updates); Ctrl-C stops")
     p.add_argument("--bind", default="127.0.0.1:7878", help="host:port (default 127.0.0.1:7878)")
-    p.add_argument("--read-only", action="store_true", help="refuse SPARQL updates")
+    p.add_argument("--read-only", action="store_true",
+                   help="refuse SPARQL updates (the default; kept for scripts that say so)")
+    p.add_argument("--allow-updates", action="store_true",
+                   help="accept SPARQL updates and Graph Store writes that carry the bearer "
+                        "token printed at start; they make the inferences stale")
+    p.add_argument("--allow-federation", action="store_true",
+                   help="let queries and updates reach other hosts (SERVICE, LOAD); refused "
+                        "by default")
     p.add_argument("--query-timeout", type=float, default=None, metavar="S",
                    help="the server's own limit per query, in seconds")
     writer_args(p)

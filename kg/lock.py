@@ -5,6 +5,10 @@ that names nobody.  Writing commands take this lock first (`fcntl.flock`, releas
 when the process dies, so `kill -9` never leaves a stale lock), and write their pid and command
 line into the file, so a second writer can say who is writing and either wait or stop.  Readers
 never take it: they open the store read-only (see `KnowledgeGraph(read_only=True)`).
+
+A holder may share the lock with a child process (`kg serve` with its Oxigraph server): the
+child inherits the locked descriptor, so the store stays locked while *any* process serves it,
+even one its parent left behind, and the child's line in the file lets a refusal name it.
 """
 
 from __future__ import annotations
@@ -54,6 +58,23 @@ class WriterLock:
         os.write(fd, f"pid {os.getpid()}: {_command()}\n".encode())
         self._fd = fd
 
+    def inheritable_fd(self) -> int:
+        """A copy of the locked descriptor for a child (`pass_fds`; close it after starting
+        the child).  Numbered high, so a dying child closes it after the descriptors it opened
+        itself (Oxigraph's own RocksDB LOCK): the next writer never finds our lock free and
+        the store's still taken."""
+        assert self._fd is not None, "acquire() first"
+        try:
+            return fcntl.fcntl(self._fd, fcntl.F_DUPFD_CLOEXEC, 900)
+        except OSError:  # a descriptor limit under 901
+            return fcntl.fcntl(self._fd, fcntl.F_DUPFD_CLOEXEC, 0)
+
+    def share(self, pid: int, command: str) -> None:
+        """Name a child that holds the lock too (it got `inheritable_fd`)."""
+        assert self._fd is not None, "acquire() first"
+        os.lseek(self._fd, 0, os.SEEK_END)
+        os.write(self._fd, f"pid {pid}: {command[:300]} (started by pid {os.getpid()})\n".encode())
+
     def release(self) -> None:
         if self._fd is not None:
             os.ftruncate(self._fd, 0)  # the next holder's message never names a finished process
@@ -62,9 +83,38 @@ class WriterLock:
 
 
 def _holder(fd: int) -> str:
+    """Who holds the lock: the first line of the file while that process lives; else a child
+    it shared the lock with that still runs (an orphaned server), named with how to free it."""
     os.lseek(fd, 0, os.SEEK_SET)
-    text = os.read(fd, 4096).decode(errors="replace").strip()
-    return text.splitlines()[0] if text else "pid unknown"
+    lines = os.read(fd, 8192).decode(errors="replace").strip().splitlines()
+    if not lines:
+        return "pid unknown"
+    pids = [_pid(line) for line in lines]
+    if pids[0] is None or _alive(pids[0]):
+        return lines[0]
+    for line, pid in zip(lines[1:], pids[1:]):
+        if pid is not None and _alive(pid):
+            return (f"{line.split(' (started by')[0]}, left running by pid {pids[0]}, which has "
+                    f"exited; `kill {pid}` frees the store")
+    return f"{lines[0]}, which has exited; a process it started still holds the lock"
+
+
+def _pid(line: str) -> int | None:
+    word = line.split(":", 1)[0].removeprefix("pid ").strip()
+    return int(word) if word.isdigit() else None
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:  # a zombie has exited; its lock is gone with it
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return True
 
 
 def _same_file(fd: int, path: Path) -> bool:

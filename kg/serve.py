@@ -6,37 +6,56 @@ negotiation).  The server runs with `--union-default-graph`, so a plain `SELECT 
 sees every graph as it does in `kg query`; `--endpoint` clients send the data graphs as
 `default-graph-uri` and so never see the meta graph.
 
+Safe by default (docs/security.md): the Oxigraph server listens on a random loopback address
+nobody is told (127.x.y.z, so a web page cannot sweep loopback ports for it), read-only unless
+`--allow-updates`; the address the user asked for is kg/serve_proxy.py's, which checks `Host`,
+`Origin`, the update token and SERVICE/LOAD before forwarding anything.
+
 The writer lock is held while the server runs, in both modes: a read-write server writes the
 store, and Oxigraph documents a read-only server beside a writing process as undefined
-behaviour.  While it runs, read the store through the endpoint (`--endpoint URL`): kgprobe's
-directory readers open RocksDB read-only, and the server compacting files at startup can
-delete one under them ("No such file … .sst"; tests/test_kg_endpoints.py saw it).
+behaviour.  The Oxigraph child shares the lock (it inherits the locked descriptor) and dies
+with us whatever the signal: SIGINT, SIGTERM and SIGHUP stop it, and on Linux the kernel kills
+it if we die (`PR_SET_PDEATHSIG`, even after SIGKILL); a child left running anyway keeps the
+store locked and is named by the next writer's refusal.  While it runs, read the store through
+the endpoint (`--endpoint URL`): kgprobe's directory readers open RocksDB read-only, and the
+server compacting files at startup can delete one under them ("No such file … .sst";
+tests/test_kg_endpoints.py saw it).
 """
 
 from __future__ import annotations
 
+import os
+import secrets
 import shutil
 import signal
 import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from kgprobe.errors import StoreError
 from kgprobe.kg.lock import LOCK_NAME, WriterLock
+from kgprobe.kg.serve_proxy import ProxyPolicy, SparqlProxy
 from kgprobe.kg.sparql_client import EndpointError, SparqlClient
+
+#: the signals that stop `kg serve` (and its server) cleanly; SIGKILL is PR_SET_PDEATHSIG's
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+_PR_SET_PDEATHSIG = 1
 
 
 @dataclass
 class ServeOptions:
     store: Path
     bind: str = "127.0.0.1:7878"
-    read_only: bool = False
+    allow_updates: bool = False  # else read-only: the server is started read-only too
+    allow_federation: bool = False  # SERVICE and LOAD to other hosts
     wait: bool = False
     timeout_s: float | None = None  # the server's own per-query timeout
+    token: str | None = None  # the update token; a fresh random one when None
 
 
 def oxigraph_command() -> str:
@@ -53,17 +72,36 @@ def endpoint_url(bind: str) -> str:
     return f"http://{bind}/query"
 
 
-def server_argv(opts: ServeOptions) -> list[str]:
-    argv = [oxigraph_command(), "serve-read-only" if opts.read_only else "serve",
-            "--location", str(opts.store), "--bind", opts.bind, "--union-default-graph"]
+def server_argv(opts: ServeOptions, internal: str) -> list[str]:
+    """The Oxigraph server's command line, listening on the `internal` host:port."""
+    argv = [oxigraph_command(), "serve" if opts.allow_updates else "serve-read-only",
+            "--location", str(opts.store), "--bind", internal, "--union-default-graph"]
     if opts.timeout_s:
         argv += ["--timeout-s", str(int(opts.timeout_s))]
     return argv
 
 
+def internal_address() -> str:
+    """A free port on a random 127.x.y.z (all of 127/8 is loopback on Linux): the hidden
+    server's address.  A page in the user's browser can blindly POST to every port of
+    127.0.0.1; it cannot to every port of 16 million addresses."""
+    for _ in range(20):
+        a, b, c = (secrets.randbelow(254) + 1 for _ in range(3))
+        host = f"127.{a}.{b}.{max(c, 2)}"
+        try:
+            with socket.socket() as sock:
+                sock.bind((host, 0))
+                return f"{host}:{sock.getsockname()[1]}"
+        except OSError:
+            continue  # not routed to lo here (some sandboxes): try another, then 127.0.0.1
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return f"127.0.0.1:{sock.getsockname()[1]}"
+
+
 def wait_until_up(proc: subprocess.Popen, url: str, deadline_s: float = 30.0) -> None:
     """Poll the endpoint until it answers; a server that exits first is reported with its
-    own last line (a port in use, a store it cannot open)."""
+    own last line (a store it cannot open)."""
     client = SparqlClient(url, timeout=2.0, retries=0)
     end = time.monotonic() + deadline_s
     while time.monotonic() < end:
@@ -71,8 +109,8 @@ def wait_until_up(proc: subprocess.Popen, url: str, deadline_s: float = 30.0) ->
             proc.stderr.seek(0)
             err = proc.stderr.read().decode(errors="replace").strip()
             last = err.splitlines()[-1] if err else f"exit status {proc.returncode}"
-            raise StoreError(f"oxigraph serve stopped at once ({last[:200]}); pick another "
-                             "--bind port, or check the --store directory")
+            raise StoreError(f"oxigraph serve stopped at once ({last[:200]}); check the "
+                             "--store directory")
         try:
             client.select("ASK {}")
             return
@@ -82,48 +120,109 @@ def wait_until_up(proc: subprocess.Popen, url: str, deadline_s: float = 30.0) ->
 
 
 def serve(opts: ServeOptions, announce=print) -> int:
-    """Run the server until Ctrl-C (SIGINT) or SIGTERM; then stop it and return 0."""
+    """Run the proxy and the server until SIGINT (Ctrl-C), SIGTERM or SIGHUP; then stop both
+    and return 0 (1 if the server died by itself)."""
     if not opts.store.is_dir() or not any(f.name != LOCK_NAME for f in opts.store.iterdir()):
         raise StoreError(f"{opts.store}: no store here; run `kgprobe kg load` first or pass --store")
-    _check_bind(opts.bind)
+    family, address = _check_bind(opts.bind)
+    token = opts.token or secrets.token_urlsafe(32)
     lock = WriterLock(opts.store, wait=opts.wait)
     lock.acquire()
-    # Both, explicitly: a shell starts background jobs with SIGINT ignored, and Ctrl-C must stop us.
-    previous = {sig: signal.signal(sig, _raise_interrupt) for sig in (signal.SIGINT, signal.SIGTERM)}
-    proc = None
+    # All three, explicitly: a shell starts background jobs with SIGINT ignored, Ctrl-C must
+    # stop us, and a closed terminal (SIGHUP) must not leave the server running.
+    previous = {sig: signal.signal(sig, _raise_interrupt) for sig in STOP_SIGNALS}
+    proc = proxy = None
     try:
+        internal = internal_address()
         # A file, not a pipe: a long-running server's log never fills a buffer nobody reads.
         log = tempfile.TemporaryFile()
-        proc = subprocess.Popen(server_argv(opts), stdout=subprocess.DEVNULL, stderr=log)
+        shared = lock.inheritable_fd()
+        try:
+            proc = subprocess.Popen(server_argv(opts, internal), stdout=subprocess.DEVNULL,
+                                    stderr=log, pass_fds=(shared,),
+                                    preexec_fn=_die_with(os.getpid()))
+        finally:
+            os.close(shared)
         proc.stderr = log
-        url = endpoint_url(opts.bind)
-        wait_until_up(proc, url)
-        mode = "read-only" if opts.read_only else "read-write; updates at " + url[:-6] + "/update"
-        announce(f"serving {opts.store} at {url} (SPARQL 1.1 Protocol, {mode}); Ctrl-C stops")
+        lock.share(proc.pid, " ".join(["oxigraph", *server_argv(opts, internal)[1:4]]))
+        wait_until_up(proc, endpoint_url(internal))
+        policy = ProxyPolicy(_host_port(internal), opts.bind, opts.allow_updates,
+                             opts.allow_federation, token if opts.allow_updates else None)
+        proxy = _start_proxy(policy, family, address)
+        announce(_announcement(opts, token))
         proc.wait()
         return 0 if proc.returncode in (0, -signal.SIGINT) else 1
     except KeyboardInterrupt:
         return 0
     finally:
+        for sig in STOP_SIGNALS:  # a second signal must not cut the cleanup short
+            signal.signal(sig, signal.SIG_IGN)
+        if proxy is not None:
+            proxy.shutdown()
+            proxy.server_close()
         if proc is not None:
             _stop(proc)
+        lock.release()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-        lock.release()
 
 
-def _check_bind(bind: str) -> None:
-    """Refuse an address in use before starting: another server there would answer our
-    readiness check, and we would announce an endpoint that is not ours."""
+def _start_proxy(policy: ProxyPolicy, family: int, address: tuple) -> SparqlProxy:
+    try:
+        proxy = SparqlProxy(policy, family, address)
+    except OSError as err:
+        raise StoreError(f"--bind {policy.bind}: cannot listen there ({err}); pick another "
+                         "host:port") from None
+    threading.Thread(target=proxy.serve_forever, name="kg-serve-proxy", daemon=True).start()
+    return proxy
+
+
+def _announcement(opts: ServeOptions, token: str) -> str:
+    url = endpoint_url(opts.bind)
+    if opts.allow_updates:
+        mode = (f"read-write: updates at {url[:-6]}/update need the header "
+                f"`Authorization: Bearer {token}`")
+    else:
+        mode = "read-only"
+    federated = "SERVICE/LOAD allowed" if opts.allow_federation else "no SERVICE/LOAD"
+    return f"serving {opts.store} at {url} (SPARQL 1.1 Protocol, {mode}; {federated}); Ctrl-C stops"
+
+
+def _die_with(parent: int):
+    """The child's `preexec_fn`: ask the kernel to SIGKILL it when its parent dies (Linux),
+    and die at once if the parent is already gone (it died between fork and prctl)."""
+    libc = None
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+
+    def preexec() -> None:
+        if libc is not None:
+            libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+            if os.getppid() != parent:
+                os.kill(os.getpid(), signal.SIGKILL)
+    return preexec
+
+
+def _host_port(address: str) -> tuple[str, int]:
+    host, _, port = address.rpartition(":")
+    return host.strip("[]"), int(port)
+
+
+def _check_bind(bind: str) -> tuple[int, tuple]:
+    """Refuse an address in use before starting (another server there would answer, and we
+    would announce an endpoint that is not ours); return the family and address to bind."""
     host, _, port = bind.rpartition(":")
     try:
         infos = socket.getaddrinfo(host.strip("[]") or None, int(port), type=socket.SOCK_STREAM)
         with socket.socket(infos[0][0], socket.SOCK_STREAM) as sock:
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the server does
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the proxy does
             sock.bind(infos[0][4])
     except (OSError, ValueError) as err:
         raise StoreError(f"--bind {bind}: cannot listen there ({' '.join(str(err).split())}); "
                          "pick another host:port") from None
+    return infos[0][0], infos[0][4]
 
 
 def _stop(proc: subprocess.Popen) -> None:
