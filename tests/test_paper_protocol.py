@@ -209,3 +209,19 @@ def test_paper_premise_ablation_end_to_end(tmp_path, tiny_gpt2_dir):
     preds = [p for p in _lines(tmp_path / "predictions.jsonl") if p["rule"] == "rdfs7"
              and p["p1"] == p["p2"] == "explicit"]
     assert preds[0]["prompt"] == P.paper_items(["rdfs7"])["rdfs7"][0].text()
+
+
+def test_lm_eval_export_under_the_paper_protocol(tmp_path):
+    assert main(["export", "lm-eval", "--protocol", "paper", "--tasks", "reasoning",
+                 "--rules", "rdfs9,rdfs7", "--candidates", "20", "--out", str(tmp_path)]) == 0
+    docs = _lines(tmp_path / "kgprobe_reasoning_rdfs9.jsonl")
+    assert len(docs) == 500
+    assert docs[0]["text"] + "[MASK]" + docs[0]["suffix"] == (
+        "Ice hockey league is a sports league . X is an ice hockey league . "
+        "Therefore, X is a particular [MASK] .")
+    assert sorted(docs[0]["choices"][g] for g in docs[0]["gold"]) == ["agent", "organisation",
+                                                                       "sports league"]
+    assert len(docs[0]["choices"]) == 20
+    rdfs7 = _lines(tmp_path / "kgprobe_reasoning_rdfs7.jsonl")[0]
+    assert rdfs7["text"].endswith("Therefore, X ") and rdfs7["suffix"] == " Y ."
+    assert json.loads((tmp_path / "kgprobe_export.json").read_text())["settings"]["protocol"] == "paper"
