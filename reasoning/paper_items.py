@@ -122,11 +122,12 @@ def load_records(relation: str) -> tuple[PaperRecord, ...]:
     return tuple(out)
 
 
-def test_records(relation: str) -> list[PaperRecord]:
-    """The test slice the official code scores (zs-f mode): records 20– (20–519 for TP, SCO)."""
+def test_records(relation: str, *, sliced: bool = True) -> list[PaperRecord]:
+    """The test slice the official code scores (zs-f mode): records 20– (20–519 for TP and
+    SCO; every test record with `sliced` off, as its "-type"/"-prop" premise runs score)."""
     spec = wording()["memorizing"][relation]
     test = [r for r in load_records(relation) if r.split == "test"]
-    return test[:spec["limit"]] if "limit" in spec else test
+    return test[:spec["limit"]] if sliced and "limit" in spec else test
 
 
 def first_answers(relation: str) -> dict[str, str]:
@@ -233,6 +234,13 @@ def paper_item(rule_name: str, record: PaperRecord, n: int) -> PaperItem:
     return PaperItem(f"{rule_name}-paper-{n:05d}", rule_name, record,
                      collapse(rule["p1"].format(**fields)), collapse(rule["p2"].format(**fields)),
                      rule["hypothesis"], rule["end"], golds, rule["candidates"], probes)
+
+
+def p2_population(rule_name: str) -> list[PaperPrompt]:
+    """Every P2 probe the official code splits P2 over: its P2 run scores the relation's whole
+    test set (701 subClassOf records for rdfs9/11, where the items are the first 500)."""
+    rule = wording()["rules"][rule_name]
+    return [_p2_probe(rule, r) for r in test_records(rule["records"], sliced=False)]
 
 
 def paper_items(rules=RULES) -> dict[str, list[PaperItem]]:

@@ -91,6 +91,16 @@ def test_items_are_the_memorizing_test_records():
     assert P.memorizing_prompts("type", 0)[0].record == 20  # records 0–19 are train and dev
 
 
+def test_p2_is_split_over_its_runs_whole_test_set():
+    from kgprobe.reasoning.paper_items import p2_population
+
+    population = p2_population("rdfs9")
+    assert len(population) == 701 and population[0].text == "[X0] is a particular [MASK] ."
+    assert population[0].golds == ("ice hockey league",)
+    assert [p.record for p in p2_population("rdfs2")] == [i.record.index for i in
+                                                         P.paper_items(["rdfs2"])["rdfs2"]]
+
+
 def test_every_gold_is_a_candidate():
     for rule, items in P.paper_items().items():
         cands = set(P.candidates_for(items[0].candidates, [g for i in items for g in i.golds]))
@@ -195,9 +205,9 @@ def test_paper_premise_ablation_end_to_end(tmp_path, tiny_gpt2_dir):
     memorized = json.loads((tmp_path / "memorized.json").read_text())
     for rule in ("rdfs5", "rdfs7"):
         p1 = memorized["rules"][rule]["P1"]
-        assert len(p1["rr"]) == 39  # the split is over the whole test set, not the 4 scored
-        assert sorted(p1["memorized"] + p1["not"]) == list(range(39))  # rank1: every record
-        assert all((p1["rr"][i] == 1.0) == (i in p1["memorized"]) for i in range(39))
+        assert p1["records"] == list(range(20, 59))  # the whole test set, not the 4 scored
+        assert sorted(p1["memorized"] + p1["not"]) == p1["records"]  # rank1: every record
+        assert all((rr == 1.0) == (rec in p1["memorized"]) for rr, rec in zip(p1["rr"], p1["records"]))
         p2 = memorized["rules"][rule]["P2"]
         assert len(p2) == 2 and len(p2[0]["memorized"]) == len(p2[0]["not"]) == 19
     with open(tmp_path / "results.csv", newline="") as fh:

@@ -23,23 +23,26 @@ WRITTEN = ((True, True), (True, False), (False, True), (False, False))
 
 def paper_records(config: AblationConfig) -> list[PromptRecord]:
     from kgprobe.reasoning.distractors import parse_protocol
-    from kgprobe.reasoning.paper_items import candidates_for, paper_items
+    from kgprobe.reasoning.paper_items import candidates_for, p2_population, paper_items
 
     protocol = parse_protocol(config.candidates)
     out = []
     for rule, items in paper_items(config.rules).items():
         pool = [g for i in items for g in i.golds]
         evaluated = items[:config.limit] if config.limit else items
-        for item in items:  # every item's probes: the memorized split is over all of them
-            for role, probe in item.probes.items():
-                probe_pool = [g for i in items for g in i.probes[role].golds]
-                n = len(protocol.candidates(candidates_for(probe.candidates, probe_pool),
-                                            list(probe.golds), seed=f"{config.seed}:{item.id}"))
-                out.append(PromptRecord(STUDY, probe.text, probe.golds, n, rule=rule,
-                                        template="manual", extra={
-                                            "kind": "premise probe", "role": role,
-                                            "item": item.id, "record": probe.record,
-                                            "protocol": "paper", "pairs": config.pairs}))
+        # Every premise probe: the memorized split is over all of them, whatever --limit keeps.
+        probes = [("P1", i.probes["P1"], i.id) for i in items]
+        probes += [("P2", p, "") for p in p2_population(rule)]
+        pools = {role: [g for r, q, _ in probes if r == role for g in q.golds]
+                 for role in ("P1", "P2")}
+        for role, probe, item_id in probes:
+            n = len(protocol.candidates(candidates_for(probe.candidates, pools[role]),
+                                        list(probe.golds), seed=f"{config.seed}:{probe.record}"))
+            out.append(PromptRecord(STUDY, probe.text, probe.golds, n, rule=rule,
+                                    template="manual", extra={
+                                        "kind": "premise probe", "role": role, "item": item_id,
+                                        "record": probe.record, "protocol": "paper",
+                                        "pairs": config.pairs}))
         for item in evaluated:
             n = len(protocol.candidates(candidates_for(item.candidates, pool), list(item.golds),
                                         seed=f"{config.seed}:{item.id}"))

@@ -99,39 +99,49 @@ def _reciprocal_ranks(study: PaperStudy, probes: list[PaperPrompt], pair: dict |
     return out
 
 
+def _split(rr: list[float], records: list[int], rank1: bool) -> dict:
+    mem, nope = (split_rank1 if rank1 else split_top_half)(rr)
+    return {"records": records, "rr": rr, "memorized": [records[i] for i in mem],
+            "not": [records[i] for i in nope]}
+
+
 def classify_paper_premises(study: PaperStudy, out: Path, *, progress: bool = False) -> dict:
-    """rule → {"P1": {...}, "P2": [{...} per pair]}, each {"rr", "memorized", "not"} over the
-    rule's whole item list (the relation's test set). Cached in OUT/memorized.json."""
+    """rule → {"P1": split, "P2": [split per pair]}; a split holds the population's record
+    numbers, their reciprocal ranks and the memorized and not-memorized records. P1 is split
+    over the items (the records its memorizing run scores), P2 over its run's population
+    (`paper_items.p2_population`). Cached in OUT/memorized.json."""
+    from kgprobe.reasoning.paper_items import p2_population
+
     path = out / "memorized.json"
     if path.exists():
         cached = json.loads(path.read_text(encoding="utf-8"))
         if cached.get("model") == study.config.model and cached.get("protocol") == "paper":
             return cached["rules"]
-    split_p1 = split_rank1 if study.config.memorized == "rank1" else split_top_half
     result = {}
     for rule, items in study.items.items():
         rr1 = _reciprocal_ranks(study, [i.probes["P1"] for i in items], None,
                                 f"{rule} P1 probes", progress)
-        mem, nope = split_p1(rr1)
-        entry = {"P1": {"rr": rr1, "memorized": mem, "not": nope}, "P2": []}
+        entry = {"P1": _split(rr1, [i.record.index for i in items],
+                              study.config.memorized == "rank1"), "P2": []}
+        probes = p2_population(rule)
+        has_slot = any(s in p.text for p in probes for s in SLOTS)
         for n, pair in enumerate(study.pseudowords):
-            probes = [i.probes["P2"] for i in items]
-            has_slot = any(s in p.text for p in probes for s in SLOTS)
             if n and not has_slot:  # no pseudoword in the probe: every pair ranks alike
                 entry["P2"].append(entry["P2"][0])
                 continue
             rr2 = _reciprocal_ranks(study, probes, pair, f"{rule} P2 probes (pair {n})", progress)
-            mem, nope = split_top_half(rr2)  # the official code splits P2 so under either rule
-            entry["P2"].append({"rr": rr2, "memorized": mem, "not": nope})
+            # the official code splits P2 by the top half under either rule
+            entry["P2"].append(_split(rr2, [p.record for p in probes], False))
         result[rule] = entry
     write_json(path, {"model": study.config.model, "protocol": "paper",
                       "memorized": study.config.memorized, "rules": result})
     return result
 
 
-def _selected(split: dict, setting: str, n: int) -> set[int]:
+def _selected(split: dict, setting: str) -> set[int]:
+    """The record numbers a setting keeps: every one (explicit), the memorized, or the rest."""
     if setting == "explicit":
-        return set(range(n))
+        return set(split["records"])
     return set(split["memorized" if setting == "implicit" else "not"])
 
 
@@ -143,9 +153,8 @@ def run_paper_cell(study: PaperStudy, rule: str, p1: str, p2: str, premises: dic
     pool = [g for i in study.items[rule] for g in i.golds]
     per_pair, preds = [], []
     for n, pair in enumerate(study.pseudowords):
-        keep = (_selected(premises[rule]["P1"], p1, len(study.items[rule]))
-                & _selected(premises[rule]["P2"][n], p2, len(study.items[rule])))
-        chosen = [(k, i) for k, i in enumerate(items) if k in keep]
+        keep = _selected(premises[rule]["P1"], p1) & _selected(premises[rule]["P2"][n], p2)
+        chosen = [(k, i) for k, i in enumerate(items) if i.record.index in keep]
         if not chosen:
             continue
         texts = [i.text(p1 == "explicit", p2 == "explicit") for _, i in chosen]
