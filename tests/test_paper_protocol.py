@@ -235,3 +235,16 @@ def test_lm_eval_export_under_the_paper_protocol(tmp_path):
     rdfs7 = _lines(tmp_path / "kgprobe_reasoning_rdfs7.jsonl")[0]
     assert rdfs7["text"].endswith("Therefore, X ") and rdfs7["suffix"] == " Y ."
     assert json.loads((tmp_path / "kgprobe_export.json").read_text())["settings"]["protocol"] == "paper"
+
+
+@pytest.mark.parametrize("argv,named", [
+    (["--memorized", "rank1"], "--memorized"),  # a paper option under the default protocol
+    (["--protocol", "paper", "--templates", "soft"], "--templates manual"),
+    (["--protocol", "paper", "--fraction", "0.3"], "--fraction"),
+    (["--protocol", "paper", "--ontology", "x.ttl"], "--ontology"),
+])
+def test_bad_paper_settings_are_one_line(tmp_path, capsys, argv, named, no_model):
+    assert main(["study", "premise-ablation", "--dry-run", *argv, "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and named in err[0]
+    assert not (tmp_path / "prompts.jsonl").exists()

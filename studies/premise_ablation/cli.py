@@ -50,6 +50,9 @@ def run_cli(args: argparse.Namespace) -> int:
     if args.model is None and not args.dry_run:
         raise StudyError("--model: give a model (a preset, HF id, local dir or .gguf file), "
                          "or pass --dry-run to only write the prompts")
+    if not paper and args.memorized != "top-half":
+        raise StudyError(f"--memorized {args.memorized}: applies to --protocol paper; the default "
+                         "protocol splits by --fraction")
     if paper and args.ontology is not None:
         raise StudyError("--protocol paper: the paper's items come from the bundled ontology; "
                          "drop --ontology")

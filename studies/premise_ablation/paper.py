@@ -52,6 +52,9 @@ class PaperStudy:
 def check_paper_config(config: AblationConfig) -> None:
     if config.memorized not in MEMORIZED_RULES:
         raise StudyError(f"--memorized {config.memorized}: use one of {', '.join(MEMORIZED_RULES)}")
+    if config.memorized_fraction != 0.5:
+        raise StudyError("--fraction: the paper protocol splits by --memorized top-half|rank1; "
+                         "drop --fraction")
     if tuple(config.templates) != ("manual",):
         raise StudyError("--protocol paper: soft templates are not reproduced yet; pass "
                          "--templates manual")
