@@ -188,8 +188,10 @@ def memorizing_prompt(record: PaperRecord, template: int = 0) -> PaperPrompt:
     return PaperPrompt(collapse(text), _golds(record.answers), spec["candidates"], record.index)
 
 
-def memorizing_prompts(relation: str, template: int = 0) -> list[PaperPrompt]:
-    return [memorizing_prompt(r, template) for r in test_records(relation)]
+def memorizing_prompts(relation: str, template: int = 0, *, sliced: bool = True) -> list[PaperPrompt]:
+    """The test records' prompts (`sliced` off: every test record, as the official frequency
+    baseline reads them)."""
+    return [memorizing_prompt(r, template) for r in test_records(relation, sliced=sliced)]
 
 
 def n_templates(relation: str) -> int:

@@ -248,3 +248,14 @@ def test_bad_paper_settings_are_one_line(tmp_path, capsys, argv, named, no_model
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and named in err[0]
     assert not (tmp_path / "prompts.jsonl").exists()
+
+
+def test_frequency_baseline_reproduces_the_papers_table_4_row(tmp_path):
+    # The official baseline scores every SCO test record (701); R@1 and R@5 do not depend on
+    # the seeded order of the labels no train gold names, so they must be Table 4's 8.1, 38.9.
+    assert main(["study", "memorization", "--model", "frequency", "--protocol", "paper",
+                 "--task", "SCO", "--template", "0", "--out", str(tmp_path)]) == 0
+    with open(tmp_path / "results.csv", newline="") as fh:
+        row = next(csv.DictReader(fh))
+    assert row["n"] == "701"
+    assert round(100 * float(row["R@1"]), 1) == 8.1 and round(100 * float(row["R@5"]), 1) == 38.9
