@@ -27,7 +27,7 @@ def cmd_export(args: argparse.Namespace) -> int:
         relations=relations, templates=args.template,
         rules=tuple(comma_list(args.rules)) if args.rules != "all" else None,
         candidates=parse_protocol(args.candidates).k, split=args.split, limit=args.limit, seed=args.seed,
-        probes=str(args.probes) if args.probes else None)
+        probes=str(args.probes) if args.probes else None, protocol=args.protocol)
     counts = export_lm_eval(args.out, settings)
     for name, n in counts.items():
         print(f"{name:40s} {n:6d} docs")
@@ -70,6 +70,9 @@ def add_parsers(sub) -> None:
     p.add_argument("--probes", type=Path, default=None,
                    help="a `kgprobe generate memorizing` folder (default: the paper's sets)")
     p.add_argument("--seed", type=int, default=0, help="distractors and reasoning sample")
+    p.add_argument("--protocol", choices=["default", "paper"], default="default",
+                   help="paper: the paper's prompts, test records and items as its official "
+                        "code writes them (docs/fidelity.md)")
 
     imp = sub.add_parser("import", help="read another engine's results into kgprobe run folders")
     imp_sub = imp.add_subparsers(dest="import_command", required=True)

@@ -138,7 +138,8 @@ def test_import_ranks_logged_scores_like_kgprobe_and_reports(tmp_path, capsys):
     assert rows[0].split(",") == MEMORIZATION_COLUMNS and rows[1].startswith("type,0,-,sum,test,5,")
     samples = read_samples(next(results.glob("samples_kgprobe_memorizing*")))
     want = evaluate([s.scores for s in samples], [s.doc["gold"] for s in samples])
-    assert rows[1].split(",")[-2:] == [f"{want['MRRa']:.4f}", "K=8"]  # the export's protocol
+    # the export's candidate protocol, and the study protocol (default prompts)
+    assert rows[1].split(",")[-3:] == [f"{want['MRRa']:.4f}", "K=8", "default"]
     assert (memo / "report.md").exists() and len((memo / "predictions.jsonl").read_text().splitlines()) == 5
     # All choices tied: pessimistic ranks, so every gold is last of its 8 choices.
     with open(tmp_path / "run" / "premise-ablation" / "results.csv", newline="") as fh:

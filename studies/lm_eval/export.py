@@ -55,6 +55,7 @@ class ExportSettings:
     limit: int | None = None  # per task; None: the paper's limits / every reasoning item
     seed: int = 0
     probes: str | None = None  # a `kgprobe generate memorizing` folder instead of the paper's
+    protocol: str = "default"  # "paper": the paper protocol's prompts (paper_export.py)
     extra: dict = field(default_factory=dict)
 
 
@@ -148,7 +149,12 @@ def export_lm_eval(out: str | Path, settings: ExportSettings) -> dict[str, int]:
         raise KgprobeError(f"--tasks {','.join(unknown)}: use memorizing, reasoning or both")
     counts: dict[str, int] = {}
     for study in settings.studies:
-        tasks = _memorizing(settings) if study == "memorizing" else _reasoning(settings)
+        if settings.protocol == "paper":
+            from .paper_export import paper_memorizing, paper_reasoning
+
+            tasks = (paper_memorizing if study == "memorizing" else paper_reasoning)(settings, task_name)
+        else:
+            tasks = _memorizing(settings) if study == "memorizing" else _reasoning(settings)
         written = []
         for name, docs in tasks.items():
             if not docs:
@@ -156,6 +162,9 @@ def export_lm_eval(out: str | Path, settings: ExportSettings) -> dict[str, int]:
             data = out / f"{name}.jsonl"
             write_jsonl(data, [d.to_json() for d in docs])
             note = NOTES[study].format(task=docs[0].task, template=docs[0].template)
+            if settings.protocol == "paper":
+                note += (" Protocol paper: the OntoProbe paper's prompts and items as its official "
+                         "code writes them (docs/fidelity.md).")
             write_text(out / f"{name}.yaml", _yaml_task(name, data, note, settings))
             counts[name] = len(docs)
             written.append(name)

@@ -29,7 +29,7 @@ from kgprobe.studies.runner import Unit, run_units, unit_path
 #: The unit rows of the memorization and premise-ablation studies (tested equal; a study
 #: package is not imported here: studies never import each other).
 MEMORIZATION_COLUMNS = ["task", "template", "masks", "pooling", "split", "n", "R@1", "R@5",
-                        "R@10", "MRR", "MRRa", "protocol"]
+                        "R@10", "MRR", "MRRa", "protocol", "study_protocol"]
 ABLATION_COLUMNS = ["rule", "p1", "p2", "template", "variant", "n", "R@1", "R@5", "MRR", "MRRa",
                     "protocol"]
 FOLDERS = {"memorizing": "memorization", "reasoning": "premise-ablation"}
@@ -99,7 +99,9 @@ def _unit(study: str, samples: list[Sample]) -> Unit:
 
     def run(samples=samples):
         metrics, preds = unit_result(samples, (1, 5, 10) if study == "memorizing" else (1, 5))
-        return {**metrics, "protocol": protocol}, preds
+        # `export lm-eval --protocol paper` names its documents "<task>-paper-…"
+        recipe = "paper" if "-paper-" in str(doc.get("id", "")) else "default"
+        return {**metrics, "protocol": protocol, "study_protocol": recipe}, preds
 
     if study == "memorizing":
         key = {"task": doc["task"], "template": int(doc["template"]), "masks": "-", "pooling": "sum",

@@ -14,12 +14,19 @@ from kgprobe.studies.options import (
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--model", required=True,
+    p.add_argument("--model", default=None,
                    help="a preset (smollm2-135m, gemma3-270m), HF id, local dir, .gguf file, "
-                        "or a baseline: frequency, random")
+                        "or a baseline: frequency, random (not needed with --dry-run)")
     p.add_argument("--task", default="all",
                    help="type|subClassOf|subPropertyOf|domain|range (or TP|SCO|SPO|DM|RG) or all")
-    p.add_argument("--template", default="all", help="manual template index, or all")
+    p.add_argument("--template", "--templates", dest="template", default="all",
+                   help="manual template index, or all")
+    p.add_argument("--protocol", choices=["default", "paper"], default="default",
+                   help="paper: the paper's prompts, test records and metrics as its official "
+                        "code writes them (docs/fidelity.md)")
+    p.add_argument("--dry-run", action="store_true",
+                   help="write OUT/prompts.jsonl (every prompt the run would score) and stop; "
+                        "loads no model")
     p.add_argument("--masks", choices=["multi", "single"], default="multi",
                    help="masked LMs: one [MASK] per candidate token, or a single one")
     p.add_argument("--pooling", choices=["mean", "max", "first", "sum"], default=None,
@@ -43,13 +50,27 @@ def run_cli(args: argparse.Namespace) -> int:
     from .report import write_report
     from .study import format_table, run_memorization
 
+    from kgprobe.errors import StudyError
+    from kgprobe.reasoning.distractors import parse_protocol
+
+    from .config import MemorizationConfig
+
     tasks = list(RELATIONS) if args.task == "all" else [args.task]
-    rows = run_memorization(args.model, args.out, tasks=tasks, templates=args.template,
-                            masks=args.masks, pooling=args.pooling, split=args.split,
-                            limit=args.limit, seed=args.seed, probes=args.probes,
-                            device=args.device, batch_size=args.batch_size,
-                            dtype=args.dtype, cache=not args.no_cache,
-                            candidates=args.candidates)
+    parse_protocol(args.candidates)  # a bad value fails before anything runs
+    if args.model is None and not args.dry_run:
+        raise StudyError("--model: give a model (a preset, HF id, local dir, .gguf file, "
+                         "frequency or random), or pass --dry-run to only write the prompts")
+    settings = dict(tasks=tasks, templates=args.template, masks=args.masks, pooling=args.pooling,
+                    split=args.split, limit=args.limit, seed=args.seed, probes=args.probes,
+                    device=args.device, batch_size=args.batch_size, dtype=args.dtype,
+                    cache=not args.no_cache, candidates=args.candidates, protocol=args.protocol)
+    if args.dry_run:
+        from .dry import write_dry_run
+
+        n = write_dry_run(MemorizationConfig(args.model or "-", **settings), args.out)
+        print(f"wrote {args.out}/prompts.jsonl ({n} prompts; no model loaded)")
+        return 0
+    rows = run_memorization(args.model, args.out, **settings)
     return finish(args.out, format_table(rows), write_report)
 
 

@@ -10,6 +10,8 @@ from kgprobe.reasoning.memorizing import RELATIONS, relation_name
 
 MASKS = ("multi", "single")
 SPLITS = ("train", "dev", "test")
+#: `--protocol`: kgprobe's prompts and metrics, or the paper's as its official code writes them.
+PROTOCOLS = ("default", "paper")
 
 
 @dataclass
@@ -28,6 +30,7 @@ class MemorizationConfig:
     dtype: str = "float32"  # the weights' dtype (models/loading.DTYPES)
     cache: bool = True  # read and write the persistent score cache (models/score_cache)
     candidates: str = "all"  # "all", or K: the golds and seeded distractors, K in all
+    protocol: str = "default"  # "paper": the paper's prompts, slices and metrics (reasoning/paper_items)
 
     def __post_init__(self) -> None:
         self.tasks = tuple(relation_name(t) for t in self.tasks)
@@ -37,6 +40,11 @@ class MemorizationConfig:
             raise StudyError(f"--masks {self.masks}: use one of {', '.join(MASKS)}")
         if self.split not in SPLITS:
             raise StudyError(f"--split {self.split}: use one of {', '.join(SPLITS)}")
+        if self.protocol not in PROTOCOLS:
+            raise StudyError(f"--protocol {self.protocol}: use one of {', '.join(PROTOCOLS)}")
+        if self.protocol == "paper" and (self.probes is not None or self.split != "test"):
+            raise StudyError("--protocol paper: the paper's test records of the bundled sets; "
+                             "drop --probes and --split")
         if self.limit is not None and self.limit < 1:
             raise StudyError(f"--limit {self.limit}: give at least 1 record per task")
 
@@ -45,7 +53,8 @@ class MemorizationConfig:
 
         Task, template, masks, pooling, split and the number of records are in every unit's
         key, so a rerun with other values of those adds or redoes only the units they change;
-        the model, the seed and the probe set change every unit's numbers, so they are pinned.
+        the model, the seed, the probe set and the protocol change every unit's numbers, so
+        they are pinned.
         """
         probes = str(Path(self.probes).expanduser().resolve()) if self.probes else None
-        return {"model": self.model, "seed": self.seed, "probes": probes}
+        return {"model": self.model, "seed": self.seed, "probes": probes, "protocol": self.protocol}

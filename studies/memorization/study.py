@@ -37,7 +37,7 @@ from kgprobe.studies.runner import Unit, run_units
 from kgprobe.studies.settings import pin_settings
 
 COLUMNS = ["task", "template", "masks", "pooling", "split", "n", "R@1", "R@5", "R@10", "MRR", "MRRa",
-           "protocol"]
+           "protocol", "study_protocol"]
 BASELINES = ("frequency", "random")
 
 
@@ -113,6 +113,12 @@ def run_config(config: MemorizationConfig, out: Path, *, progress: bool = True) 
         loaded = load_model(config.model, device=config.device, dtype=config.dtype)
     pooling_name = config.pooling or (loaded.default_pooling if loaded is not None else "-")
     masks_name = config.masks if loaded is not None and loaded.fills_masks else "-"
+    if config.protocol == "paper":
+        from .paper import paper_units
+
+        pin_settings(out, config.pinned())
+        units = paper_units(config, loaded, masks_name, pooling_name, progress=progress)
+        return run_units(out, units, COLUMNS, progress=progress)
     units = []
     for relation, mset in sets.items():
         n_templates = len(tmpl_set[relation].manual)
@@ -127,11 +133,11 @@ def run_config(config: MemorizationConfig, out: Path, *, progress: bool = True) 
             def run(mset=mset, records=records, t=t):
                 scorer = make_scorer(config.model, loaded, mset, masks=config.masks,
                                      pooling=config.pooling, seed=config.seed, cache=config.cache)
-                return score_unit(scorer, prompts_for(mset, records, tmpl_set, t), records,
-                                  mset.candidates, config.batch_size,
-                                  desc=f"{mset.relation} template {t}",
-                                  progress=progress and loaded is not None, protocol=protocol,
-                                  seed=config.seed)
+                metrics, preds = score_unit(
+                    scorer, prompts_for(mset, records, tmpl_set, t), records, mset.candidates,
+                    config.batch_size, desc=f"{mset.relation} template {t}",
+                    progress=progress and loaded is not None, protocol=protocol, seed=config.seed)
+                return {**metrics, "study_protocol": "default"}, preds
 
             # A K run's units are other files, so one folder never mixes protocols.
             extra = {"protocol": protocol.name} if protocol.k is not None else {}

@@ -116,7 +116,8 @@ def sample(prompts: list[Prompt], stratified: bool = False) -> stats.Clustered:
 
 def cell_row(key: dict, prompts: list[Prompt], config: dict, *, stratified: bool = False) -> dict:
     row = {**key, "n": len(prompts), "n_items": 0, "n_prompts": len(prompts),
-           "protocol": parse_protocol(str(config.get("candidates", "all"))).name}
+           "protocol": parse_protocol(str(config.get("candidates", "all"))).name,
+           "study_protocol": config.get("protocol", "default")}
     if not prompts:
         return row  # an empty cell: no numbers, not made-up zeros
     clustered = sample(prompts, stratified)
@@ -149,7 +150,9 @@ def result_rows(prompts: list[Prompt], config: dict) -> list[dict]:
             for p2 in SETTINGS:
                 for rule in rules:
                     cell = by_cell.get((rule, kind, p1, p2), [])
-                    for v in variants(templates, rule, kind):
+                    # The paper protocol scores one template per rule (its scripts' template).
+                    paper = config.get("protocol") == "paper"
+                    for v in [0] if paper else variants(templates, rule, kind):
                         key = {"rule": rule, "p1": p1, "p2": p2, "template": kind, "variant": v}
                         units.append(cell_row(key, [p for p in cell if p.variant == v], config))
                     means.append(cell_row({**key, "variant": MEAN}, cell, config))

@@ -40,17 +40,44 @@ def run_cli(args: argparse.Namespace) -> int:
 
     apply_preset(args)
     parse_protocol(args.candidates)  # a bad value fails before the model loads
+    paper = args.protocol == "paper"
+    if args.limit is None:  # the protocol's own: 10 items a rule, or every paper item
+        args.limit = 0 if paper else 10
+    if args.pairs is None:  # the paper samples 10 pseudoword pairs (Appendix A)
+        args.pairs = 10 if paper else 1
+    if args.templates is None:
+        args.templates = "manual" if paper else "manual,soft"
+    if args.model is None and not args.dry_run:
+        raise StudyError("--model: give a model (a preset, HF id, local dir or .gguf file), "
+                         "or pass --dry-run to only write the prompts")
+    if not paper and args.memorized != "top-half":
+        raise StudyError(f"--memorized {args.memorized}: applies to --protocol paper; the default "
+                         "protocol splits by --fraction")
+    if paper and args.ontology is not None:
+        raise StudyError("--protocol paper: the paper's items come from the bundled ontology; "
+                         "drop --ontology")
 
     rules = tuple(comma_list(args.rules, choices=RULES, option="--rules"))
     templates = template_kinds(args.templates)
     if args.resamples < 1000 or args.min_items < 1:
         raise StudyError(f"--resamples {args.resamples} / --min-items {args.min_items}: use at "
                          "least 1000 resamples (a 95% interval's tails need them) and 1 item")
-    config = AblationConfig(args.model, rules, templates, None if args.limit == 0 else args.limit,
+    config = AblationConfig(args.model or "-", rules, templates, None if args.limit == 0 else args.limit,
                             args.seed, args.pairs, args.fraction, args.device, args.batch_size,
                             args.soft_epochs, resamples=args.resamples, min_items=args.min_items,
                             extra={"ontology": str(args.ontology or "bundled")},
-                            candidates=str(args.candidates), dtype=args.dtype)
+                            candidates=str(args.candidates), dtype=args.dtype,
+                            protocol=args.protocol, memorized=args.memorized)
+    if paper:
+        from .paper import check_paper_config
+
+        check_paper_config(config)
+    if args.dry_run:
+        from .dry import write_dry_run
+
+        n = write_dry_run(config, args.out, ontology=args.ontology)
+        print(f"wrote {args.out}/prompts.jsonl ({n} prompts; no model loaded)")
+        return 0
     source = None
     if args.ontology is not None:
         from kgprobe.ontology.loaders import load_source
@@ -63,15 +90,28 @@ def run_cli(args: argparse.Namespace) -> int:
 
 
 def add_arguments(p: argparse.ArgumentParser, *, default_model: str | None = None) -> None:
-    p.add_argument("--model", required=default_model is None, default=default_model,
-                   help="a preset (smollm2-135m, gemma3-270m), HF id, local dir or .gguf file")
+    p.add_argument("--model", default=default_model,
+                   help="a preset (smollm2-135m, gemma3-270m), HF id, local dir or .gguf file "
+                        "(not needed with --dry-run)")
+    p.add_argument("--protocol", choices=["default", "paper"], default="default",
+                   help="paper: the paper's items, wording, memorized split and metrics as its "
+                        "official code implements them (docs/fidelity.md)")
+    p.add_argument("--memorized", choices=["top-half", "rank1"], default="top-half",
+                   help="--protocol paper, P1: known when in the top half by reciprocal rank "
+                        "(the paper) or when ranked first (the official code)")
+    p.add_argument("--dry-run", action="store_true",
+                   help="write OUT/prompts.jsonl (every prompt the study would score) and stop; "
+                        "loads no model")
     p.add_argument("--ontology", type=Path, default=None,
                    help="an RDF file or OntoProbe directory (default: the bundled ontology)")
     p.add_argument("--rules", default=",".join(RULES))
-    p.add_argument("--templates", default="manual,soft", help="manual, soft, or manual,soft")
-    p.add_argument("--limit", type=int, default=10, help="items per rule (0: all)")
-    p.add_argument("--pairs", type=int, default=1,
-                   help="pseudoword pairs per item, averaged (the paper uses 10); each "
+    p.add_argument("--templates", default=None,
+                   help="manual, soft, or manual,soft (default: manual,soft; paper: manual)")
+    p.add_argument("--limit", type=int, default=None,
+                   help="items per rule (0: all; default 10, with --protocol paper all)")
+    p.add_argument("--pairs", type=int, default=None,
+                   help="pseudoword pairs per item, averaged (default 1; with --protocol paper "
+                        "10, as the paper); each "
                    "(item, pair, template) prompt is one observation nested in its item")
     p.add_argument("--fraction", type=float, default=0.5,
                    help="share of premises (best reciprocal rank first) that count as known")

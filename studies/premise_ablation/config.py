@@ -16,7 +16,7 @@ UNIT_COLUMNS = ["rule", "p1", "p2", "template", "variant", "n", *METRICS, "proto
 #: (rule "mean"), each with its item and prompt counts and 95 % interval; `n` counts prompts.
 COLUMNS = ["rule", "p1", "p2", "template", "variant", "n", "n_items", "n_prompts",
            *[f"{m}{suffix}" for m in METRICS for suffix in ("", "_lo", "_hi")], "low_n",
-           "protocol"]
+           "protocol", "study_protocol"]
 COMPARISON_COLUMNS = ["template", "rule", "comparison", "test", "n_items", "difference",
                       "difference_lo", "difference_hi", "p", "p_holm", "finding"]
 
@@ -38,6 +38,8 @@ class AblationConfig:
     extra: dict = field(default_factory=dict)
     candidates: str = "all"  # "all" or K: the gold vs K − 1 seeded distractors (reasoning/distractors)
     dtype: str = "float32"  # the weights' dtype (models/loading.DTYPES)
+    protocol: str = "default"  # "paper": the paper's items, split and metrics (paper.py)
+    memorized: str = "top-half"  # paper protocol, P1: top-half (the paper) or rank1 (its code)
 
     def to_json(self) -> dict:
         return {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.__dict__.items()}

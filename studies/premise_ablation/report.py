@@ -267,6 +267,18 @@ def write_tables(out: Path) -> tuple[list[dict], list[dict], dict]:
     return load_rows(out), read_results(out / "comparisons.csv"), config
 
 
+def _known_rule(config: dict) -> str:
+    """How the run decided that a premise is known (the paper protocol's rules: paper.py)."""
+    if config.get("protocol") == "paper":
+        p1 = ("ranks its gold first" if config.get("memorized") == "rank1"
+              else "ranks its gold in the top half of the relation's test set")
+        return ("Protocol **paper** (the OntoProbe paper as its official code implements it; "
+                f"docs/fidelity.md): P1 is *implicitly given* when its memorizing probe {p1}, P2 "
+                "when its probe ranks in the top half.")
+    return ("A premise is *implicitly given* when the model's memorizing probe ranks it in the "
+            f"top {100 * config.get('memorized_fraction', 0.5):.0f}% of its kind.")
+
+
 def write_report(out: str | Path) -> Path:
     """results.csv, comparisons.csv, the figures and report.md, all from the prompts on disk."""
     out = Path(out)
@@ -278,9 +290,7 @@ def write_report(out: str | Path) -> Path:
     if config:
         lines += [f"Model `{config.get('model')}`, rules {', '.join(config.get('rules', []))}, "
                   f"{config.get('limit') or 'all'} items per rule, {config.get('pairs')} pseudoword pair(s), "
-                  f"seed {config.get('seed')}. A premise is *implicitly given* when the model's "
-                  "memorizing probe ranks it in the top "
-                  f"{100 * config.get('memorized_fraction', 0.5):.0f}% of its kind.", ""]
+                  f"seed {config.get('seed')}. " + _known_rule(config), ""]
     lines += ["MRR in %, averaged over each relation's manual templates (per template below), "
               "with its 95% bootstrap interval in brackets: items resampled with their "
               "pseudoword pairs and templates "

@@ -269,6 +269,10 @@ def run_premise_ablation(config: AblationConfig, out: str | Path, *, source: Sou
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     pin_settings(out, config.pinned(), report=config.report_settings())
+    if config.protocol == "paper":
+        from .paper import run_paper
+
+        return run_paper(config, out, progress=progress, cache=cache)
     study = build_study(config, source, cache=cache)
     premises = classify_premises(study, out, progress=progress)
     softs = {}

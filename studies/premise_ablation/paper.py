@@ -1,0 +1,214 @@
+"""`study premise-ablation --protocol paper`: the paper's items, memorized split and metrics.
+
+Items are the official code's (`reasoning.paper_items`: one per test record of the premise's
+memorizing file, every answer on the chain gold). Each premise is classified over the
+relation's whole test set, whatever ``--limit`` keeps: P1 by the memorization study's prompt
+of the record, P2 by the official code's P2 probe (per pseudoword pair where it has one), and
+split by the paper's rule (top half by reciprocal rank; the official code's get_memorized) or,
+for P1, the official code's rank-1 rule (``--memorized rank1``). A cell's numbers are the mean
+over pseudoword pairs of the paper's metrics over the cell's items (Appendix A).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from kgprobe.atomic import write_json
+from kgprobe.errors import StudyError
+from kgprobe.reasoning.paper_items import PaperItem, PaperPrompt, candidates_for, paper_items
+from kgprobe.studies.batches import Request, score_requests
+from kgprobe.studies.paper_metrics import (
+    paper_evaluate,
+    paper_gold_indices,
+    paper_ranks,
+    split_rank1,
+    split_top_half,
+)
+from kgprobe.studies.runner import Unit
+
+from .config import SETTINGS, AblationConfig
+
+SLOTS = ("[X0]", "[Y0]")  # the official code's pseudoword tokens (PW_NUM = 1)
+MEMORIZED_RULES = ("top-half", "rank1")
+
+
+@dataclass
+class PaperStudy:
+    config: AblationConfig
+    items: dict[str, list[PaperItem]]  # every item: the memorized split is over all of them
+    loaded: object
+    scorer: object
+    pseudowords: list[dict]  # one {"[X0]": v, "[Y0]": v} per pair
+
+    def evaluated(self, rule: str) -> list[PaperItem]:
+        """The items a cell scores: the first `limit` (all by default)."""
+        limit = self.config.limit
+        return self.items[rule][:limit] if limit else self.items[rule]
+
+
+def check_paper_config(config: AblationConfig) -> None:
+    if config.memorized not in MEMORIZED_RULES:
+        raise StudyError(f"--memorized {config.memorized}: use one of {', '.join(MEMORIZED_RULES)}")
+    if config.memorized_fraction != 0.5:
+        raise StudyError("--fraction: the paper protocol splits by --memorized top-half|rank1; "
+                         "drop --fraction")
+    if tuple(config.templates) != ("manual",):
+        raise StudyError("--protocol paper: soft templates are not reproduced yet; pass "
+                         "--templates manual")
+
+
+def build_paper_study(config: AblationConfig, *, cache: bool = True) -> PaperStudy:
+    from kgprobe.models.loading import load_model
+    from kgprobe.models.score_cache import cached_scorer
+    from kgprobe.pseudowords.sampler import sample_pseudoword_sets
+
+    check_paper_config(config)
+    items = paper_items(config.rules)
+    loaded = load_model(config.model, device=config.device, dtype=config.dtype)
+    scorer = cached_scorer(loaded.scorer(masks="multi"), loaded, enabled=cache)
+    pseudowords = sample_pseudoword_sets(loaded, config.pairs, SLOTS, seed=config.seed)
+    return PaperStudy(config, items, loaded, scorer, pseudowords)
+
+
+def vectors_for(text: str, pair: dict) -> dict:
+    """The pair's vectors at the slots the text has (a bare [X] stays literal text)."""
+    return {slot: v for slot, v in pair.items() if slot in text}
+
+
+def _candidates(study: PaperStudy, kind: str, pool_golds, golds, key: str) -> tuple[str, ...]:
+    """The kind's official candidates (every gold of the rule ranked), or under ``--candidates
+    K`` the prompt's golds and K − 1 distractors seeded by `key`."""
+    from kgprobe.reasoning.distractors import parse_protocol
+
+    return tuple(parse_protocol(study.config.candidates).candidates(
+        candidates_for(kind, pool_golds), list(dict.fromkeys(golds)),
+        seed=f"{study.config.seed}:paper:{key}"))
+
+
+def _reciprocal_ranks(study: PaperStudy, probes: list[PaperPrompt], pair: dict | None,
+                      desc: str, progress: bool) -> list[float]:
+    pool = [g for p in probes for g in p.golds]
+    requests = [Request(p.text, _candidates(study, p.candidates, pool, p.golds, f"{desc}:{p.record}"),
+                        vectors_for(p.text, pair) if pair else None) for p in probes]
+    rows = score_requests(study.scorer, requests, batch_size=study.config.batch_size,
+                          desc=desc, progress=progress)
+    out = []
+    for p, req, row in zip(probes, requests, rows):
+        gold = paper_gold_indices(req.candidates, p.golds)
+        out.append(1.0 / float(paper_ranks(row, gold).min()) if gold else 0.0)
+    return out
+
+
+def _split(rr: list[float], records: list[int], rank1: bool) -> dict:
+    mem, nope = (split_rank1 if rank1 else split_top_half)(rr)
+    return {"records": records, "rr": rr, "memorized": [records[i] for i in mem],
+            "not": [records[i] for i in nope]}
+
+
+def classify_paper_premises(study: PaperStudy, out: Path, *, progress: bool = False) -> dict:
+    """rule → {"P1": split, "P2": [split per pair]}; a split holds the population's record
+    numbers, their reciprocal ranks and the memorized and not-memorized records. P1 is split
+    over the items (the records its memorizing run scores), P2 over its run's population
+    (`paper_items.p2_population`). Cached in OUT/memorized.json."""
+    from kgprobe.reasoning.paper_items import p2_population
+
+    path = out / "memorized.json"
+    if path.exists():
+        cached = json.loads(path.read_text(encoding="utf-8"))
+        if cached.get("model") == study.config.model and cached.get("protocol") == "paper":
+            return cached["rules"]
+    result = {}
+    for rule, items in study.items.items():
+        rr1 = _reciprocal_ranks(study, [i.probes["P1"] for i in items], None,
+                                f"{rule} P1 probes", progress)
+        entry = {"P1": _split(rr1, [i.record.index for i in items],
+                              study.config.memorized == "rank1"), "P2": []}
+        probes = p2_population(rule)
+        has_slot = any(s in p.text for p in probes for s in SLOTS)
+        for n, pair in enumerate(study.pseudowords):
+            if n and not has_slot:  # no pseudoword in the probe: every pair ranks alike
+                entry["P2"].append(entry["P2"][0])
+                continue
+            rr2 = _reciprocal_ranks(study, probes, pair, f"{rule} P2 probes (pair {n})", progress)
+            # the official code splits P2 by the top half under either rule
+            entry["P2"].append(_split(rr2, [p.record for p in probes], False))
+        result[rule] = entry
+    write_json(path, {"model": study.config.model, "protocol": "paper",
+                      "memorized": study.config.memorized, "rules": result})
+    return result
+
+
+def _selected(split: dict, setting: str) -> set[int]:
+    """The record numbers a setting keeps: every one (explicit), the memorized, or the rest."""
+    if setting == "explicit":
+        return set(split["records"])
+    return set(split["memorized" if setting == "implicit" else "not"])
+
+
+def run_paper_cell(study: PaperStudy, rule: str, p1: str, p2: str, premises: dict,
+                   progress: bool = False) -> tuple[dict, list[dict]]:
+    items = study.evaluated(rule)
+    if not items:
+        return {"n": 0}, []
+    pool = [g for i in study.items[rule] for g in i.golds]
+    per_pair, preds = [], []
+    for n, pair in enumerate(study.pseudowords):
+        keep = _selected(premises[rule]["P1"], p1) & _selected(premises[rule]["P2"][n], p2)
+        chosen = [(k, i) for k, i in enumerate(items) if i.record.index in keep]
+        if not chosen:
+            continue
+        texts = [i.text(p1 == "explicit", p2 == "explicit") for _, i in chosen]
+        lists = [_candidates(study, i.candidates, pool, i.golds, i.id) for _, i in chosen]
+        rows = score_requests(study.scorer, [Request(t, c, vectors_for(t, pair))
+                                             for t, c in zip(texts, lists)],
+                              batch_size=study.config.batch_size,
+                              desc=f"{rule} P1 {p1} P2 {p2} pair {n}", progress=progress)
+        golds = [paper_gold_indices(c, i.golds) for (_, i), c in zip(chosen, lists)]
+        per_pair.append(paper_evaluate(rows, golds, ks=(1, 5)))
+        for (_, item), text, row, gold, cands in zip(chosen, texts, rows, golds, lists):
+            ranks = paper_ranks(row, gold)
+            order = np.argsort(-np.asarray(row), kind="stable")[:5]
+            preds.append({"item": item.id, "pair": n, "prompt": text, "answers": list(item.golds),
+                          "gold_rank": int(ranks.min()), "gold_ranks": ranks.tolist(),
+                          "top5": [cands[i] for i in order]})
+    if not per_pair:
+        return {"n": 0}, []
+    metrics = {k: float(np.mean([m[k] for m in per_pair])) for k in ("R@1", "R@5", "MRR", "MRRa")}
+    return {**metrics, "n": len(preds)}, preds
+
+
+def paper_units(study: PaperStudy, premises: dict, *, progress: bool = False) -> list[Unit]:
+    from kgprobe.reasoning.distractors import parse_protocol
+
+    name = parse_protocol(study.config.candidates).name
+    units = []
+    for rule in study.config.rules:
+        for p1 in SETTINGS:
+            for p2 in SETTINGS:
+                def run(rule=rule, p1=p1, p2=p2):
+                    metrics, preds = run_paper_cell(study, rule, p1, p2, premises, progress)
+                    return {**metrics, "protocol": name, "study_protocol": "paper"}, preds
+
+                key = {"rule": rule, "p1": p1, "p2": p2, "template": "manual", "variant": 0,
+                       "study_protocol": "paper"}
+                units.append(Unit(key, run, len(study.evaluated(rule)) * study.config.pairs))
+    return units
+
+
+def run_paper(config: AblationConfig, out: Path, *, progress: bool = True,
+              cache: bool = True) -> list[dict]:
+    """Build, classify and score every cell (resumable units, as the default protocol)."""
+    from kgprobe.studies.runner import run_units
+
+    from .config import UNIT_COLUMNS
+    from .report import write_report
+
+    study = build_paper_study(config, cache=cache)
+    premises = classify_paper_premises(study, out, progress=progress)
+    rows = run_units(out, paper_units(study, premises, progress=progress),
+                     [*UNIT_COLUMNS, "study_protocol"], progress=progress)
+    write_report(out)
+    return rows
