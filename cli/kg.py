@@ -32,6 +32,14 @@ def store_arg(parser: argparse.ArgumentParser) -> None:
                         help="store directory (default: $KGPROBE_STORE, else .kgprobe/store)")
 
 
+def memory_arg(parser: argparse.ArgumentParser) -> None:
+    """--max-memory: the command runs under the memory guard (`kgprobe.guard`)."""
+    parser.add_argument("--max-memory", default=None, metavar="SIZE",
+                        help="stop with one line (exit 2) when the command's memory passes SIZE "
+                             "(e.g. 2G, 512M; 0: no limit; default: $KGPROBE_MAX_MEMORY, else "
+                             "half of this machine's memory)")
+
+
 def writer_args(parser: argparse.ArgumentParser) -> None:
     """--store, and --wait: a writing command waits for another writer instead of stopping."""
     store_arg(parser)
@@ -301,9 +309,11 @@ def add_parsers(sub) -> None:
                    "SOURCE file (default: from its suffix, checked against its content; .gz is "
                    "read through gzip)")
     writer_args(p)
+    memory_arg(p)
     p = kg_sub.add_parser("remove", help="remove a source graph (inferences become stale)")
     p.add_argument("name", help="the graph name, as `kg stats` shows it after urn:kgprobe:source:")
     writer_args(p)
+    memory_arg(p)
     p = kg_sub.add_parser("query", help="run a SPARQL SELECT/ASK/CONSTRUCT over all graphs")
     p.add_argument("query", help="the query text, or @FILE")
     p.add_argument("--format", default="table",
@@ -312,16 +322,20 @@ def add_parsers(sub) -> None:
                    help="table (people); SELECT/ASK: json, csv, tsv, xml (W3C SPARQL results); "
                         "CONSTRUCT/DESCRIBE: turtle, ntriples, nquads, jsonld")
     reader_args(p)
+    memory_arg(p)
     p = kg_sub.add_parser("stats", help="triples, classes, properties, instances per graph")
     reader_args(p)
+    memory_arg(p)
     p = kg_sub.add_parser("export", help="serialize the union graph, or one named graph")
     p.add_argument("--format", choices=["turtle", "ntriples", "nquads", "jsonld"], default="turtle")
     p.add_argument("--graph", default=None, help="only this named graph (its IRI, or a source "
                    "name as `kg stats` shows it after urn:kgprobe:source:)")
     p.add_argument("--out", type=Path, default=None, help="output file (default: stdout)")
     reader_args(p)
+    memory_arg(p)
     p = kg_sub.add_parser("tour", help="build the graph from the bundled ontology and query it")
     writer_args(p)
+    memory_arg(p)
 
     p = sub.add_parser("reason", help="materialize the RDFS closure into urn:kgprobe:inferred")
     p.add_argument("--rules", default=",".join(RULES),
@@ -333,4 +347,5 @@ def add_parsers(sub) -> None:
     p.add_argument("--provenance", type=Path, default=None,
                    help="write every one-step derivation (rule, conclusion, premises) as JSONL")
     writer_args(p)
+    memory_arg(p)
     return kg_sub
