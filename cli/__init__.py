@@ -55,6 +55,13 @@ def main(argv: Sequence[str] | None = None, *, guard: bool | None = None) -> int
         except KeyboardInterrupt:
             print("kgprobe: interrupted", file=sys.stderr)
             return 130
+        except RuntimeError as err:  # RocksDB found a damaged file: say which, in one line
+            if not str(err).startswith("Corruption:"):
+                raise
+            print(f"kgprobe: error: the store is damaged ({' '.join(str(err).split())[:200]}); "
+                  "restore it from a copy or rebuild it (`kgprobe kg load` into a new --store)",
+                  file=sys.stderr)
+            return 2
 
     if not hasattr(args, "max_memory") or not (argv is None if guard is None else guard):
         return run()

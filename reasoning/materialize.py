@@ -51,7 +51,7 @@ def reasoning_base(kg: KnowledgeGraph) -> tuple[set, set]:
 
 
 def materialize(kg: KnowledgeGraph, rules: Iterable[str] = RULES, *,
-                owl: bool = False) -> ReasonReport:
+                owl: bool = False, ignore_imports: bool = False) -> ReasonReport:
     """Replace the inferred graph with the closure of every other graph.
 
     The closure is computed completely before the store is touched, and only its legal
@@ -66,7 +66,7 @@ def materialize(kg: KnowledgeGraph, rules: Iterable[str] = RULES, *,
     if owl:
         from kgprobe.reasoning.owl import classify
 
-        found = classify(asserted)
+        found = classify(asserted, ignore_imports=ignore_imports)
         hermit, unsatisfiable = found.triples, found.unsatisfiable
     result = closure(asserted | hermit, rules)
     stored = result.rdf_inferred | hermit
