@@ -145,6 +145,8 @@ class SparqlClient:
             except (socket.timeout, TimeoutError):
                 raise _Deadline from None
             if not chunk:
+                if getattr(resp, "length", None):  # the server closed before its Content-Length
+                    raise http.client.IncompleteRead(b"".join(parts), resp.length)
                 return b"".join(parts)
             size += len(chunk)
             if size > self.max_answer:
