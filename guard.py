@@ -90,6 +90,16 @@ def _suggest(size: int) -> str:
     return f"{-(-size // (1 << 30))}G" if size >= 1 << 30 else f"{-(-size // (1 << 20))}M"
 
 
+def visible_pid() -> int:
+    """The pid a user sees for this command: the supervisor's inside a supervised child (what
+    the shell started, what `kill` and lock messages should name), else this process's."""
+    try:
+        supervisor = int(os.environ.get(SUPERVISOR_ENV, ""))
+    except ValueError:
+        return os.getpid()
+    return supervisor if supervisor == os.getppid() else os.getpid()
+
+
 def supported() -> bool:
     return hasattr(os, "fork") and os.path.exists(f"/proc/{os.getpid()}/statm")
 
