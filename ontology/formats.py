@@ -166,8 +166,8 @@ def prepare(rdf: RdfInput, *, allow_imports: bool = False) -> RdfInput:
         return rdf
     with rdf.open() as fh:
         raw = fh.read()
-    if rdf.syntax == "owlxml":
-        data, data_syntax = _owlxml(rdf, raw, allow_imports)
+    if rdf.syntax in ("owlxml", "functional", "manchester"):
+        data, data_syntax = convert[rdf.syntax](rdf, raw, allow_imports)
     else:
         data, data_syntax = convert[rdf.syntax](rdf, raw)
     return RdfInput(rdf.path, rdf.syntax, rdf.gz, data, data_syntax)
@@ -239,8 +239,35 @@ class JavaMissingError(OntologyError):
     """An OWL tool (HermiT, the OWL API) needs Java and there is none."""
 
 
-def _owlapi(rdf: RdfInput, raw: bytes) -> tuple[bytes, str]:
-    """Functional or Manchester syntax → RDF/XML with the OWL API (owlready2's `Save`)."""
+#: `Import(<iri>)` / `Import: <iri>`, and the ontology's IRI, in functional / Manchester syntax.
+_IMPORT = {"functional": re.compile(rb"Import\(\s*<([^>\s]*)>\s*\)"),
+           "manchester": re.compile(rb"\bImport:\s*<([^>\s]*)>")}
+_ONTOLOGY_IRI = {"functional": re.compile(rb"Ontology\(\s*<([^>\s]*)>"),
+                 "manchester": re.compile(rb"\bOntology:\s*<([^>\s]*)>")}
+
+
+def _owlapi(rdf: RdfInput, raw: bytes, allow_imports: bool = False) -> tuple[bytes, str]:
+    """Functional or Manchester syntax → RDF with the OWL API (owlready2's `Save`).
+
+    The OWL API loads every import from its URL and fails offline; unless `allow_imports`,
+    the imports are taken out of the text it sees and put back as owl:imports triples (the
+    result is then N-Triples), so nothing is fetched and `reason --owl` can name them."""
+    imports = [] if allow_imports else _IMPORT[rdf.syntax].findall(raw)
+    if not imports:
+        return _owlapi_run(rdf, raw)
+    data, _ = _owlapi_run(rdf, _IMPORT[rdf.syntax].sub(b"", raw))
+    import pyoxigraph as ox
+
+    iri = _ONTOLOGY_IRI[rdf.syntax].search(raw)
+    quads = list(ox.parse(data, ox.RdfFormat.RDF_XML))
+    if iri:
+        owl_imports = ox.NamedNode("http://www.w3.org/2002/07/owl#imports")
+        subject = ox.NamedNode(iri.group(1).decode())
+        quads += [ox.Quad(subject, owl_imports, ox.NamedNode(i.decode())) for i in imports]
+    return ox.serialize([q.triple for q in quads], format=ox.RdfFormat.N_TRIPLES), "ntriples"
+
+
+def _owlapi_run(rdf: RdfInput, raw: bytes) -> tuple[bytes, str]:
     from owlready2.reasoning import _HERMIT_CLASSPATH
 
     label = SYNTAXES[rdf.syntax][2]

@@ -95,3 +95,26 @@ def test_owlxml_imports_are_not_fetched_and_reason_names_them(tmp_path):
         out = ok(tmp_path, "reason", "--owl", "--ignore-imports")
         assert "owl:hermit" in out
         assert hits == [], "HermiT must not fetch the import"
+
+
+OFN = """Prefix(:=<http://ex.org/>)
+Ontology(<http://ex.org/fmain>
+Import(<http://127.0.0.1:{port}/imported.owl>)
+Declaration(Class(:Dog))
+SubClassOf(:Dog :Animal)
+)
+"""
+
+
+def test_functional_syntax_imports_are_not_fetched(tmp_path):
+    if shutil.which("java") is None:
+        pytest.skip("no java: the OWL API cannot run")
+    with server() as (port, hits):
+        (tmp_path / "f.ofn").write_text(OFN.format(port=port))
+        r = kgp(tmp_path, "kg", "load", "f.ofn", "--allow-imports", "--store", "attack")
+        assert hits and r.returncode == 2, "the opt-in lets the OWL API fetch the import"
+        hits.clear()
+        ok(tmp_path, "kg", "load", "f.ofn")
+        assert hits == []
+        line = fails(tmp_path, "reason", "--owl")
+        assert f"http://ex.org/fmain imports http://127.0.0.1:{port}/imported.owl" in line
