@@ -84,10 +84,12 @@ def materialize(kg: KnowledgeGraph, rules: Iterable[str] = RULES, *,
 
 def reason_again(kg: KnowledgeGraph) -> ReasonReport:
     """`--reason`: re-run reasoning as the store was last reasoned (its rules; HermiT when
-    that was `reason --owl`), or every RDFS rule when it never was."""
+    that was `reason --owl`), or every RDFS rule when it never was.  Imports that are not
+    loaded are ignored, as `reason --owl` had them (its check already ran; `kg load --reason`
+    has no --ignore-imports to offer)."""
     last = kg.reasoned_with()
     rules = [r for r in last if r != PROVENANCE] or RULES
-    return materialize(kg, rules, owl=PROVENANCE in last)
+    return materialize(kg, rules, owl=PROVENANCE in last, ignore_imports=True)
 
 
 def clear(kg: KnowledgeGraph) -> int:
