@@ -184,9 +184,11 @@ def _forward_signals(pid: int) -> None:
         foreground = os.tcgetpgrp(sys.stdin.fileno()) == os.getpgrp()
     except (OSError, ValueError, AttributeError):
         foreground = False
-    signal.signal(signal.SIGINT, signal.SIG_IGN if foreground else forward)
-    for signum in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(signum, forward)
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        if signal.getsignal(signum) == signal.SIG_IGN:  # inherited (a background job): keep it
+            continue
+        signal.signal(signum, signal.SIG_IGN if foreground and signum == signal.SIGINT
+                      else forward)
 
 
 def _watch(pid: int, limit: MemoryLimit, label: str, created: Path | None) -> int:
