@@ -135,3 +135,32 @@ def test_endpoint_answer_size_is_capped(tmp_path):
         line = fails(tmp_path, "kg", "query", "ASK { ?s ?p ?o }", "--endpoint", url.format(port),
                      "--retries", "0")
         assert "IncompleteRead" in line and "unreachable" in line, line
+
+
+def test_guard_passes_signals_and_status_through(tmp_path):
+    """The supervisor is invisible: Ctrl-C (SIGINT sent to the command) still interrupts the
+    work with its one line and 130, and a failed first load still leaves no store."""
+    import os
+    import signal
+    import subprocess
+
+    with open(tmp_path / "big.nt", "w") as fh:
+        for i in range(300_000):
+            fh.write(f'<http://ex.org/s{i}> <http://ex.org/p> "value {i} with padding text" .\n')
+    env = dict(os.environ, KGPROBE_STORE=str(tmp_path / "store"), KGPROBE_MAX_MEMORY="1G")
+    proc = subprocess.Popen([sys.executable, "-m", "kgprobe.cli", "kg", "load", "big.nt"],
+                            cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    try:
+        end = time.monotonic() + 60
+        lock = tmp_path / "store" / "kgprobe.lock"  # the store is open: the load has begun
+        while not (lock.exists() and lock.read_text()) and time.monotonic() < end:
+            time.sleep(0.02)
+        time.sleep(0.3)
+        assert proc.poll() is None, "the load finished before the signal: nothing was tested"
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130 and err.strip() == "kgprobe: interrupted", (proc.returncode, err)
+    assert not (tmp_path / "store").exists()

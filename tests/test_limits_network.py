@@ -118,3 +118,17 @@ def test_functional_syntax_imports_are_not_fetched(tmp_path):
         assert hits == []
         line = fails(tmp_path, "reason", "--owl")
         assert f"http://ex.org/fmain imports http://127.0.0.1:{port}/imported.owl" in line
+
+
+def test_loaded_imports_are_not_missing():
+    from kgprobe.reasoning.owl import missing_imports
+
+    owl = "http://www.w3.org/2002/07/owl#"
+    rdf_type = "http://www.w3.org/1999/02/22-rdf-syntax-ns#type"
+    triples = {("http://ex.org/main", owl + "imports", "http://ex.org/base/"),
+               ("http://ex.org/main", owl + "imports", "http://ex.org/v1"),
+               ("http://ex.org/main", owl + "imports", "http://ex.org/gone"),
+               ("http://ex.org/base", rdf_type, owl + "Ontology"),
+               ("http://ex.org/other", rdf_type, owl + "Ontology"),
+               ("http://ex.org/other", owl + "versionIRI", "http://ex.org/v1")}
+    assert missing_imports(triples) == [("http://ex.org/main", "http://ex.org/gone")]
