@@ -17,7 +17,7 @@ from kgprobe.ontology.model import Ontology
 from kgprobe.reasoning.rdfs import RULES
 from kgprobe.studies.options import comma_list
 
-from .kg import open_reader, open_store, print_reason, reader_args, writer_args
+from .kg import memory_arg, open_reader, open_store, print_reason, reader_args, writer_args
 from .model_options import model_args, model_options
 from .registry import command, warn
 
@@ -141,6 +141,7 @@ def add_parsers(sub) -> None:
                    "inferences are stale (as it last ran: its --rules and --owl)")
     model_args(p)
     writer_args(p)
+    memory_arg(p)
     endpoint_options(p)
     p = gen_sub.add_parser("reasoning", help="premise/hypothesis items, one JSONL per rule")
     p.add_argument("--out", required=True, type=Path)
@@ -151,3 +152,4 @@ def add_parsers(sub) -> None:
                    help="a template TOML file (default: the paper's templates)")
     model_args(p)
     reader_args(p)
+    memory_arg(p)

@@ -32,6 +32,14 @@ def store_arg(parser: argparse.ArgumentParser) -> None:
                         help="store directory (default: $KGPROBE_STORE, else .kgprobe/store)")
 
 
+def memory_arg(parser: argparse.ArgumentParser) -> None:
+    """--max-memory: the command runs under the memory guard (`kgprobe.guard`)."""
+    parser.add_argument("--max-memory", default=None, metavar="SIZE",
+                        help="stop with one line (exit 2) when the command's memory passes SIZE "
+                             "(e.g. 2G, 512M; 0: no limit; default: $KGPROBE_MAX_MEMORY, else "
+                             "half of this machine's memory)")
+
+
 def writer_args(parser: argparse.ArgumentParser) -> None:
     """--store, and --wait: a writing command waits for another writer instead of stopping."""
     store_arg(parser)
@@ -61,7 +69,7 @@ def open_reader(args: argparse.Namespace):
 
 def parse_sources(paths: Sequence[str], default: bool, name: str | None,
                   options: BuildOptions | None = None, fmt: str | None = None,
-                  lazy: bool = False) -> list[Source]:
+                  lazy: bool = False, allow_imports: bool = False) -> list[Source]:
     """Read every source before the store is opened: a bad file changes nothing. `lazy`:
     files are only detected (and converted) here; the store bulk-loads them and builds their
     model, and a syntax error there also leaves the store as it was."""
@@ -72,7 +80,8 @@ def parse_sources(paths: Sequence[str], default: bool, name: str | None,
     for path in paths:
         # The label options change the model the summary counts (bulk-loaded files: the
         # store builds theirs with the defaults); the stored triples are the same.
-        sources.append(load_source(path, fmt, lazy=lazy, options=options))
+        sources.append(load_source(path, fmt, lazy=lazy, options=options,
+                                   allow_imports=allow_imports))
     if not sources:
         raise OntologyError("nothing to load; give SOURCE paths or --default")
     if name is not None:
@@ -116,7 +125,7 @@ def created_store(args: argparse.Namespace):
 @command("kg load")
 def cmd_kg_load(args: argparse.Namespace) -> int:
     sources = parse_sources(args.sources, args.default, args.name, model_options(args),
-                            args.format, lazy=True)
+                            args.format, lazy=True, allow_imports=args.allow_imports)
     with created_store(args) as kg:
         kg.add_sources(sources, replace=args.replace)
         print_warnings([s for s in sources if s.rdf is not None])  # models built by the store
@@ -154,9 +163,13 @@ def read_query(text: str) -> str:
 
 @command("kg query")
 def cmd_kg_query(args: argparse.Namespace) -> int:
-    """Table for people; otherwise the W3C format, written by pyoxigraph's serializers."""
+    """Table for people; otherwise the W3C format, written by pyoxigraph's serializers.
+    SERVICE clauses are refused unless --allow-federation (`kg/federation.py`)."""
+    from kgprobe.kg.federation import refuse_federation
+
+    sparql = read_query(args.query)
+    refuse_federation(sparql, allow=args.allow_federation)
     with open_reader(args) as kg:
-        sparql = read_query(args.query)
         if args.format == "table":
             print_result(kg.query(sparql))
             return 0
@@ -217,12 +230,13 @@ def cmd_kg_export(args: argparse.Namespace) -> int:
 
 
 def print_reason(kg: KnowledgeGraph, rules=None, provenance: Path | None = None, *,
-                 owl: bool = False) -> None:
+                 owl: bool = False, ignore_imports: bool = False) -> None:
     """Reason and say what was derived. `rules=None` (the `--reason` flags): as the store was
     last reasoned (its rules, HermiT after `reason --owl`), else every RDFS rule."""
     from kgprobe.reasoning.materialize import materialize, reason_again
 
-    report = reason_again(kg) if rules is None else materialize(kg, rules, owl=owl)
+    report = reason_again(kg) if rules is None else materialize(
+        kg, rules, owl=owl, ignore_imports=ignore_imports)
     print(f"reasoned over {report.asserted} asserted triples with {', '.join(report.rules)} "
           f"in {report.seconds:.2f} s")
     for rule in report.rules:
@@ -246,7 +260,8 @@ def cmd_reason(args: argparse.Namespace) -> int:
         if args.clear:
             print(f"removed the inferred graph ({clear(kg)} triples)")
             return 0
-        print_reason(kg, comma_list(args.rules), args.provenance, owl=args.owl)
+        print_reason(kg, comma_list(args.rules), args.provenance, owl=args.owl,
+                     ignore_imports=args.ignore_imports)
     return 0
 
 
@@ -297,13 +312,18 @@ def add_parsers(sub) -> None:
     p.add_argument("--reason", action="store_true", help="reason afterwards, as `kgprobe reason` "
                    "last ran on this store (its --rules and --owl), else with every RDFS rule")
     model_args(p)
+    p.add_argument("--allow-imports", action="store_true", help="let parsers fetch what a file "
+                   "points to: JSON-LD remote or file: @context, OWL/XML imports (default: "
+                   "nothing is fetched or read)")
     p.add_argument("--format", default=None, choices=list(SYNTAXES), help="the syntax of the one "
                    "SOURCE file (default: from its suffix, checked against its content; .gz is "
                    "read through gzip)")
     writer_args(p)
+    memory_arg(p)
     p = kg_sub.add_parser("remove", help="remove a source graph (inferences become stale)")
     p.add_argument("name", help="the graph name, as `kg stats` shows it after urn:kgprobe:source:")
     writer_args(p)
+    memory_arg(p)
     p = kg_sub.add_parser("query", help="run a SPARQL SELECT/ASK/CONSTRUCT over all graphs")
     p.add_argument("query", help="the query text, or @FILE")
     p.add_argument("--format", default="table",
@@ -311,17 +331,23 @@ def add_parsers(sub) -> None:
                             "jsonld"],
                    help="table (people); SELECT/ASK: json, csv, tsv, xml (W3C SPARQL results); "
                         "CONSTRUCT/DESCRIBE: turtle, ntriples, nquads, jsonld")
+    p.add_argument("--allow-federation", action="store_true", help="let SERVICE clauses send "
+                   "requests to other servers (default: such a query is refused)")
     reader_args(p)
+    memory_arg(p)
     p = kg_sub.add_parser("stats", help="triples, classes, properties, instances per graph")
     reader_args(p)
+    memory_arg(p)
     p = kg_sub.add_parser("export", help="serialize the union graph, or one named graph")
     p.add_argument("--format", choices=["turtle", "ntriples", "nquads", "jsonld"], default="turtle")
     p.add_argument("--graph", default=None, help="only this named graph (its IRI, or a source "
                    "name as `kg stats` shows it after urn:kgprobe:source:)")
     p.add_argument("--out", type=Path, default=None, help="output file (default: stdout)")
     reader_args(p)
+    memory_arg(p)
     p = kg_sub.add_parser("tour", help="build the graph from the bundled ontology and query it")
     writer_args(p)
+    memory_arg(p)
 
     p = sub.add_parser("reason", help="materialize the RDFS closure into urn:kgprobe:inferred")
     p.add_argument("--rules", default=",".join(RULES),
@@ -330,7 +356,11 @@ def add_parsers(sub) -> None:
     p.add_argument("--owl", action="store_true", help="also classify with HermiT (OWL 2; needs "
                    "Java): its named subsumptions and types join the inferred graph with "
                    "provenance owl:hermit and feed generation")
+    p.add_argument("--ignore-imports", action="store_true", help="with --owl: classify without "
+                   "the ontologies owl:imports names that are not loaded (default: exit 2 "
+                   "naming them)")
     p.add_argument("--provenance", type=Path, default=None,
                    help="write every one-step derivation (rule, conclusion, premises) as JSONL")
     writer_args(p)
+    memory_arg(p)
     return kg_sub

@@ -12,15 +12,20 @@ from kgprobe.errors import KgprobeError
 
 
 def endpoint_options(parser: argparse.ArgumentParser, *, required: bool = False) -> None:
-    """Add --endpoint, --timeout, --retries and --page-size."""
+    """Add --endpoint, --timeout (each request, its whole answer included), --retries,
+    --max-answer and --page-size."""
     parser.add_argument("--endpoint", default=None, required=required, metavar="URL",
                         help="read from this SPARQL 1.1 query endpoint instead of the local store "
                              "(e.g. http://127.0.0.1:7878/query, https://dbpedia.org/sparql)")
     parser.add_argument("--timeout", type=float, default=30.0, metavar="S",
-                        help="seconds per endpoint request (default 30)")
+                        help="seconds per endpoint request, the whole answer included "
+                             "(default 30)")
     parser.add_argument("--retries", type=int, default=3,
                         help="further tries after a network error or 5xx answer, with "
                              "exponential backoff (default 3)")
+    parser.add_argument("--max-answer", default="512M", metavar="SIZE",
+                        help="the largest endpoint answer read (default 512M; 0: no limit); a "
+                             "larger one exits 2 with one line")
     parser.add_argument("--page-size", type=int, default=None,
                         help="rows per LIMIT/OFFSET page of bulk reads (default: whole answers, "
                              "paged at the endpoint's own cap when it has one)")
@@ -36,5 +41,9 @@ def open_endpoint(args: argparse.Namespace, *, store_is_target: bool = False):
         raise KgprobeError("--store and --endpoint both name a knowledge graph; give one")
     if (args.page_size is not None and args.page_size < 1) or args.retries < 0 or args.timeout <= 0:
         raise KgprobeError("--page-size must be ≥ 1, --retries ≥ 0 and --timeout > 0")
-    client = SparqlClient(args.endpoint, timeout=args.timeout, retries=args.retries)
+    from kgprobe.guard import parse_size
+
+    cap = parse_size(str(getattr(args, "max_answer", "512M")), "--max-answer")
+    client = SparqlClient(args.endpoint, timeout=args.timeout, retries=args.retries,
+                          max_answer=cap if cap is not None else 1 << 62)
     return SparqlEndpoint(client, page_size=args.page_size)

@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 
 from kgprobe.errors import StoreError
+from kgprobe.guard import visible_pid
 
 LOCK_NAME = "kgprobe.lock"
 
@@ -55,7 +56,7 @@ class WriterLock:
             os.close(fd)
             self.file.parent.mkdir(parents=True, exist_ok=True)
         os.ftruncate(fd, 0)
-        os.write(fd, f"pid {os.getpid()}: {_command()}\n".encode())
+        os.write(fd, f"pid {visible_pid()}: {_command()}\n".encode())
         self._fd = fd
 
     def inheritable_fd(self) -> int:

@@ -9,6 +9,7 @@ again gets the same answer.  Every failure ends as one line naming the endpoint 
 
 from __future__ import annotations
 
+import http.client
 import re
 import socket
 import time
@@ -25,16 +26,30 @@ RESULTS_ACCEPT = ("application/sparql-results+json, application/sparql-results+x
                   "text/tab-separated-values;q=0.5")
 GRAPH_ACCEPT = "application/n-triples, text/turtle;q=0.9, application/rdf+xml;q=0.5"
 _RETRY_STATUS = {429, 500, 502, 503, 504}
+#: The largest answer read by default (`--max-answer`): a bulk read pages long before this.
+MAX_ANSWER = 512 << 20
+_CHUNK = 1 << 16
 
 
 class EndpointError(StoreError):
     """A SPARQL endpoint cannot be reached or answered with an error."""
 
 
+class AnswerTooLarge(EndpointError):
+    """The answer passed --max-answer: not retried (asking again gets the same answer)."""
+
+
+class _Deadline(Exception):
+    """The request's --timeout passed while the answer was still arriving."""
+
+
 @dataclass
 class SparqlClient:
-    """How to talk to one endpoint: `timeout` seconds per request, `retries` further tries
-    after a failure (waiting `backoff`, 2×`backoff`, … seconds), `default_graphs` sent as the
+    """How to talk to one endpoint: `timeout` seconds per request, the whole answer included
+    (a server dripping bytes cannot hold a request longer: such an answer is not retried),
+    `retries` further tries after a network failure (waiting `backoff`, 2×`backoff`, …
+    seconds), so one request takes at most (retries + 1) × timeout plus the backoff; `max_answer` bytes at most per answer (checked
+    against Content-Length first, then while reading), `default_graphs` sent as the
     protocol's `default-graph-uri` (the dataset a query sees; none: the endpoint's default)."""
 
     url: str
@@ -42,6 +57,7 @@ class SparqlClient:
     retries: int = 3
     backoff: float = 0.5
     default_graphs: tuple[str, ...] = ()
+    max_answer: int = MAX_ANSWER
 
     def __post_init__(self) -> None:
         if urllib.parse.urlsplit(self.url).scheme not in ("http", "https"):
@@ -82,10 +98,15 @@ class SparqlClient:
             if attempt:
                 time.sleep(self.backoff * 2 ** (attempt - 1))
             req = urllib.request.Request(self.url, data=data, headers=headers, method="POST")
+            deadline = time.monotonic() + self.timeout
             try:
                 with urllib.request.urlopen(req, timeout=self.timeout) as resp:
                     media = resp.headers.get_content_type()
-                    return media, resp.read()
+                    return media, self._read(resp, deadline)
+            except _Deadline:  # the server is answering, too slowly: asking again would be too
+                raise EndpointError(f"{self.url}: the answer did not arrive whole within "
+                                    f"--timeout {self.timeout:g} s (the endpoint sends it too "
+                                    "slowly); raise --timeout or ask for less") from None
             except urllib.error.HTTPError as err:
                 detail = _one_line(err.read().decode("utf-8", "replace")) or err.reason
                 if err.code not in _RETRY_STATUS:
@@ -93,12 +114,51 @@ class SparqlClient:
                     raise kind(f"{self.url}: the endpoint refused the query (HTTP {err.code}: "
                                f"{detail}); check the query and the endpoint URL") from None
                 last = f"HTTP {err.code}: {detail}"
-            except (urllib.error.URLError, socket.timeout, TimeoutError, ConnectionError) as err:
+            except (urllib.error.URLError, socket.timeout, TimeoutError, ConnectionError,
+                    http.client.HTTPException, OSError) as err:
                 reason = getattr(err, "reason", err)
                 last = f"timed out after {self.timeout:g} s" if isinstance(
-                    reason, (socket.timeout, TimeoutError)) else _one_line(reason)
+                    reason, (socket.timeout, TimeoutError)) else _one_line(
+                    f"{type(reason).__name__}: {reason}" if isinstance(
+                        reason, http.client.HTTPException) else reason)
         raise EndpointError(f"{self.url}: endpoint unreachable ({last}; {self.retries + 1} "
                             "tries); check the URL, or raise --timeout / --retries")
+
+
+    def _read(self, resp, deadline: float) -> bytes:
+        """The body, chunk by chunk: each socket read waits at most until `deadline`, and the
+        total is checked against `max_answer` (the announced length first), so neither a slow
+        nor a huge answer holds the command or its memory."""
+        announced = resp.headers.get("Content-Length")
+        if announced and announced.isdigit() and int(announced) > self.max_answer:
+            raise self._too_large(f"{int(announced) >> 20} MiB announced")
+        sock = getattr(getattr(getattr(resp, "fp", None), "raw", None), "_sock", None)
+        parts, size = [], 0
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise _Deadline
+            if sock is not None:
+                sock.settimeout(left)
+            try:
+                chunk = resp.read1(_CHUNK)
+            except (socket.timeout, TimeoutError):
+                raise _Deadline from None
+            if not chunk:
+                if getattr(resp, "length", None):  # the server closed before its Content-Length
+                    raise http.client.IncompleteRead(b"".join(parts), resp.length)
+                return b"".join(parts)
+            size += len(chunk)
+            if size > self.max_answer:
+                raise self._too_large("more than that arrived")
+            parts.append(chunk)
+
+    def _too_large(self, what: str) -> AnswerTooLarge:
+        from kgprobe.guard import human
+
+        return AnswerTooLarge(f"{self.url}: the answer is larger than --max-answer "
+                              f"{human(self.max_answer)} ({what}); ask for less (LIMIT, "
+                              "--page-size) or raise --max-answer")
 
 
 def with_prefixes(sparql: str, prefixes: dict[str, str]) -> str:

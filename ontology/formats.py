@@ -151,14 +151,25 @@ def detect(path: Path, fmt: str | None = None) -> RdfInput:
     return RdfInput(path, syntax, gz)
 
 
-def prepare(rdf: RdfInput) -> RdfInput:
-    """Convert a non-RDF syntax to RDF bytes (other inputs are returned as they are)."""
+def prepare(rdf: RdfInput, *, allow_imports: bool = False) -> RdfInput:
+    """Convert a non-RDF syntax to RDF bytes (other inputs are returned as they are); refuse
+    RDF/XML whose DTD entities would expand without bound (`xml_entities`).  `allow_imports`:
+    owlready2 may fetch an OWL/XML file's imports (by default they are kept as owl:imports
+    triples and not read)."""
+    if rdf.syntax == "rdfxml":
+        from kgprobe.ontology.xml_entities import check_entities
+
+        with rdf.open() as fh:
+            check_entities(fh, rdf.path)
     convert = {"owlxml": _owlxml, "functional": _owlapi, "manchester": _owlapi, "obo": _obo}
     if rdf.syntax not in convert:
         return rdf
     with rdf.open() as fh:
         raw = fh.read()
-    data, data_syntax = convert[rdf.syntax](rdf, raw)
+    if rdf.syntax in ("owlxml", "functional", "manchester"):
+        data, data_syntax = convert[rdf.syntax](rdf, raw, allow_imports)
+    else:
+        data, data_syntax = convert[rdf.syntax](rdf, raw)
     return RdfInput(rdf.path, rdf.syntax, rdf.gz, data, data_syntax)
 
 
@@ -168,12 +179,12 @@ def _fail(rdf: RdfInput, err: object) -> OntologyError:
                          "or give its syntax with --format")
 
 
-def _owlxml(rdf: RdfInput, raw: bytes) -> tuple[bytes, str]:
+def _owlxml(rdf: RdfInput, raw: bytes, allow_imports: bool = False) -> tuple[bytes, str]:
     import owlready2
 
     world = owlready2.World()
     try:
-        with contextlib.redirect_stderr(io.StringIO()):
+        with contextlib.redirect_stderr(io.StringIO()), _no_imports(world, allow_imports):
             onto = world.get_ontology(rdf.path.resolve().as_uri()).load(
                 fileobj=io.BytesIO(raw), format="owlxml")
             out = io.BytesIO()
@@ -183,6 +194,36 @@ def _owlxml(rdf: RdfInput, raw: bytes) -> tuple[bytes, str]:
     finally:
         world.close()
     return out.getvalue(), "ntriples"
+
+
+@contextlib.contextmanager
+def _no_imports(world, allow: bool):
+    """While an OWL/XML file is read, owlready2 loads each `<Import>` it names right after
+    parsing, from the URL (or a `file:` path): network and files the user did not ask for.
+    Unless `allow` (--allow-imports), an imported ontology of this world is marked loaded
+    without reading it; the file's owl:imports triple is kept, so `reason --owl` can name it."""
+    if allow:
+        yield
+        return
+    from owlready2.namespace import Ontology
+
+    original = Ontology.load
+    first: list = []
+
+    def load(self, *args, **kwargs):
+        if self.world is not world or (first and self is not first[0]):
+            if self.world is world:  # an import: never fetched
+                self.loaded = True
+                return self
+            return original(self, *args, **kwargs)
+        first.append(self)
+        return original(self, *args, **kwargs)
+
+    Ontology.load = load
+    try:
+        yield
+    finally:
+        Ontology.load = original
 
 
 def java(needed_for: str, drop: str) -> str:
@@ -198,8 +239,35 @@ class JavaMissingError(OntologyError):
     """An OWL tool (HermiT, the OWL API) needs Java and there is none."""
 
 
-def _owlapi(rdf: RdfInput, raw: bytes) -> tuple[bytes, str]:
-    """Functional or Manchester syntax → RDF/XML with the OWL API (owlready2's `Save`)."""
+#: `Import(<iri>)` / `Import: <iri>`, and the ontology's IRI, in functional / Manchester syntax.
+_IMPORT = {"functional": re.compile(rb"Import\(\s*<([^>\s]*)>\s*\)"),
+           "manchester": re.compile(rb"\bImport:\s*<([^>\s]*)>")}
+_ONTOLOGY_IRI = {"functional": re.compile(rb"Ontology\(\s*<([^>\s]*)>"),
+                 "manchester": re.compile(rb"\bOntology:\s*<([^>\s]*)>")}
+
+
+def _owlapi(rdf: RdfInput, raw: bytes, allow_imports: bool = False) -> tuple[bytes, str]:
+    """Functional or Manchester syntax → RDF with the OWL API (owlready2's `Save`).
+
+    The OWL API loads every import from its URL and fails offline; unless `allow_imports`,
+    the imports are taken out of the text it sees and put back as owl:imports triples (the
+    result is then N-Triples), so nothing is fetched and `reason --owl` can name them."""
+    imports = [] if allow_imports else _IMPORT[rdf.syntax].findall(raw)
+    if not imports:
+        return _owlapi_run(rdf, raw)
+    data, _ = _owlapi_run(rdf, _IMPORT[rdf.syntax].sub(b"", raw))
+    import pyoxigraph as ox
+
+    iri = _ONTOLOGY_IRI[rdf.syntax].search(raw)
+    quads = list(ox.parse(data, ox.RdfFormat.RDF_XML))
+    if iri:
+        owl_imports = ox.NamedNode("http://www.w3.org/2002/07/owl#imports")
+        subject = ox.NamedNode(iri.group(1).decode())
+        quads += [ox.Quad(subject, owl_imports, ox.NamedNode(i.decode())) for i in imports]
+    return ox.serialize([q.triple for q in quads], format=ox.RdfFormat.N_TRIPLES), "ntriples"
+
+
+def _owlapi_run(rdf: RdfInput, raw: bytes) -> tuple[bytes, str]:
     from owlready2.reasoning import _HERMIT_CLASSPATH
 
     label = SYNTAXES[rdf.syntax][2]

@@ -42,31 +42,33 @@ def bundled_source() -> Source:
 
 
 def load_source(path: str | Path, fmt: str | None = None, *, lazy: bool = False,
-                options: BuildOptions | None = None) -> Source:
+                options: BuildOptions | None = None, allow_imports: bool = False) -> Source:
     """Load a directory with class.json + property.json, or an RDF/OWL/OBO file.
 
     `fmt` overrides the syntax the suffix names (`--format`). `lazy`: a file of at least
     `BULK_MIN_BYTES` is only detected here; the store bulk-loads it and builds the model from
-    what it stored (`Source.rdf` set, `triples` and `ontology` None until then)."""
+    what it stored (`Source.rdf` set, `triples` and `ontology` None until then).
+    `allow_imports` (--allow-imports): parsers may fetch what the file points to (JSON-LD
+    remote or `file:` contexts, OWL/XML imports); by default nothing is fetched or read."""
     p = Path(path)
     if p.is_dir():
         return load_ontoprobe(p)
     if not p.exists():
         raise OntologyError(f"{p}: no such file or directory; give an RDF file or a directory "
                             "holding class.json and property.json")
-    rdf = open_rdf(p, fmt)
+    rdf = open_rdf(p, fmt, allow_imports=allow_imports)
     if lazy and rdf.ox_format in _BULK_FORMATS and p.stat().st_size >= BULK_MIN_BYTES:
         return Source(p.name.split(".")[0] if rdf.gz else p.stem, str(p), None, None, rdf=rdf)
-    return load_rdf(p, fmt=fmt, rdf=rdf, options=options)
+    return load_rdf(p, fmt=fmt, rdf=rdf, options=options, allow_imports=allow_imports)
 
 
 # --------------------------------------------------------------------------- RDF files
 
 
-def open_rdf(path: Path, fmt: str | None = None) -> RdfInput:
+def open_rdf(path: Path, fmt: str | None = None, *, allow_imports: bool = False) -> RdfInput:
     """The file's syntax (--format, else suffix checked by a sniff), converted to RDF if it is
     OWL/XML, functional or Manchester syntax, or OBO."""
-    return prepare(detect(path, fmt))
+    return prepare(detect(path, fmt), allow_imports=allow_imports)
 
 
 def _rdflib_term(node) -> str:
@@ -109,22 +111,27 @@ def malformed(path: Path, line, text: str) -> OntologyError:
     return OntologyError(f"{path}:{where} malformed RDF ({text}); fix the file and load it again")
 
 
-def parse_rdf(path: Path, fmt: str | None = None, rdf: RdfInput | None = None) -> list[Triple]:
+def parse_rdf(path: Path, fmt: str | None = None, rdf: RdfInput | None = None, *,
+              allow_imports: bool = False) -> list[Triple]:
     """Every distinct triple of an RDF file (named graphs of TriG/N-Quads are merged).
 
     pyoxigraph parses, rdflib only reads what pyoxigraph cannot: pyoxigraph read
     dbpedia-ontology.ttl (34,680 triples) in 0.06 s against rdflib's 1.31 s here, and
     reports line and column of syntax errors where rdflib often reports neither.
     """
-    rdf = rdf or open_rdf(path, fmt)
+    rdf = rdf or open_rdf(path, fmt, allow_imports=allow_imports)
     ox_format, rdflib_format = rdf.ox_format, rdf.rdflib_format
-    if ox_format is None:
-        return _rdflib_triples(path, rdflib_format, rdf)
+    if ox_format is None or (allow_imports and ox_format == "JSON_LD"):
+        return _rdflib_triples(path, rdflib_format, rdf)  # rdflib fetches JSON-LD contexts
     try:
         with rdf.quads() as quads:
             triples = {(ox_term(q.subject), q.predicate.value, ox_term(q.object)) for q in quads}
     except SyntaxError as err:
-        if err.lineno is None:  # RDF/XML errors carry no position: ask rdflib where
+        if "LoadDocumentCallback" in str(err.msg):  # pyoxigraph fetches no context
+            raise OntologyError(f"{path}: its JSON-LD @context is a URL or file, which kgprobe "
+                                "does not fetch unless asked; inline the context, or pass "
+                                "--allow-imports to let rdflib fetch it") from None
+        if err.lineno is None and ox_format == "RDF_XML":  # no position: ask rdflib where
             _rdflib_triples(path, rdflib_format, rdf)
         raise malformed(path, err.lineno, str(err.msg)) from None
     except (OSError, UnicodeDecodeError) as err:
@@ -144,10 +151,11 @@ def ox_term(term) -> str:
 
 
 def load_rdf(path: str | Path, name: str | None = None, fmt: str | None = None,
-             rdf: RdfInput | None = None, options: BuildOptions | None = None) -> Source:
+             rdf: RdfInput | None = None, options: BuildOptions | None = None, *,
+             allow_imports: bool = False) -> Source:
     """Load any RDF file and build the model from its triples (with `options`: --lang …)."""
     path = Path(path)
-    triples = parse_rdf(path, fmt, rdf)
+    triples = parse_rdf(path, fmt, rdf, allow_imports=allow_imports)
     stem = path.name.split(".")[0] if path.suffix.lower() == ".gz" else path.stem
     onto = build_ontology(name or stem, triples, options)
     return Source(onto.name, str(path), onto, triples)

@@ -51,7 +51,7 @@ def reasoning_base(kg: KnowledgeGraph) -> tuple[set, set]:
 
 
 def materialize(kg: KnowledgeGraph, rules: Iterable[str] = RULES, *,
-                owl: bool = False) -> ReasonReport:
+                owl: bool = False, ignore_imports: bool = False) -> ReasonReport:
     """Replace the inferred graph with the closure of every other graph.
 
     The closure is computed completely before the store is touched, and only its legal
@@ -66,7 +66,7 @@ def materialize(kg: KnowledgeGraph, rules: Iterable[str] = RULES, *,
     if owl:
         from kgprobe.reasoning.owl import classify
 
-        found = classify(asserted)
+        found = classify(asserted, ignore_imports=ignore_imports)
         hermit, unsatisfiable = found.triples, found.unsatisfiable
     result = closure(asserted | hermit, rules)
     stored = result.rdf_inferred | hermit
@@ -84,10 +84,12 @@ def materialize(kg: KnowledgeGraph, rules: Iterable[str] = RULES, *,
 
 def reason_again(kg: KnowledgeGraph) -> ReasonReport:
     """`--reason`: re-run reasoning as the store was last reasoned (its rules; HermiT when
-    that was `reason --owl`), or every RDFS rule when it never was."""
+    that was `reason --owl`), or every RDFS rule when it never was.  Imports that are not
+    loaded are ignored, as `reason --owl` had them (its check already ran; `kg load --reason`
+    has no --ignore-imports to offer)."""
     last = kg.reasoned_with()
     rules = [r for r in last if r != PROVENANCE] or RULES
-    return materialize(kg, rules, owl=PROVENANCE in last)
+    return materialize(kg, rules, owl=PROVENANCE in last, ignore_imports=True)
 
 
 def clear(kg: KnowledgeGraph) -> int:

@@ -34,7 +34,7 @@ from kgprobe.ontology.model import (
 #: The provenance name of HermiT's conclusions, beside the RDFS rule names.
 PROVENANCE = "owl:hermit"
 _LINE = re.compile(r"^([A-Za-z]+)\( ((?:<[^>]+>\s*)+)\)$", re.MULTILINE)
-_NOTHING, _THING = OWL + "Nothing", OWL + "Thing"
+_NOTHING, _THING, _IMPORTS = OWL + "Nothing", OWL + "Thing", OWL + "imports"
 _SUB = {"SubClassOf": RDFS_SUBCLASSOF, "SubObjectPropertyOf": RDFS_SUBPROPERTYOF,
         "SubDataPropertyOf": RDFS_SUBPROPERTYOF}
 _EQUIV = {"EquivalentClasses": RDFS_SUBCLASSOF, "EquivalentObjectProperties": RDFS_SUBPROPERTYOF,
@@ -84,15 +84,38 @@ def parse_hermit(output: str) -> OwlResult:
     return result
 
 
-def classify(triples: Iterable[Triple], *, timeout: float = 600) -> OwlResult:
-    """Run HermiT over `triples`; what it derives beyond them, between named terms."""
+def missing_imports(triples: set[Triple]) -> list[tuple[str, str]]:
+    """(importing ontology, imported IRI) for each owl:imports whose target is not an
+    ontology among `triples` (by its IRI or its owl:versionIRI)."""
+    loaded = {s for s, p, o in triples if p == RDF_TYPE and o == OWL + "Ontology"}
+    loaded |= {o for s, p, o in triples if p == OWL + "versionIRI" and s in loaded}
+    return sorted((s, o) for s, p, o in triples if p == _IMPORTS and o not in loaded
+                  and o.rstrip("#/") not in {i.rstrip("#/") for i in loaded})
+
+
+def classify(triples: Iterable[Triple], *, timeout: float = 600,
+             ignore_imports: bool = False) -> OwlResult:
+    """Run HermiT over `triples`; what it derives beyond them, between named terms.
+
+    HermiT (the OWL API) would fetch every owl:imports from the network and, offline, fail
+    with a message that blames OWL 2 DL.  So imports are checked here: one whose ontology is
+    not in the store is named in one line (load it too, or --ignore-imports), and HermiT is
+    never given an owl:imports triple, so it fetches nothing."""
     from owlready2.reasoning import _HERMIT_CLASSPATH
 
     triples = set(triples)
+    missing = missing_imports(triples)
+    if missing and not ignore_imports:
+        importer, imported = missing[0]
+        more = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
+        raise OwlReasonerError(f"reason --owl: {importer} imports {imported}{more}, which is not "
+                               "in the store and is never fetched; load the imported file too "
+                               "(`kgprobe kg load FILE`), or pass --ignore-imports to classify "
+                               "without it")
     exe = java("`kgprobe reason --owl` runs HermiT, which", "drop --owl")
     with tempfile.TemporaryDirectory(prefix="kgprobe-owl-") as tmp:
         path = Path(tmp) / "asserted.nt"
-        write_ntriples(triples, path)
+        write_ntriples((t for t in triples if t[1] != _IMPORTS), path)
         command = [exe, f"-Xmx{JAVA_MEMORY_MB}M", "-cp", _HERMIT_CLASSPATH,
                    "org.semanticweb.HermiT.cli.CommandLine", "-c", "-O", "-D", "-I",
                    path.resolve().as_uri()]
