@@ -101,16 +101,19 @@ def load_sources(kg: KnowledgeGraph, paths: Sequence[str], default: bool,
 @contextlib.contextmanager
 def created_store(args: argparse.Namespace):
     """Open (or create) the store for writing; a store this command created is removed
-    again if the command fails, so a failed first load leaves nothing behind."""
+    again if the command fails before its first commit, so a failed first load leaves
+    nothing behind. After the commit the store is the user's: a failure later (a closed
+    pipe while printing, Ctrl-C) leaves it in place."""
     kg = KnowledgeGraph(args.store or default_store_path(), create=True, wait=args.wait)
     try:
         yield kg
     except BaseException:
-        if kg.created:
+        if kg.created and not kg.committed:
             kg.discard()
+        else:
+            kg.close(quiet=True)
         raise
-    finally:
-        kg.close()
+    kg.close()
 
 
 @command("kg load")
