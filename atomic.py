@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import tempfile
 from pathlib import Path
 from typing import Iterable, Iterator
 
@@ -15,17 +16,33 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
 
     The one way kgprobe writes a file that must never be seen half-written (results, caches,
     exports, trained vectors): a crash or an exception leaves the old file or none, and no
-    stray temporary file.
+    stray temporary file. The temporary name is unpredictable and created exclusively
+    (``mkstemp``: O_CREAT|O_EXCL, so a symlink planted at a guessed name is never followed),
+    so two processes writing one `path` never share it: each renames a whole file, the
+    last one wins. It keeps `path`'s suffix (writers such as numpy's add theirs otherwise).
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.part{path.suffix}")
     try:
+        fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=f".part{path.suffix}",
+                                    dir=path.parent)
+    except OSError as err:  # name the file the user asked for, not our temporary one
+        raise OSError(err.errno, err.strerror, str(path)) from None
+    tmp = Path(name)
+    try:
+        os.fchmod(fd, 0o666 & ~_umask())  # mkstemp's 0600 would outlive the rename
+        os.close(fd)
         yield tmp
         tmp.replace(path)  # atomic on POSIX
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def write_text(path: str | Path, text: str) -> None:

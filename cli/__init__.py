@@ -32,6 +32,7 @@ from typing import Sequence  # noqa: E402
 
 from kgprobe.errors import KgprobeError  # noqa: E402
 from kgprobe.studies.options import apply_threads  # noqa: E402
+from kgprobe.terminal import printable  # noqa: E402
 
 from . import cache, generate, interop, kg, kg_check, kg_remote, studies  # noqa: E402
 from .outcome import damaged_store_line, os_error_line, quiet_broken_pipe  # noqa: E402
@@ -69,7 +70,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stdout.flush()  # here, not at exit: a closed pipe is reported below
         return status
     except KgprobeError as err:
-        print(f"kgprobe: error: {err}", file=sys.stderr)
+        print(f"kgprobe: error: {printable(str(err))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("kgprobe: interrupted", file=sys.stderr)
@@ -80,7 +81,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         line = os_error_line(err) if isinstance(err, OSError) else damaged_store_line(err)
         if line is None:
             raise
-        print(f"kgprobe: error: {line}", file=sys.stderr)
+        print(f"kgprobe: error: {printable(line)}", file=sys.stderr)
         return 2
 
 

@@ -22,6 +22,7 @@ from kgprobe.ontology.from_triples import BuildOptions
 from kgprobe.ontology.loaders import Source, bundled_source, load_source
 from kgprobe.reasoning.rdfs import RULES
 from kgprobe.studies.options import comma_list
+from kgprobe.terminal import printable
 
 from .model_options import model_args, model_options
 from .registry import command, warn
@@ -173,11 +174,12 @@ def cmd_kg_query(args: argparse.Namespace) -> int:
 
 def print_stats(kg: KnowledgeGraph) -> None:
     stats = kg.stats()
-    width = max([len("graph")] + [len(s.graph) for s in stats])
+    names = {s.graph: printable(s.graph) for s in stats}  # an endpoint's names are its own
+    width = max([len("graph")] + [len(n) for n in names.values()])
     print(f"{'graph'.ljust(width)}  {'triples':>8}  {'classes':>7}  {'properties':>10}  "
           f"{'instances':>9}")
     for s in stats:
-        print(f"{s.graph.ljust(width)}  {s.triples:>8}  {s.classes:>7}  {s.properties:>10}  "
+        print(f"{names[s.graph].ljust(width)}  {s.triples:>8}  {s.classes:>7}  {s.properties:>10}  "
               f"{s.instances:>9}")
     print(f"{'(union)'.ljust(width)}  {kg.count():>8}")
 

@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from kgprobe.kg.store import default_store_path
+from kgprobe.terminal import printable
 
 from .kg import store_arg
 from .registry import command
@@ -18,9 +19,9 @@ def cmd_kg_check(args: argparse.Namespace) -> int:
 
     report = check_store(args.store or default_store_path())
     for note in report.notes:
-        print(f"note: {note}")
+        print(f"note: {printable(note)}")
     for problem in report.problems:
-        print(f"kgprobe: damaged: {problem}", file=sys.stderr)
+        print(f"kgprobe: damaged: {printable(problem)}", file=sys.stderr)
     if not report.ok:
         return 2
     print(f"store {report.path}: ok ({report.graphs} graphs, {report.quads} quads; every index "

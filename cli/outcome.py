@@ -11,7 +11,7 @@ import sys
 _OS_HINTS = {
     errno.ENOSPC: "free disk space and run the command again",
     errno.EDQUOT: "free disk space (quota) and run the command again",
-    errno.EROFS: "the file system is read-only; use a directory on a writable one",
+    errno.EROFS: "use a directory on a writable file system",
     errno.EACCES: "check the permissions, or use another directory",
     errno.EPERM: "check the permissions, or use another directory",
 }

@@ -395,5 +395,5 @@ def _os_hint(err: OSError, read_only: bool) -> str:
     if "No space left" in text or "quota exceeded" in text.lower():
         return "free disk space and run the command again"
     if "Read-only file system" in text:
-        return "the file system is read-only; pass a --store on a writable one"
+        return "pass a --store on a writable file system"
     return f"pass a{'n existing' if read_only else ' writable'} --store directory"
