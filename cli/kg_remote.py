@@ -14,11 +14,11 @@ from .registry import command
 
 @command("kg serve")
 def cmd_kg_serve(args: argparse.Namespace) -> int:
-    from kgprobe.kg.integrity import require_layout
+    from kgprobe.kg.integrity import require_openable
     from kgprobe.kg.serve import ServeOptions, serve
 
     # the Oxigraph server, like any writer, would start an empty store over a damaged one
-    require_layout(Path(args.store or default_store_path()))
+    require_openable(Path(args.store or default_store_path()))
     opts = ServeOptions(Path(args.store or default_store_path()), bind=args.bind,
                         read_only=args.read_only, wait=args.wait, timeout_s=args.query_timeout)
     return serve(opts, announce=lambda line: print(line, flush=True))

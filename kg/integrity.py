@@ -81,6 +81,23 @@ def require_layout(path: Path) -> None:
         raise DamagedStoreError(problem)
 
 
+def require_openable(path: Path) -> None:
+    """`require_layout`, then open the store read-only once and close it: for a process that
+    hands the directory to another program (the Oxigraph server of `kg serve`), whose own
+    refusal of a damaged store would be a panic's last line."""
+    import pyoxigraph as ox
+
+    require_layout(path)
+    if is_new(Path(path)):
+        return
+    try:
+        ox.Store.read_only(str(path))
+    except RuntimeError as err:
+        raise opening_error(path, err) from None
+    except OSError:
+        pass  # not damage: the caller's own open reports it
+
+
 def opening_error(path: Path, err: BaseException) -> DamagedStoreError:
     """RocksDB's refusal to open a store (a table file the manifest lists is missing or
     corrupt: pyoxigraph raises RuntimeError "Corruption: …") as one line."""
