@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import tempfile
 from pathlib import Path
 from typing import Iterable, Iterator
+
+from kgprobe.errors import OutputError
 
 
 @contextlib.contextmanager
@@ -22,12 +25,13 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
     last one wins. It keeps `path`'s suffix (writers such as numpy's add theirs otherwise).
     """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
         fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=f".part{path.suffix}",
                                     dir=path.parent)
     except OSError as err:  # name the file the user asked for, not our temporary one
-        raise OSError(err.errno, err.strerror, str(path)) from None
+        raise OutputError(f"{path}: cannot be written ({err.strerror}); "
+                          f"{_HINTS.get(err.errno, 'write it somewhere else')}") from None
     tmp = Path(name)
     try:
         os.fchmod(fd, 0o666 & ~_umask())  # mkstemp's 0600 would outlive the rename
@@ -37,6 +41,11 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+
+
+_HINTS = {errno.ENOSPC: "free disk space and run the command again",
+          errno.EROFS: "write it on a writable file system",
+          errno.EACCES: "check the folder's permissions, or write it somewhere else"}
 
 
 def _umask() -> int:
