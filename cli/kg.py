@@ -289,7 +289,7 @@ def add_parsers(sub) -> None:
     """`kg load|query|stats|export|tour`, `reason` (`generate …` is in `generate.py`); returns
     the `kg` sub-parsers so `kg_remote` adds `serve` and `pull` beside them."""
     kg = sub.add_parser("kg", help="the knowledge graph: load, query, stats, export, tour, "
-                        "serve, pull")
+                        "serve, pull, check")
     kg_sub = kg.add_subparsers(dest="kg_command", required=True)
     p = kg_sub.add_parser("load", help="load ontology sources into the store")
     p.add_argument("sources", nargs="*", help="an RDF file, or a directory with class.json and "
