@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pyoxigraph as ox
+from kgprobe.errors import StoreError
 from kgprobe.kg import meta as kgmeta
 from kgprobe.kg.bulk import graph_triples, pending_graphs
 from kgprobe.kg.integrity import BULK_GLOB, is_new, layout_problem
@@ -43,8 +44,8 @@ def check_store(path: Path) -> CheckReport:
     path = Path(path)
     report = CheckReport(path)
     problem = layout_problem(path)
-    if problem is None and is_new(path):
-        problem = f"{path}: no store here; run `kgprobe kg load` first or pass --store"
+    if problem is None and is_new(path):  # nothing to check: a user error, not damage
+        raise StoreError(f"{path}: no store here; run `kgprobe kg load` first or pass --store")
     if problem is not None:
         report.problems.append(problem)
         return report
