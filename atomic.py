@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
+import tempfile
 from pathlib import Path
 from typing import Iterable, Iterator
+
+from kgprobe.errors import OutputError
 
 
 @contextlib.contextmanager
@@ -15,17 +19,39 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
 
     The one way kgprobe writes a file that must never be seen half-written (results, caches,
     exports, trained vectors): a crash or an exception leaves the old file or none, and no
-    stray temporary file.
+    stray temporary file. The temporary name is unpredictable and created exclusively
+    (``mkstemp``: O_CREAT|O_EXCL, so a symlink planted at a guessed name is never followed),
+    so two processes writing one `path` never share it: each renames a whole file, the
+    last one wins. It keeps `path`'s suffix (writers such as numpy's add theirs otherwise).
     """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.part{path.suffix}")
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=f".part{path.suffix}",
+                                    dir=path.parent)
+    except OSError as err:  # name the file the user asked for, not our temporary one
+        raise OutputError(f"{path}: cannot be written ({err.strerror}); "
+                          f"{_HINTS.get(err.errno, 'write it somewhere else')}") from None
+    tmp = Path(name)
+    try:
+        os.fchmod(fd, 0o666 & ~_umask())  # mkstemp's 0600 would outlive the rename
+        os.close(fd)
         yield tmp
         tmp.replace(path)  # atomic on POSIX
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+
+
+_HINTS = {errno.ENOSPC: "free disk space and run the command again",
+          errno.EROFS: "write it on a writable file system",
+          errno.EACCES: "check the folder's permissions, or write it somewhere else"}
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def write_text(path: str | Path, text: str) -> None:

@@ -32,3 +32,8 @@ class ModelError(KgprobeError):
 
 class StudyError(KgprobeError):
     """A study's settings or run folder are unusable (bad option values, another run's folder)."""
+
+
+class OutputError(KgprobeError):
+    """An output file cannot be created where the user asked (no such folder, a file in the
+    way, a read-only or full disk)."""

@@ -9,16 +9,40 @@ command imports what it needs when it runs, so `kgprobe --help` and `kgprobe kg 
 
 from __future__ import annotations
 
-import argparse
+# Ctrl-C while the modules below are imported (half a second) must not print a traceback:
+# until they are, SIGINT ends the process at once with one line (nothing is written yet).
+import signal
 import sys
-from pathlib import Path
-from typing import Sequence
 
-from kgprobe.errors import KgprobeError
-from kgprobe.studies.options import apply_threads
 
-from . import cache, generate, interop, kg, kg_remote, studies
-from .registry import COMMANDS
+def _interrupted_while_starting(signum, frame) -> None:
+    import os
+
+    os.write(2, b"kgprobe: interrupted\n")
+    os._exit(130)
+
+
+_PREVIOUS_SIGINT = None
+if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+    try:
+        _PREVIOUS_SIGINT = signal.signal(signal.SIGINT, _interrupted_while_starting)
+    except ValueError:  # not the main thread: leave signals alone
+        pass
+
+import argparse  # noqa: E402
+from pathlib import Path  # noqa: E402
+from typing import Sequence  # noqa: E402
+
+from kgprobe.errors import KgprobeError  # noqa: E402
+from kgprobe.studies.options import apply_threads  # noqa: E402
+from kgprobe.terminal import printable  # noqa: E402
+
+from . import cache, generate, interop, kg, kg_check, kg_remote, studies  # noqa: E402
+from .outcome import damaged_store_line, os_error_line, quiet_broken_pipe  # noqa: E402
+from .registry import COMMANDS  # noqa: E402
+
+if _PREVIOUS_SIGINT is not None:
+    signal.signal(signal.SIGINT, _PREVIOUS_SIGINT)  # from here on, KeyboardInterrupt: main
 
 __all__ = ["build_parser", "main"]
 
@@ -26,7 +50,9 @@ __all__ = ["build_parser", "main"]
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="kgprobe", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
-    kg_remote.add_parsers(kg.add_parsers(sub))
+    kg_sub = kg.add_parsers(sub)
+    kg_remote.add_parsers(kg_sub)
+    kg_check.add_parsers(kg_sub)
     generate.add_parsers(sub)
     studies.add_parsers(sub)
     interop.add_parsers(sub)
@@ -38,7 +64,11 @@ def main(argv: Sequence[str] | None = None, *, guard: bool | None = None) -> int
     """Run one command. `guard` (default: when `argv` is None, i.e. the real command line):
     a command with `--max-memory` runs in a supervised child (`kgprobe.guard`); in-process
     callers (tests) keep running in their own process."""
-    args = build_parser().parse_args(argv)
+    try:
+        args = build_parser().parse_args(argv)
+    except KeyboardInterrupt:
+        print("kgprobe: interrupted", file=sys.stderr)
+        return 130
     # `kgprobe GROUP SUB` handlers are registered as "GROUP SUB" (`registry.command`); the
     # studies' sub-parsers set `func` instead
     sub_name = getattr(args, f"{args.command}_command", None)
@@ -48,19 +78,22 @@ def main(argv: Sequence[str] | None = None, *, guard: bool | None = None) -> int
     def run() -> int:
         try:
             apply_threads(args)
-            return handler(args)
+            status = handler(args)
+            sys.stdout.flush()  # here, not at exit: a closed pipe is reported below
+            return status
         except KgprobeError as err:
-            print(f"kgprobe: error: {err}", file=sys.stderr)
+            print(f"kgprobe: error: {printable(str(err))}", file=sys.stderr)
             return 2
         except KeyboardInterrupt:
             print("kgprobe: interrupted", file=sys.stderr)
             return 130
-        except RuntimeError as err:  # RocksDB found a damaged file: say which, in one line
-            if not str(err).startswith("Corruption:"):
+        except BrokenPipeError:
+            return quiet_broken_pipe()
+        except (OSError, RuntimeError) as err:
+            line = os_error_line(err) if isinstance(err, OSError) else damaged_store_line(err)
+            if line is None:
                 raise
-            print(f"kgprobe: error: the store is damaged ({' '.join(str(err).split())[:200]}); "
-                  "restore it from a copy or rebuild it (`kgprobe kg load` into a new --store)",
-                  file=sys.stderr)
+            print(f"kgprobe: error: {printable(line)}", file=sys.stderr)
             return 2
 
     if not hasattr(args, "max_memory") or not (argv is None if guard is None else guard):
@@ -70,7 +103,7 @@ def main(argv: Sequence[str] | None = None, *, guard: bool | None = None) -> int
     try:
         limit = memory.resolve(args.max_memory)
     except KgprobeError as err:
-        print(f"kgprobe: error: {err}", file=sys.stderr)
+        print(f"kgprobe: error: {printable(str(err))}", file=sys.stderr)
         return 2
     if limit is None:
         return run()

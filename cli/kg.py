@@ -22,6 +22,7 @@ from kgprobe.ontology.from_triples import BuildOptions
 from kgprobe.ontology.loaders import Source, bundled_source, load_source
 from kgprobe.reasoning.rdfs import RULES
 from kgprobe.studies.options import comma_list
+from kgprobe.terminal import printable
 
 from .model_options import model_args, model_options
 from .registry import command, warn
@@ -110,16 +111,19 @@ def load_sources(kg: KnowledgeGraph, paths: Sequence[str], default: bool,
 @contextlib.contextmanager
 def created_store(args: argparse.Namespace):
     """Open (or create) the store for writing; a store this command created is removed
-    again if the command fails, so a failed first load leaves nothing behind."""
+    again if the command fails before its first commit, so a failed first load leaves
+    nothing behind. After the commit the store is the user's: a failure later (a closed
+    pipe while printing, Ctrl-C) leaves it in place."""
     kg = KnowledgeGraph(args.store or default_store_path(), create=True, wait=args.wait)
     try:
         yield kg
     except BaseException:
-        if kg.created:
+        if kg.created and not kg.committed:
             kg.discard()
+        else:
+            kg.close(quiet=True)
         raise
-    finally:
-        kg.close()
+    kg.close()
 
 
 @command("kg load")
@@ -183,11 +187,12 @@ def cmd_kg_query(args: argparse.Namespace) -> int:
 
 def print_stats(kg: KnowledgeGraph) -> None:
     stats = kg.stats()
-    width = max([len("graph")] + [len(s.graph) for s in stats])
+    names = {s.graph: printable(s.graph) for s in stats}  # an endpoint's names are its own
+    width = max([len("graph")] + [len(n) for n in names.values()])
     print(f"{'graph'.ljust(width)}  {'triples':>8}  {'classes':>7}  {'properties':>10}  "
           f"{'instances':>9}")
     for s in stats:
-        print(f"{s.graph.ljust(width)}  {s.triples:>8}  {s.classes:>7}  {s.properties:>10}  "
+        print(f"{names[s.graph].ljust(width)}  {s.triples:>8}  {s.classes:>7}  {s.properties:>10}  "
               f"{s.instances:>9}")
     print(f"{'(union)'.ljust(width)}  {kg.count():>8}")
 
@@ -299,7 +304,7 @@ def add_parsers(sub) -> None:
     """`kg load|query|stats|export|tour`, `reason` (`generate …` is in `generate.py`); returns
     the `kg` sub-parsers so `kg_remote` adds `serve` and `pull` beside them."""
     kg = sub.add_parser("kg", help="the knowledge graph: load, query, stats, export, tour, "
-                        "serve, pull")
+                        "serve, pull, check")
     kg_sub = kg.add_subparsers(dest="kg_command", required=True)
     p = kg_sub.add_parser("load", help="load ontology sources into the store")
     p.add_argument("sources", nargs="*", help="an RDF file, or a directory with class.json and "

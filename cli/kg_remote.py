@@ -15,11 +15,14 @@ from .registry import command
 @command("kg serve")
 def cmd_kg_serve(args: argparse.Namespace) -> int:
     from kgprobe.errors import KgprobeError
+    from kgprobe.kg.integrity import require_openable
     from kgprobe.kg.serve import ServeOptions, serve
 
     if args.read_only and args.allow_updates:
         raise KgprobeError("kg serve: --read-only and --allow-updates contradict each other; "
                            "give one (read-only is the default)")
+    # the Oxigraph server, like any writer, would start an empty store over a damaged one
+    require_openable(Path(args.store or default_store_path()))
     opts = ServeOptions(Path(args.store or default_store_path()), bind=args.bind,
                         allow_updates=args.allow_updates, allow_federation=args.allow_federation,
                         wait=args.wait, timeout_s=args.query_timeout)

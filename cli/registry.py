@@ -18,4 +18,6 @@ def command(name: str):
 
 
 def warn(message: str) -> None:
-    print(f"kgprobe: warning: {message}", file=sys.stderr)
+    from kgprobe.terminal import printable
+
+    print(f"kgprobe: warning: {printable(message)}", file=sys.stderr)

@@ -21,7 +21,7 @@ from typing import Iterator
 import pyoxigraph as ox
 from kgprobe.errors import OntologyError
 from kgprobe.ontology.formats import RdfInput
-from kgprobe.ontology.loaders import build_ontology, malformed
+from kgprobe.ontology.loaders import build_ontology, malformed, too_large
 from kgprobe.ontology.model import KGP, Ontology, Triple
 from kgprobe.ontology.source import Source
 
@@ -56,6 +56,8 @@ def bulk_load(store: ox.Store, rdf: RdfInput, graph: str) -> None:
         raise malformed(rdf.path, line, str(err.msg)) from None
     except UnicodeDecodeError as err:
         raise OntologyError(f"{rdf.path}: cannot read ({err}); check the path and encoding") from None
+    except MemoryError as err:
+        raise too_large(rdf.path, err) from None
 
 
 def nt_triples(data: bytes) -> Iterator[Triple]:

@@ -18,6 +18,7 @@ from kgprobe.errors import KgprobeError
 from kgprobe.kg.results import QueryResult
 from kgprobe.kg.store import PREFIXES
 from kgprobe.ontology.model import parse_literal
+from kgprobe.terminal import printable
 
 RESULT_FORMATS = {"json": ox.QueryResultsFormat.JSON, "csv": ox.QueryResultsFormat.CSV,
                   "tsv": ox.QueryResultsFormat.TSV, "xml": ox.QueryResultsFormat.XML}
@@ -76,13 +77,15 @@ def _short(term: str | None) -> str:
 
 
 def print_result(result: QueryResult, out=sys.stdout) -> None:
-    """The answer as a table for people (prefixed names, literals as their text)."""
+    """The answer as a table for people (prefixed names, literals as their text; control
+    characters escaped: a label must not drive the terminal)."""
     if result.kind == "ask":
         print("true" if result.boolean else "false", file=out)
         return
-    cells = [[_short(v) for v in row] for row in result.rows]
-    widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(result.variables)]
-    print("  ".join(h.ljust(w) for h, w in zip(result.variables, widths)), file=out)
+    cells = [[printable(_short(v)) for v in row] for row in result.rows]
+    names = [printable(h) for h in result.variables]
+    widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(names)]
+    print("  ".join(h.ljust(w) for h, w in zip(names, widths)), file=out)
     print("  ".join("-" * w for w in widths), file=out)
     for row in cells:
         print("  ".join(v.ljust(w) for v, w in zip(row, widths)).rstrip(), file=out)

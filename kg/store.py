@@ -23,7 +23,7 @@ from typing import Iterable, Iterator
 
 import pyoxigraph as ox
 from kgprobe.errors import KgprobeError, QueryError, StoreError
-from kgprobe.kg import bulk
+from kgprobe.kg import bulk, integrity
 from kgprobe.kg import meta as kgmeta
 from kgprobe.kg.lock import LOCK_NAME, WriterLock
 from kgprobe.kg.meta import (
@@ -86,11 +86,14 @@ class KnowledgeGraph(ModelReader):
         a reader opens a read-only view and never blocks or is blocked by a writer."""
         self.path = Path(path) if path is not None else None
         self.read_only, self._lock, self.created = read_only, None, False
+        self.committed = False  # a transaction of this process reached the store
         try:
             if self.path is None:
                 self._store = ox.Store()
                 return
-            if not create and not self.path.exists():
+            # before RocksDB sees it: it would start an empty store over a damaged one
+            integrity.require_layout(self.path)
+            if (not create or read_only) and integrity.is_new(self.path):
                 raise StoreError(f"{self.path}: no store here; run `kgprobe kg load` first "
                                  "or pass --store")
             if read_only:
@@ -98,37 +101,53 @@ class KnowledgeGraph(ModelReader):
                 return
             self._lock = WriterLock(self.path, wait=wait)
             self._lock.acquire()  # before looking: a writer we waited for may have created it
-            self.created = not any(f.name != LOCK_NAME for f in self.path.iterdir())
+            integrity.require_layout(self.path)  # again: that writer may have left anything
+            self.created = integrity.is_new(self.path)
+            integrity.remove_bulk_leftovers(self.path)
             self._store = ox.Store(str(self.path))
             self._drop_staging()
         except OSError as err:
-            self.close()
-            raise StoreError(f"{self.path}: cannot open the store ({_first_line(err)}); pass "
-                             f"a{'n existing' if read_only else ' writable'} --store directory") from None
+            self.close(quiet=True)
+            raise StoreError(f"{self.path}: cannot open the store ({_first_line(err)}); "
+                             f"{_os_hint(err, read_only)}") from None
+        except RuntimeError as err:  # RocksDB's "Corruption: …" (a table file missing, …)
+            self.close(quiet=True)
+            raise integrity.opening_error(self.path, err) from None
         except BaseException:
-            self.close()
+            self.close(quiet=True)
             raise
 
     def __enter__(self) -> "KnowledgeGraph":
         return self
 
-    def __exit__(self, *exc) -> None:
-        self.close()
+    def __exit__(self, exc_type, *exc) -> None:
+        self.close(quiet=exc_type is not None)
 
-    def close(self) -> None:
-        if self.path is not None and getattr(self, "_store", None) is not None and not self.read_only:
-            self._store.flush()
-        self._store = None  # releases Oxigraph's on-disk lock
+    def close(self, *, quiet: bool = False) -> None:
+        """Flush and release the store and the writer lock. A flush that fails (disk full)
+        raises a StoreError after both are released, unless `quiet` (another error is
+        already on its way: it is the one the user sees)."""
+        store, self._store = getattr(self, "_store", None), None
+        failed = None
+        if self.path is not None and store is not None and not self.read_only:
+            try:
+                store.flush()
+            except OSError as err:
+                failed = err
+        del store  # releases Oxigraph's on-disk lock (if nothing else holds it)
         if self._lock is not None:
             self._lock.release()
             self._lock = None
+        if failed is not None and not quiet:
+            raise StoreError(f"{self.path}: could not save the store ({_first_line(failed)}); "
+                             f"{_os_hint(failed, False)}") from None
 
     def discard(self) -> None:
         """Close and delete a store this process created: a failed first load leaves nothing.
         The writer lock is held until the directory is gone, so no waiting writer sees it."""
         self._store = None
         shutil.rmtree(self.path, ignore_errors=True)
-        self.close()
+        self.close(quiet=True)
 
     # ------------------------------------------------------------------ writing
 
@@ -227,8 +246,14 @@ class KnowledgeGraph(ModelReader):
                 ops.append(f"INSERT DATA {{ GRAPH <{META_GRAPH}> {{ {' '.join(rows)} }} }}")
             if ops:
                 self._store.update(" ;\n".join(ops))
+                self.committed = True
         except BaseException as err:
-            self._drop_staging()
+            try:
+                self._drop_staging()
+                if self.path is not None:
+                    integrity.remove_bulk_leftovers(self.path)
+            except OSError:
+                pass  # the disk is full: the next writer's open drops them
             if isinstance(err, KgprobeError):
                 # a bad file: drop the frames (they hold the Oxigraph store open, and a failed
                 # first load must be able to delete the store directory)
@@ -236,8 +261,9 @@ class KnowledgeGraph(ModelReader):
                 raise err.with_traceback(None)
             if not isinstance(err, (SyntaxError, OSError, RuntimeError, TypeError, ValueError)):
                 raise
+            hint = f"; {_os_hint(err, False)}" if isinstance(err, OSError) else ""
             raise StoreError(f"graph(s) {', '.join(graphs) or ', '.join(drop)}: could not be "
-                             f"written ({_first_line(err)}); the store is unchanged") from None
+                             f"written ({_first_line(err)}); the store is unchanged{hint}") from None
 
     def _stage(self, graph: str, triples: Iterable[Triple], staging: str) -> list[str]:
         """Write the new version of `graph` where it stays hidden; return the updates that
@@ -361,3 +387,13 @@ def _source_path(path: str) -> str:
 
 def _first_line(err: BaseException) -> str:
     return " ".join(str(err).split())[:200]
+
+
+def _os_hint(err: OSError, read_only: bool) -> str:
+    """What to do about an OSError: RocksDB reports errno only in its message."""
+    text = str(err)
+    if "No space left" in text or "quota exceeded" in text.lower():
+        return "free disk space and run the command again"
+    if "Read-only file system" in text:
+        return "pass a --store on a writable file system"
+    return f"pass a{'n existing' if read_only else ' writable'} --store directory"

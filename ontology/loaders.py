@@ -111,6 +111,16 @@ def malformed(path: Path, line, text: str) -> OntologyError:
     return OntologyError(f"{path}:{where} malformed RDF ({text}); fix the file and load it again")
 
 
+def too_large(path: Path, err: MemoryError) -> OntologyError:
+    """pyoxigraph's parser refuses a term over 16 MiB with a MemoryError ("Reached the buffer
+    maximal size"); a real out-of-memory is one too. Either way one line, nothing stored."""
+    if "buffer maximal size" in str(err):
+        return OntologyError(f"{path}: holds a term (a literal or an IRI) over 16 MiB, more "
+                             "than the RDF parser accepts; shorten or remove it and load again")
+    return OntologyError(f"{path}: not enough memory to parse it; load it on a machine with "
+                         "more memory, or split it into smaller files")
+
+
 def parse_rdf(path: Path, fmt: str | None = None, rdf: RdfInput | None = None, *,
               allow_imports: bool = False) -> list[Triple]:
     """Every distinct triple of an RDF file (named graphs of TriG/N-Quads are merged).
@@ -136,6 +146,8 @@ def parse_rdf(path: Path, fmt: str | None = None, rdf: RdfInput | None = None, *
         raise malformed(path, err.lineno, str(err.msg)) from None
     except (OSError, UnicodeDecodeError) as err:
         raise OntologyError(f"{path}: cannot read ({err}); check the path and encoding") from None
+    except MemoryError as err:
+        raise too_large(path, err) from None
     return sorted(triples)
 
 

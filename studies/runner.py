@@ -35,6 +35,14 @@ class Unit:
         return "__".join(re.sub(r"[^A-Za-z0-9@.-]+", "-", f"{k}={v}") for k, v in self.key.items())
 
 
+def holds_results(out: Path) -> bool:
+    """Whether a run wrote into `out`: finished units, ``results.csv`` or predictions."""
+    out = Path(out)
+    units = out / "units"
+    return ((units.is_dir() and any(units.iterdir()))
+            or any((out / name).exists() for name in ("results.csv", "predictions.jsonl")))
+
+
 def unit_path(out: Path, unit: Unit) -> Path:
     return out / "units" / f"{unit.name}.jsonl"
 

@@ -11,24 +11,38 @@ from pathlib import Path
 
 from kgprobe.atomic import write_json
 from kgprobe.errors import StudyError
+from kgprobe.studies.runner import holds_results
 
 
 def pin_settings(out: Path, settings: dict, report: dict | None = None) -> None:
     """Write `settings` to ``out/config.json``, or check them against the pinned ones.
 
     `report`: settings only the report reads (bootstrap resamples, …); written beside the
-    pinned ones, never compared, so a rerun with other values redoes the report, not units."""
+    pinned ones, never compared, so a rerun with other values redoes the report, not units.
+    A folder holding results whose ``config.json`` is missing or unreadable is refused: the
+    settings those results came from are unknown, and resuming would mix two runs."""
     path = Path(out) / "config.json"
     settings = json.loads(json.dumps(settings))  # tuples → lists, as they read back
     report = json.loads(json.dumps(report or {}))
-    if path.exists():
-        try:
-            before = json.loads(path.read_text(encoding="utf-8"))
-        except ValueError:  # a config file we cannot read pins nothing: rewrite it
-            before = settings
+    before = _pinned(path)
+    if before is None and holds_results(out):
+        state = "unreadable" if path.exists() else "missing"
+        raise StudyError(f"{out}: holds results but its config.json is {state}, so the settings "
+                         "they came from are unknown; pass another --out, or delete the folder's "
+                         "results to start over")
+    if before is not None:
         before = {k: v for k, v in before.items() if k not in report}
         diff = sorted(k for k in set(before) | set(settings) if before.get(k) != settings.get(k))
         if diff:
             raise StudyError(f"{out}: holds a run with other settings ({', '.join(diff)}); "
                              "rerun with the same settings to resume, or pass another --out")
     write_json(path, {**settings, **report})
+
+
+def _pinned(path: Path) -> dict | None:
+    """The settings pinned in `path`; None if it is missing or not a JSON object."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
