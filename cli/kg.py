@@ -168,8 +168,8 @@ def read_query(text: str) -> str:
 @command("kg query")
 def cmd_kg_query(args: argparse.Namespace) -> int:
     """Table for people; otherwise the W3C format, written by pyoxigraph's serializers.
-    SERVICE clauses are refused unless --allow-federation (`kg/federation.py`)."""
-    from kgprobe.kg.federation import refuse_federation
+    SERVICE clauses are refused unless --allow-federation (`kg/sparql_guard.py`)."""
+    from kgprobe.kg.sparql_guard import refuse_federation
 
     sparql = read_query(args.query)
     refuse_federation(sparql, allow=args.allow_federation)

@@ -1,6 +1,6 @@
 """Which SPARQL requests would make the served store contact another host (SERVICE, LOAD).
 
-`kg serve` refuses them unless `--allow-federation`: a query that reaches `SERVICE <url>` or an
+`kg serve` and `kg query` refuse them unless `--allow-federation`: a query that reaches `SERVICE <url>` or an
 update with `LOAD <url>` makes the Oxigraph server open a connection to any host, even a
 read-only one, on behalf of whoever can send a request (a web page through the user's browser,
 another local user).  Oxigraph has no option to turn federation off, so the proxy in front of
@@ -25,6 +25,8 @@ import re
 import threading
 from dataclasses import dataclass
 
+from kgprobe.errors import QueryError
+
 #: above this many characters a text that mentions service/load is refused unparsed
 #: (pyparsing holds the GIL for seconds on megabytes; any real federated query is shorter)
 MAX_PARSED = 256_000
@@ -39,6 +41,10 @@ _OPAQUE = re.compile(r'"""(?:[^"\\]|\\.|"(?!""))*"""' r"|'''(?:[^'\\]|\\.|'(?!''
 # name with "-load" or ".service" in it counts: the scan may refuse too much, never too little)
 _KEYWORD = re.compile(r"(?<![\w:?$@])(service|load)(?![\w:])", re.IGNORECASE)
 _PARSE_LOCK = threading.Lock()  # pyparsing's packrat cache is shared state
+
+
+class FederationError(QueryError):
+    """A query would send requests to another server and the user did not allow it."""
 
 
 @dataclass(frozen=True)
@@ -76,6 +82,16 @@ def federation(text: str, kind: str) -> list[Finding]:
     if not found and keyword_scan(text):
         found = [Finding(word.upper(), "(seen by the keyword scan)") for word in keyword_scan(text)]
     return found
+
+
+def refuse_federation(sparql: str, *, allow: bool, kind: str = "query",
+                      option: str = "--allow-federation") -> None:
+    """One line naming the first SERVICE/LOAD target unless `allow`: no request leaves the
+    machine because of a query the user may have copied from elsewhere."""
+    found = [] if allow else federation(sparql, kind)
+    if found:
+        raise FederationError(f"the {kind} may call another server ({found[0]}); pass {option} "
+                              "to allow federated queries")
 
 
 def keyword_scan(text: str) -> list[str]:

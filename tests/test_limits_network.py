@@ -36,15 +36,18 @@ def test_service_is_refused_unless_allowed(tmp_path):
 
 
 def test_federation_helper_finds_only_keywords():
-    from kgprobe.kg.federation import load_targets, service_targets
+    from kgprobe.kg.sparql_guard import federation
 
-    assert service_targets("SELECT * { SERVICE <http://x/q> { ?s ?p ?o } }") == ["<http://x/q>"]
-    assert service_targets("SELECT * { SERVICE SILENT ?ep { ?s ?p ?o } }") == ["?ep"]
-    assert service_targets('SELECT ?service { ?service ex:SERVICE "SERVICE <x>" ; '
-                           'ex:p "a"@service } # SERVICE <y>') == []
-    assert service_targets("PREFIX SERVICE: <http://x/> SELECT * { SERVICE:a ?p ?o }") == []
-    assert load_targets("LOAD <http://x/data.ttl> INTO GRAPH <urn:g>") == ["<http://x/data.ttl>"]
-    assert load_targets('INSERT DATA { <a> <b> "LOAD <x>" }') == []
+    def targets(text, kind="query"):
+        return [f.target for f in federation(text, kind)]
+
+    assert targets("SELECT * { SERVICE <http://x/q> { ?s ?p ?o } }") == ["<http://x/q>"]
+    assert targets("SELECT * { SERVICE SILENT ?ep { ?s ?p ?o } }") == ["?ep"]
+    assert targets('PREFIX ex: <http://ex.org/> SELECT ?service { ?service ex:SERVICE '
+                   '"SERVICE <x>" ; ex:p "a"@service } # SERVICE <y>') == []
+    assert targets("PREFIX SERVICE: <http://x/> SELECT * { SERVICE:a ?p ?o }") == []
+    assert targets("LOAD <http://x/data.ttl> INTO GRAPH <urn:g>", "update") == ["<http://x/data.ttl>"]
+    assert targets('INSERT DATA { <a> <b> "LOAD <x>" }', "update") == []
 
 
 def test_jsonld_contexts_are_not_fetched(tmp_path):
