@@ -42,6 +42,13 @@ def candidates_option(parser: argparse.ArgumentParser, default: str = "all") -> 
                              f"{default})")
 
 
+def dry_run_option(parser: argparse.ArgumentParser) -> None:
+    """``--dry-run``: write ``OUT/prompts.jsonl`` (`studies.dry_run`) and load no model."""
+    parser.add_argument("--dry-run", action="store_true",
+                        help="write OUT/prompts.jsonl, one line per prompt the study would score, "
+                             "without loading a model (--model not needed)")
+
+
 def apply_threads(args: argparse.Namespace) -> None:
     threads = getattr(args, "threads", None)
     if threads is not None:
