@@ -8,6 +8,7 @@ from pathlib import Path
 from kgprobe.studies.options import (
     candidates_option,
     finish,
+    ranking_option,
     scale_options,
     threads_option,
 )
@@ -31,6 +32,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="a directory from `kgprobe generate memorizing` (default: the paper's sets)")
     p.add_argument("--seed", type=int, default=0)
     candidates_option(p)
+    ranking_option(p)
     scale_options(p)
     p.add_argument("--batch-size", type=int, default=64)
     threads_option(p)
@@ -38,6 +40,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run_cli(args: argparse.Namespace) -> int:
+    from kgprobe.reasoning.filtering import parse_ranking
     from kgprobe.reasoning.memorizing import RELATIONS
 
     from .report import write_report
@@ -49,7 +52,7 @@ def run_cli(args: argparse.Namespace) -> int:
                             limit=args.limit, seed=args.seed, probes=args.probes,
                             device=args.device, batch_size=args.batch_size,
                             dtype=args.dtype, cache=not args.no_cache,
-                            candidates=args.candidates)
+                            candidates=args.candidates, ranking=parse_ranking(args.ranking))
     return finish(args.out, format_table(rows), write_report)
 
 

@@ -4,21 +4,40 @@ Under ``--candidates all`` every prompt of a kind ranks the same candidate list;
 ``--candidates K`` each item (and each premise probe) ranks its gold among its own K − 1
 seeded distractors (`reasoning.distractors`). Either way prompts that share a candidate list
 go to the scorer together, so the model batches them (and the score cache serves repeats).
+
+Under ``--ranking filtered`` (the default) the other answers an item's premises make true
+(`reasoning.filtering`) never count against its gold: K − 1 distractors are drawn from the
+candidates that are not true for the item, so K stays K; with every candidate, the list stays
+the kind's whole list (shared, so prompts batch) and the gold's rank leaves them out.
 """
 
 from __future__ import annotations
 
-from kgprobe.reasoning.items import ReasoningItem
+from kgprobe.reasoning.filtering import others
+from kgprobe.reasoning.items import PremiseText, ReasoningItem
 from kgprobe.studies.batches import Request, score_requests  # noqa: F401 (used by the study)
+
+
+def item_others(study, item: ReasoningItem) -> frozenset[str]:
+    """The item's true answers other than its gold (none under ``--ranking raw``)."""
+    return others(study.truth.item(item), item.answers) if study.truth else frozenset()
+
+
+def premise_others(study, premise: PremiseText) -> frozenset[str]:
+    """A premise probe's true answers other than its own (none under ``--ranking raw``)."""
+    return others(study.truth.premise(premise), [premise.answer]) if study.truth else frozenset()
 
 
 def item_candidates(study, item: ReasoningItem) -> list[str]:
     """The candidates an item's hypothesis ranks under the run's protocol."""
     pool = study.candidates[item.candidates_key]
-    return study.protocol.candidates(pool, item.answers, seed=f"{study.config.seed}:{item.id}")
+    return study.protocol.candidates(pool, item.answers, seed=f"{study.config.seed}:{item.id}",
+                                     exclude=sorted(item_others(study, item)))
 
 
-def premise_candidates(study, candidates_key: str, answer: str, key: str) -> list[str]:
+def premise_candidates(study, candidates_key: str, answer: str, key: str,
+                       exclude: frozenset[str] = frozenset()) -> list[str]:
     """The candidates a premise's memorizing probe ranks (seeded by the premise's `key`)."""
     pool = study.candidates[candidates_key]
-    return study.protocol.candidates(pool, [answer], seed=f"{study.config.seed}:{key}")
+    return study.protocol.candidates(pool, [answer], seed=f"{study.config.seed}:{key}",
+                                     exclude=sorted(exclude))

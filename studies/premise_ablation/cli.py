@@ -10,6 +10,7 @@ from kgprobe.reasoning.rdfs import RULES
 from kgprobe.studies.options import (
     candidates_option,
     comma_list,
+    ranking_option,
     scale_options,
     threads_option,
 )
@@ -40,6 +41,9 @@ def run_cli(args: argparse.Namespace) -> int:
 
     apply_preset(args)
     parse_protocol(args.candidates)  # a bad value fails before the model loads
+    from kgprobe.reasoning.filtering import parse_ranking
+
+    ranking = parse_ranking(args.ranking)
 
     rules = tuple(comma_list(args.rules, choices=RULES, option="--rules"))
     templates = template_kinds(args.templates)
@@ -50,7 +54,7 @@ def run_cli(args: argparse.Namespace) -> int:
                             args.seed, args.pairs, args.fraction, args.device, args.batch_size,
                             args.soft_epochs, resamples=args.resamples, min_items=args.min_items,
                             extra={"ontology": str(args.ontology or "bundled")},
-                            candidates=str(args.candidates), dtype=args.dtype)
+                            candidates=str(args.candidates), dtype=args.dtype, ranking=ranking)
     source = None
     if args.ontology is not None:
         from kgprobe.ontology.loaders import load_source
@@ -82,6 +86,7 @@ def add_arguments(p: argparse.ArgumentParser, *, default_model: str | None = Non
                    help="cells with fewer items are shown but flagged")
     p.add_argument("--soft-epochs", type=int, default=30)
     candidates_option(p)
+    ranking_option(p)
     p.add_argument("--preset", choices=sorted(PRESETS), default=None,
                    help="paper: every item, 10 pairs, manual templates, --candidates all "
                         "(the GPU command; overrides those options)")

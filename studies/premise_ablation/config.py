@@ -11,12 +11,12 @@ TEMPLATE_KINDS = ("manual", "soft")
 METRICS = ("R@1", "R@5", "MRR", "MRRa")
 #: A unit's row: one cell under one template ("variant": its index among the relation's manual
 #: templates; the soft kind has one).
-UNIT_COLUMNS = ["rule", "p1", "p2", "template", "variant", "n", *METRICS, "protocol"]
+UNIT_COLUMNS = ["rule", "p1", "p2", "template", "variant", "n", *METRICS, "protocol", "ranking"]
 #: results.csv: the unit rows, the template averages (variant "mean") and the rule averages
 #: (rule "mean"), each with its item and prompt counts and 95 % interval; `n` counts prompts.
 COLUMNS = ["rule", "p1", "p2", "template", "variant", "n", "n_items", "n_prompts",
            *[f"{m}{suffix}" for m in METRICS for suffix in ("", "_lo", "_hi")], "low_n",
-           "protocol"]
+           "protocol", "ranking"]
 COMPARISON_COLUMNS = ["template", "rule", "comparison", "test", "n_items", "difference",
                       "difference_lo", "difference_hi", "p", "p_holm", "finding"]
 
@@ -38,6 +38,7 @@ class AblationConfig:
     extra: dict = field(default_factory=dict)
     candidates: str = "all"  # "all" or K: the gold vs K − 1 seeded distractors (reasoning/distractors)
     dtype: str = "float32"  # the weights' dtype (models/loading.DTYPES)
+    ranking: str = "filtered"  # filtered: an item's other true answers never count (reasoning/filtering)
 
     def to_json(self) -> dict:
         return {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.__dict__.items()}

@@ -280,7 +280,8 @@ def write_report(out: str | Path) -> Path:
                   f"{config.get('limit') or 'all'} items per rule, {config.get('pairs')} pseudoword pair(s), "
                   f"seed {config.get('seed')}. A premise is *implicitly given* when the model's "
                   "memorizing probe ranks it in the top "
-                  f"{100 * config.get('memorized_fraction', 0.5):.0f}% of its kind.", ""]
+                  f"{100 * config.get('memorized_fraction', 0.5):.0f}% of every premise of "
+                  "its relation in the ontology.", ""]
     lines += ["MRR in %, averaged over each relation's manual templates (per template below), "
               "with its 95% bootstrap interval in brackets: items resampled with their "
               "pseudoword pairs and templates "
@@ -293,6 +294,10 @@ def write_report(out: str | Path) -> Path:
     for name in sorted({r.get("protocol") or "all" for r in rows}):  # one, unless mixed by hand
         lines += [f"Protocol `{name}`: {parse_protocol(name).describe()}; MRR is comparable only "
                   "between runs of the same protocol.", ""]
+    if config.get("ranking", "raw") == "filtered":
+        lines += ["Ranking `filtered`: the answers an item's premises make true besides its gold "
+                  "(entailed superclasses, superproperties, domain and range classes) are left "
+                  "out when the gold is ranked; `--ranking raw` counts them.", ""]
     for template in templates:
         lines += [f"## Averaged over the rules ({template} templates)", ""]
         lines += _table(cells(rows, None, template)) + [""]
