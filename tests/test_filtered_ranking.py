@@ -180,3 +180,45 @@ def test_memorized_split_does_not_depend_on_the_limit(tmp_path, zoo, tiny_gpt2_d
     for kind in kinds:
         known = [v[0] for k, v in outcomes[0].items() if (k.role, k.relation) == kind]
         assert sum(known) == round(len(known) * 0.5)
+
+
+@pytest.mark.parametrize("k", [6, None])
+def test_lm_eval_reasoning_docs_rank_what_the_study_ranks(tmp_path, k):
+    """The exported choices are the premise-ablation study's candidates (its own function),
+    and lm-eval's rank of the gold is the study's filtered rank."""
+    from types import SimpleNamespace
+
+    from kgprobe.ontology.loaders import bundled_source
+    from kgprobe.reasoning.distractors import Protocol
+    from kgprobe.reasoning.memorizing import candidate_sets
+    from kgprobe.studies.lm_eval import harness_utils
+    from kgprobe.studies.lm_eval.export import ExportSettings, export_lm_eval
+    from kgprobe.studies.premise_ablation.candidates import item_candidates, item_others
+
+    export_lm_eval(tmp_path, ExportSettings(studies=("reasoning",), rules=("rdfs9",),
+                                            candidates=k, limit=8, seed=3))
+    src = bundled_source()
+    templates = load_templates()
+    closure = item_closure(src.ontology, src.triples)
+    items = {i.id: i for i in reasoning_items(src.ontology, closure, templates, rules=["rdfs9"])["rdfs9"]}
+    study = SimpleNamespace(candidates=candidate_sets(src.ontology), protocol=Protocol(k),
+                            config=SimpleNamespace(seed=3),
+                            truth=TrueAnswers.of(Verbalizer(src.ontology, templates), closure))
+    docs = [json.loads(line) for line in (tmp_path / "kgprobe_reasoning_rdfs9.jsonl").read_text().splitlines()]
+    assert len(docs) == 8 and all(d["ranking"] == "filtered" for d in docs)
+    rng = np.random.default_rng(0)
+    for doc in docs:
+        item = items[doc["id"]]
+        ranked = item_candidates(study, item)
+        left_out = item_others(study, item)
+        assert left_out  # rdfs9 items have true answers besides the gold
+        assert doc["choices"] == [c for c in ranked if c not in left_out]
+        if k:
+            assert len(doc["choices"]) == k  # drawn from the filtered pool: K stays K
+        # the same scores for the same candidates: the harness's rank is the study's
+        scores = {c: float(rng.integers(-5, 5)) for c in ranked}
+        row = np.array([scores[c] for c in ranked])
+        want = filtered_gold_ranks(row, gold_indices(ranked, item.answers),
+                                   gold_indices(ranked, left_out)).min()
+        got = harness_utils.gold_rank([scores[c] for c in doc["choices"]], doc["gold"], True)
+        assert got == want

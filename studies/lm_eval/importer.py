@@ -23,7 +23,7 @@ from kgprobe.atomic import write_json
 from kgprobe.errors import KgprobeError
 from kgprobe.ontology.verbalize import load_templates
 from kgprobe.reasoning.items import RULE_RELATIONS
-from kgprobe.studies.metrics import evaluate, gold_ranks
+from kgprobe.studies.metrics import evaluate, ranks_of
 from kgprobe.studies.runner import Unit, run_units, unit_path
 
 #: The unit rows of the memorization and premise-ablation studies (tested equal; a study
@@ -80,14 +80,15 @@ def unit_result(samples: list[Sample], ks: tuple[int, ...]) -> tuple[dict, list[
     """(metrics, predictions) of one task, as a study unit returns them."""
     scores = [np.asarray(s.scores, dtype=np.float64) for s in samples]
     golds = [s.doc["gold"] for s in samples]
-    metrics = evaluate(scores, golds, ks=ks)
+    filtered = samples[0].doc.get("ranking") == "filtered" if samples else False
+    metrics = evaluate(scores, golds, ks=ks, filtered=filtered)
     preds = []
     for s, row, gold in zip(samples, scores, golds):
         order = np.argsort(-row, kind="stable")[:10]
         preds.append({"id": s.doc["id"], "item": s.doc["id"], "pair": 0, "subject": s.doc["subject"],
                       "prompt": f"{s.doc['text']}[MASK]{s.doc['suffix']}",
                       "answers": s.doc["answers"],
-                      "gold_ranks": [int(r) for r in gold_ranks(row, gold)],
+                      "gold_ranks": [int(r) for r in ranks_of(row, gold, filtered=filtered)],
                       "top10": [[s.doc["choices"][i], round(float(row[i]), 4)] for i in order]})
     return metrics, preds
 
@@ -99,7 +100,7 @@ def _unit(study: str, samples: list[Sample]) -> Unit:
 
     def run(samples=samples):
         metrics, preds = unit_result(samples, (1, 5, 10) if study == "memorizing" else (1, 5))
-        return {**metrics, "protocol": protocol}, preds
+        return {**metrics, "protocol": protocol, "ranking": doc.get("ranking", "raw")}, preds
 
     if study == "memorizing":
         key = {"task": doc["task"], "template": int(doc["template"]), "masks": "-", "pooling": "sum",
