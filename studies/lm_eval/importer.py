@@ -29,9 +29,9 @@ from kgprobe.studies.runner import Unit, run_units, unit_path
 #: The unit rows of the memorization and premise-ablation studies (tested equal; a study
 #: package is not imported here: studies never import each other).
 MEMORIZATION_COLUMNS = ["task", "template", "masks", "pooling", "split", "n", "R@1", "R@5",
-                        "R@10", "MRR", "MRRa", "protocol"]
+                        "R@10", "MRR", "MRRa", "protocol", "ranking"]
 ABLATION_COLUMNS = ["rule", "p1", "p2", "template", "variant", "n", "R@1", "R@5", "MRR", "MRRa",
-                    "protocol"]
+                    "protocol", "ranking"]
 FOLDERS = {"memorizing": "memorization", "reasoning": "premise-ablation"}
 _SAMPLES = re.compile(r"^samples_(kgprobe_.+)_(\d{4}-\d{2}-\d{2}T[0-9.\-]+)\.jsonl$")
 
@@ -119,6 +119,7 @@ def import_lm_eval(results: str | Path, out: str | Path) -> dict[str, Path]:
     if not results.is_dir():
         raise KgprobeError(f"{results}: not a folder; pass lm_eval's --output_path")
     by_study: dict[str, list[Unit]] = {}
+    docs: dict[str, dict] = {}
     files = find_samples(results)
     for task, path in files.items():
         samples = read_samples(path)
@@ -129,9 +130,15 @@ def import_lm_eval(results: str | Path, out: str | Path) -> dict[str, Path]:
             raise KgprobeError(f"{path}: its documents were not written by `kgprobe export "
                                "lm-eval`; export the tasks again")
         by_study.setdefault(study, []).append(_unit(study, samples))
+        docs.setdefault(study, samples[0].doc)
     written = {}
     for study, units in by_study.items():
         folder = out / FOLDERS[study]
+        if study == "reasoning" and not (folder / "config.json").exists():
+            # what the premise-ablation report reads to name the protocol and the ranking
+            doc = docs[study]
+            write_json(folder / "config.json", {"candidates": doc.get("protocol", "all"),
+                                                "ranking": doc.get("ranking", "raw")})
         columns = MEMORIZATION_COLUMNS if study == "memorizing" else ABLATION_COLUMNS
         for unit in units:  # a re-import replaces what an earlier one wrote
             unit_path(folder, unit).unlink(missing_ok=True)
