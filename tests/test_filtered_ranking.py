@@ -144,8 +144,10 @@ def test_premise_ablation_ranks_filtered_by_default(tmp_path, zoo, tiny_gpt2_dir
     preds = [json.loads(line) for line in (tmp_path / "predictions.jsonl").read_text().splitlines()]
     leaked = [p for p in preds
               if set(p["top5"]) & others(truth.item(every[p["item"]]), p["answers"])]
+    premises = json.loads((tmp_path / "memorized.json").read_text())["premises"]
     if ranking == "filtered":
         assert not leaked  # never a candidate, so never ranked above the gold
+        assert all(p["rr"] >= 1 / 6 for p in premises)  # each premise among 5 distractors
         assert "Ranking `filtered`" in (tmp_path / "report.md").read_text()
     else:
         assert leaked  # raw keeps them among the candidates

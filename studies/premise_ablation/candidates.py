@@ -13,6 +13,7 @@ the kind's whole list (shared, so prompts batch) and the gold's rank leaves them
 
 from __future__ import annotations
 
+from kgprobe.reasoning.distractors import distractor_candidates
 from kgprobe.reasoning.filtering import others
 from kgprobe.reasoning.items import PremiseText, ReasoningItem
 from kgprobe.studies.batches import Request, score_requests  # noqa: F401 (used by the study)
@@ -35,9 +36,16 @@ def item_candidates(study, item: ReasoningItem) -> list[str]:
                                      exclude=sorted(item_others(study, item)))
 
 
-def premise_candidates(study, candidates_key: str, answer: str, key: str,
-                       exclude: frozenset[str] = frozenset()) -> list[str]:
-    """The candidates a premise's memorizing probe ranks (seeded by the premise's `key`)."""
+def probe_candidates(study, candidates_key: str, true: frozenset[str], key: str) -> list[str]:
+    """The candidates one memorizing probe (a prompt: a subject and its slot) ranks: every
+    candidate, or K − 1 distractors seeded by `key` and every answer `true` for the probe.
+
+    Every premise the probe tests (rdfs9's "Person is an agent", "Person is an animal", …)
+    is ranked in this one list, its gold among the K − 1 distractors — the other true answers
+    left out (filtered) or counted (raw) — so a probe is scored once, not once a premise."""
     pool = study.candidates[candidates_key]
-    return study.protocol.candidates(pool, [answer], seed=f"{study.config.seed}:{key}",
-                                     exclude=sorted(exclude))
+    if study.protocol.k is None:
+        return list(pool)
+    golds = sorted(true)
+    return distractor_candidates(pool, golds, study.protocol.k - 1 + len(golds),
+                                 seed=f"{study.config.seed}:{key}")

@@ -29,6 +29,7 @@ from kgprobe.ontology.verbalize import TemplateSet, capitalize, load_templates
 from kgprobe.reasoning.distractors import Protocol, parse_protocol
 from kgprobe.reasoning.filtering import TrueAnswers, parse_ranking
 from kgprobe.reasoning.items import (
+    RULE_RELATIONS,
     ReasoningItem,
     Verbalizer,
     item_closure,
@@ -36,6 +37,7 @@ from kgprobe.reasoning.items import (
     sample_items,
 )
 from kgprobe.reasoning.memorizing import candidate_sets
+from kgprobe.reasoning.rdfs import RULES
 from kgprobe.studies.metrics import evaluate, gold_indices, ranks_of
 from kgprobe.studies.runner import Unit, run_units
 from kgprobe.studies.settings import pin_settings
@@ -65,6 +67,13 @@ class Study:
     population: dict[str, list[ReasoningItem]] | None = None
 
 
+def population_rules(rules: tuple[str, ...]) -> tuple[str, ...]:
+    """The rules whose premises are of a kind (role, relation) one of `rules` has: their items
+    hold the population a premise of that kind is classified in (rdfs9's P1 shares rdfs11's)."""
+    kinds = {(role, RULE_RELATIONS[r][i]) for r in rules for i, role in enumerate(("P1", "P2"))}
+    return tuple(r for r in RULES if {("P1", RULE_RELATIONS[r][0]), ("P2", RULE_RELATIONS[r][1])} & kinds)
+
+
 def select_items(items: dict[str, list[ReasoningItem]], limit: int | None, seed: int) -> dict[str, list[ReasoningItem]]:
     """A seeded sample of `limit` items per rule, kept in item order."""
     return {rule: sample_items(rule_items, rule, limit, seed) for rule, rule_items in items.items()}
@@ -88,7 +97,8 @@ def build_study(config: AblationConfig, source: Source | None = None, *, cache: 
     onto = source.ontology
     templates = load_templates()
     closure = item_closure(onto, source.triples)
-    population = reasoning_items(onto, closure, templates)  # every rule: premises' population
+    # every rule whose premises share a kind with this run's: the premises' population
+    population = reasoning_items(onto, closure, templates, rules=population_rules(config.rules))
     all_items = {rule: population[rule] for rule in config.rules}
     items = select_items(all_items, config.limit, config.seed)
     memorizing = reference_sets() if bundled else generated_memorizing_sets(onto, seed=config.seed)
@@ -202,26 +212,35 @@ def classify_premises(study: Study, out: Path, *,
         if (cached.get("model") == study.config.model and isinstance(cached["premises"], list)
                 and cached.get("version") == MEMORIZED_VERSION):
             return {m.key: m for m in map(MemorizedPremise.from_json, cached["premises"])}
-    from .candidates import Request, premise_candidates, premise_others, score_requests
+    from .candidates import Request, premise_others, probe_candidates, score_requests
 
     population = premise_population(study)
-    keys = list(population)
-    asked, golds, true = [], [], []
-    for key in keys:
+    # One probe per prompt (a subject, and for P2 a pseudoword pair): its premises share it.
+    probes: dict[tuple[str, str, int | None], list[PremiseKey]] = {}
+    for key in population:
         item, role = population[key]
-        premise = item.premises[0 if role == "P1" else 1]
         prompt, cands_key = memorization_prompt(study, item, role)
-        extra = premise_others(study, premise)
-        cands = premise_candidates(study, cands_key, key.answer, key.seed, extra)
-        asked.append(Request(prompt, tuple(cands), study.pseudowords[key.pair or 0]))
-        golds.append(gold_indices(cands, [key.answer]))
-        true.append(gold_indices(cands, extra))
+        probes.setdefault((prompt, cands_key, key.pair), []).append(key)
+    asked, members = [], []
+    for (prompt, cands_key, pair), keys in probes.items():
+        true = frozenset(k.answer for k in keys)
+        for k in keys:
+            item, role = population[k]
+            true |= premise_others(study, item.premises[0 if role == "P1" else 1])
+        cands = probe_candidates(study, cands_key, true, f"{prompt}|{'-' if pair is None else pair}")
+        asked.append(Request(prompt, tuple(cands), study.pseudowords[pair or 0]))
+        members.append((keys, true))
     rows = score_requests(study.scorer, asked, batch_size=study.config.batch_size,
                           desc="classifying premises (memorizing probes)", progress=progress)
     filtered = study.truth is not None
     rr: dict[PremiseKey, float] = {}
-    for key, row, gold, also in zip(keys, rows, golds, true):
-        rr[key] = 1.0 / float(ranks_of(row, gold, filtered=filtered, also_true=also).min()) if gold else 0.0
+    prompts: dict[PremiseKey, str] = {}
+    for req, row, (keys, true) in zip(asked, rows, members):
+        for key in keys:
+            gold = gold_indices(req.candidates, [key.answer])
+            also = gold_indices(req.candidates, true - {key.answer}) if filtered else []
+            rr[key] = 1.0 / float(ranks_of(row, gold, filtered=filtered, also_true=also).min()) if gold else 0.0
+            prompts[key] = req.prompt
     # Split each kind at the configured fraction, best reciprocal ranks first.
     known: dict[PremiseKey, bool] = {}
     kinds: dict[tuple[str, str], list[PremiseKey]] = {}
@@ -232,7 +251,7 @@ def classify_premises(study: Study, out: Path, *,
         cut = int(round(len(ranked) * study.config.memorized_fraction))
         for i, key in enumerate(ranked):
             known[key] = i < cut
-    premises = {k: MemorizedPremise(k, rr[k], known[k], req.prompt) for k, req in zip(keys, asked)}
+    premises = {k: MemorizedPremise(k, rr[k], known[k], prompts[k]) for k in population}
     write_json(path, {"model": study.config.model, "fraction": study.config.memorized_fraction,
                       "version": MEMORIZED_VERSION, "ranking": study.config.ranking,
                       "premises": [m.to_json() for m in premises.values()]})
