@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from kgprobe.studies.options import candidates_option, comma_list
+from kgprobe.studies.options import candidates_option, comma_list, ranking_option
 
 from .registry import command
 
@@ -18,6 +18,7 @@ from .registry import command
 @command("export lm-eval")
 def cmd_export(args: argparse.Namespace) -> int:
     from kgprobe.reasoning.distractors import parse_protocol
+    from kgprobe.reasoning.filtering import parse_ranking
     from kgprobe.reasoning.memorizing import relation_name
     from kgprobe.studies.lm_eval.export import STUDIES, ExportSettings, export_lm_eval
 
@@ -27,7 +28,8 @@ def cmd_export(args: argparse.Namespace) -> int:
         relations=relations, templates=args.template,
         rules=tuple(comma_list(args.rules)) if args.rules != "all" else None,
         candidates=parse_protocol(args.candidates).k, split=args.split, limit=args.limit, seed=args.seed,
-        probes=str(args.probes) if args.probes else None, protocol=args.protocol)
+        probes=str(args.probes) if args.probes else None, protocol=args.protocol,
+        ranking=parse_ranking(args.ranking))
     counts = export_lm_eval(args.out, settings)
     for name, n in counts.items():
         print(f"{name:40s} {n:6d} docs")
@@ -60,6 +62,7 @@ def add_parsers(sub) -> None:
     p.add_argument("--tasks", default="memorizing,reasoning",
                    help="which studies' probes: memorizing, reasoning (comma-separated)")
     candidates_option(p)
+    ranking_option(p)
     p.add_argument("--task", default="all", help="memorizing relations: TP,SCO,SPO,DM,RG or all")
     p.add_argument("--template", default="all", help="memorizing manual template index, or all")
     p.add_argument("--rules", default="all", help="reasoning rules (rdfs2,…,rdfs11) or all")

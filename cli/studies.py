@@ -85,10 +85,12 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from kgprobe.studies.premise_ablation.report import console_table, load_rows
     from kgprobe.studies.premise_ablation.study import run_premise_ablation
 
+    from kgprobe.reasoning.filtering import parse_ranking
+
     protocol = parse_protocol(args.candidates)  # a bad value fails before the model loads
     config = AblationConfig(args.model, limit=args.limit, templates=templates,
                             pairs=args.pairs, soft_epochs=args.soft_epochs, seed=0,
-                            candidates=args.candidates)
+                            candidates=args.candidates, ranking=parse_ranking(args.ranking))
     print(f"premise-ablation study: model {config.model}, {config.limit} items per rule, "
           f"{config.pairs} pseudoword pair(s), {' and '.join(config.templates)} templates, "
           f"protocol {protocol.name} -> {args.out}", file=sys.stderr)
@@ -103,7 +105,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 def add_parsers(sub) -> None:
     """`study NAME`, `probe memorizing|multiple-choice` (aliases), `report`, `demo`."""
-    from kgprobe.studies.options import candidates_option, threads_option
+    from kgprobe.studies.options import candidates_option, ranking_option, threads_option
 
     study = sub.add_parser("study", help="run a study: " + ", ".join(STUDIES))
     study_sub = study.add_subparsers(dest="study_command", required=True)
@@ -124,6 +126,7 @@ def add_parsers(sub) -> None:
     p.add_argument("--limit", type=int, default=DEMO_LIMIT, help="items per rule")
     p.add_argument("--pairs", type=int, default=1, help="pseudoword pairs per item")
     candidates_option(p, DEMO_CANDIDATES)
+    ranking_option(p)
     p.add_argument("--soft-epochs", type=int, default=DEMO_SOFT_EPOCHS)
     p.add_argument("--templates", default="manual",
                    help="manual (default: soft training takes about an hour on 2 cores), "

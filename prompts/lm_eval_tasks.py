@@ -9,7 +9,10 @@ letters X and Y, as the OntoProbe paper does for ChatGPT (§5).
 
 `choose_candidates` keeps the whole candidate set (``k=None``, the memorization study's
 ranking) or the golds plus seeded distractors up to ``k`` (§5 uses 20 choices), drawn exactly
-as the studies draw them for the same record or item.
+as the studies draw them for the same record or item. Under filtered ranking a reasoning
+item's other true answers (`reasoning.filtering`) are not among its choices: with ``k`` the
+distractors come from the rest, as the study draws them; with every candidate the study keeps
+them in its list but out of the gold's rank, which is the same rank.
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ class ClozeDoc:
     subject: str
     split: str = "test"
     protocol: str = "all"  # the studies' candidate protocol name: all, or K=20
+    ranking: str = "raw"  # filtered: no other true answer among the choices, golds not counted
 
     @property
     def prompt(self) -> str:
@@ -65,29 +69,34 @@ def split_at_mask(prompt: str) -> tuple[str, str]:
 
 
 def choose_candidates(candidates: Sequence[str], answers: Sequence[str], k: int | None,
-                      seed: int | str) -> tuple[list[str], list[int]]:
+                      seed: int | str, exclude: Sequence[str] = ()) -> tuple[list[str], list[int]]:
     """(choices, gold indices): what the studies rank for this record or item under
     ``--candidates k`` (`Protocol.candidates`, seeded ``f"{run seed}:{record or item id}"``),
-    so an exported task ranks what the study ranks: every answer is a gold."""
-    choices = parse_protocol(k).candidates(candidates, answers, seed=seed)
+    so an exported task ranks what the study ranks: every answer is a gold. `exclude`: the
+    item's other true answers (filtered ranking), never a choice."""
+    choices = parse_protocol(k).candidates(candidates, answers, seed=seed, exclude=sorted(exclude))
+    barred = set(exclude) - set(answers)
+    choices = [c for c in choices if c not in barred]
     known = set(answers)
     return choices, [i for i, c in enumerate(choices) if c in known]
 
 
 def _doc(doc_id: str, key: str, study: str, task: str, template: str, prompt: str,
          subject: str, answers: Sequence[str], candidates: Sequence[str], k: int | None,
-         seed: int, split: str = "test") -> ClozeDoc | None:
+         seed: int, split: str = "test", ranking: str = "raw",
+         exclude: Sequence[str] = ()) -> ClozeDoc | None:
     """`key`: the record or item id the study seeds its distractors with."""
     text, suffix = split_at_mask(prompt)
-    choices, gold = choose_candidates(candidates, answers, k, f"{seed}:{key}")
+    choices, gold = choose_candidates(candidates, answers, k, f"{seed}:{key}", exclude)
     if not gold:
         return None  # no answer among the candidates: nothing to rank
     return ClozeDoc(doc_id, study, task, template, text, suffix, choices, gold, list(answers),
-                    subject, split, parse_protocol(k).name)
+                    subject, split, parse_protocol(k).name, ranking)
 
 
 def memorizing_docs(mset: MemorizingSet, templates: TemplateSet, template: int, *, split: str,
-                    limit: int | None, k: int | None, seed: int) -> list[ClozeDoc]:
+                    limit: int | None, k: int | None, seed: int,
+                    ranking: str = "raw") -> list[ClozeDoc]:
     """The memorization study's prompts of one relation and manual template, as documents."""
     tmpl = templates[mset.relation].manual[template]
     records = [r for r in mset.records if r.split == split]
@@ -96,7 +105,7 @@ def memorizing_docs(mset: MemorizingSet, templates: TemplateSet, template: int, 
     for r in records:
         prompt = capitalize(tmpl.render(text_a=r.subject, meta=mset.metas.get(r.id)))
         doc = _doc(f"{r.id}-t{template}", r.id, "memorizing", mset.relation, str(template), prompt,
-                   r.subject, r.answers, mset.candidates, k, seed, split)
+                   r.subject, r.answers, mset.candidates, k, seed, split, ranking)
         if doc is not None:
             docs.append(doc)
     return docs
@@ -110,16 +119,20 @@ def with_letters(text: str) -> str:
 
 
 def reasoning_docs(items: Sequence[ReasoningItem], candidates: dict[str, list[str]],
-                   templates: TemplateSet, *, k: int | None, seed: int) -> list[ClozeDoc]:
+                   templates: TemplateSet, *, k: int | None, seed: int,
+                   truth=None) -> list[ClozeDoc]:
     """Reasoning items with both premises written (the premise-ablation study's
-    explicit/explicit cell, manual templates), pseudowords as X and Y."""
+    explicit/explicit cell, manual templates), pseudowords as X and Y. `truth`: a
+    `reasoning.filtering.TrueAnswers` for filtered ranking (None: raw)."""
     docs = []
     for item in items:
         prompt = " ".join([p.text for p in item.premises]
                           + [templates.conjunction, item.conclusion["text"]])
         doc = _doc(item.id, item.id, "reasoning", item.rule, "manual", with_letters(prompt),
                    with_letters(item.premises[-1].subject), item.answers,
-                   candidates[item.candidates_key], k, seed)
+                   candidates[item.candidates_key], k, seed,
+                   ranking="filtered" if truth else "raw",
+                   exclude=sorted(truth.item(item) - set(item.answers)) if truth else ())
         if doc is not None:
             docs.append(doc)
     return docs

@@ -33,7 +33,7 @@ from kgprobe.models.language_model import LanguageModel
 
 __all__ = [
     "MultipleChoiceResult", "load_multiple_choice", "score_multiple_choice", "score_option_texts",
-    "split_question", "DEFAULT_INSTRUCTION",
+    "split_question", "gold_letter", "DEFAULT_INSTRUCTION",
 ]
 
 DEFAULT_INSTRUCTION = "Answer with the letter of the correct option."
@@ -76,6 +76,11 @@ def _letter(gold: str) -> str:
     if not m:
         raise KgprobeError(f"gold answer {gold!r} does not start with an option letter like '(e)'; fix the data")
     return m.group(1)
+
+
+def gold_letter(gold: str) -> str:
+    """The option letter of a gold answer such as ``"(e) work"`` (a dry run names it too)."""
+    return _letter(gold)
 
 
 def _context(tok, question: str, instruction: str, use_chat: bool) -> list[int]:

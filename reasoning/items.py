@@ -23,7 +23,6 @@ from kgprobe.ontology.verbalize import (
     TemplateSet,
     capitalize,
     normalize_label,
-    pattern_clause,
     pattern_middle,
     pattern_sentence,
 )
@@ -231,9 +230,11 @@ def _item(verb: Verbalizer, d: Derivation, asserted) -> ReasoningItem | None:
                            x, pattern_middle(verb.pattern(prop)), p2 in asserted)
         if d.rule == "rdfs7":
             sup = p1[2]
-            # The paper writes this premise with the superproperty's pattern (Fig. 2d).
-            said = pattern_clause(verb.pattern(sup), x, y)
-            first = PremiseText("P1", p1, verb.statement("subPropertyOf", label(prop), said),
+            # P1 names the superproperty by its label, a paraphrase of the gold (the
+            # superproperty's pattern): the paper's §4.2 reads rdfs7 as a test of whether a
+            # model maps a property's name to its wording. Writing the pattern here would put
+            # the gold verbatim into the prompt.
+            first = PremiseText("P1", p1, verb.statement("subPropertyOf", label(prop), label(sup)),
                                 "subPropertyOf", label(prop), label(sup), p1 in asserted)
             answer = pattern_middle(verb.pattern(sup))
             hyps = verb.hypotheses("property", x, y)

@@ -12,6 +12,12 @@ For one item with candidate scores ``s`` (higher = better) and gold candidate se
   raw ranks, so with |G| golds the best possible value is 2 / (|G| + 1)).
 * ``accuracy`` = 1 if the single top-ranked candidate (rank 1) is a gold (= R@1).
 
+**Filtered ranks** (`filtered_gold_ranks`, ``--ranking filtered``, the default of the ranking
+studies): a gold's rank counts only the candidates that are not true for the item — the other
+golds and the item's other true answers (`reasoning.filtering`) are left out — so a model
+is never ranked down for putting one true answer above another. With one gold and nothing
+else true it is the raw rank; MRRa's best value becomes 1.
+
 `evaluate` averages these over items and returns fractions in [0, 1].
 
 Baselines implement the `Scorer` protocol (``score(prompts, candidates, ...)``) and ignore
@@ -31,6 +37,8 @@ import numpy as np
 
 __all__ = [
     "gold_ranks",
+    "filtered_gold_ranks",
+    "ranks_of",
     "recall_at_k",
     "reciprocal_rank",
     "reciprocal_mean_rank",
@@ -68,6 +76,25 @@ def gold_ranks(scores: Sequence[float] | np.ndarray, gold: int | Iterable[int]) 
     return np.array([int(np.count_nonzero(row >= row[g])) for g in idx], dtype=np.int64)
 
 
+def filtered_gold_ranks(scores: Sequence[float] | np.ndarray, gold: int | Iterable[int],
+                        also_true: Iterable[int] = ()) -> np.ndarray:
+    """1-based pessimistic ranks of the golds, each among the candidates that are neither
+    another gold nor in `also_true` (indices of the item's other true answers)."""
+    row = _row(scores)
+    idx = _golds(gold, row.size)
+    barred = np.zeros(row.size, dtype=bool)
+    barred[idx] = True
+    barred[[i for i in also_true if 0 <= i < row.size]] = True
+    rest = row[~barred]
+    return np.array([1 + int(np.count_nonzero(rest >= row[g])) for g in idx], dtype=np.int64)
+
+
+def ranks_of(scores, gold, *, filtered: bool = False, also_true: Iterable[int] = ()) -> np.ndarray:
+    """`filtered_gold_ranks` or (``filtered`` False) `gold_ranks`: the one switch the studies'
+    ``--ranking filtered|raw`` sets."""
+    return filtered_gold_ranks(scores, gold, also_true) if filtered else gold_ranks(scores, gold)
+
+
 def recall_at_k(scores, gold, k: int) -> float:
     return float(gold_ranks(scores, gold).min() <= k)
 
@@ -84,9 +111,10 @@ def accuracy(scores, gold) -> float:
     return recall_at_k(scores, gold, 1)
 
 
-def item_metrics(scores, gold, ks: Sequence[int] = DEFAULT_KS) -> dict[str, float]:
+def item_metrics(scores, gold, ks: Sequence[int] = DEFAULT_KS, *, filtered: bool = False,
+                 also_true: Iterable[int] = ()) -> dict[str, float]:
     """All metrics of one item (``R@k`` for each k, ``MRR``, ``MRRa``, ``accuracy``)."""
-    ranks = gold_ranks(scores, gold)
+    ranks = ranks_of(scores, gold, filtered=filtered, also_true=also_true)
     out = {f"R@{k}": float(ranks.min() <= k) for k in ks}
     out["MRR"] = 1.0 / float(ranks.min())
     out["MRRa"] = 1.0 / float(ranks.mean())
@@ -98,8 +126,12 @@ def evaluate(
     scores: np.ndarray | Sequence[Sequence[float]],
     golds: Sequence[int | Iterable[int]],
     ks: Sequence[int] = DEFAULT_KS,
+    *,
+    filtered: bool = False,
+    also_true: Sequence[Iterable[int]] | None = None,
 ) -> dict[str, float]:
-    """Mean of `item_metrics` over items (rows of `scores`); fractions in [0, 1] plus ``n``."""
+    """Mean of `item_metrics` over items (rows of `scores`); fractions in [0, 1] plus ``n``.
+    `filtered`: filtered ranks, leaving out each item's other golds and ``also_true[i]``."""
     matrix = [np.asarray(r) for r in scores]
     if len(matrix) != len(golds):
         raise ValueError(f"{len(matrix)} score rows but {len(golds)} gold sets")
@@ -107,8 +139,9 @@ def evaluate(
     if not matrix:
         return {**{k: 0.0 for k in keys}, "n": 0}
     totals = dict.fromkeys(keys, 0.0)
-    for row, gold in zip(matrix, golds):
-        for key, value in item_metrics(row, gold, ks).items():
+    extra = also_true if also_true is not None else [()] * len(matrix)
+    for row, gold, true in zip(matrix, golds, extra):
+        for key, value in item_metrics(row, gold, ks, filtered=filtered, also_true=true).items():
             totals[key] += value
     result: dict[str, float] = {k: v / len(matrix) for k, v in totals.items()}
     result["n"] = len(matrix)

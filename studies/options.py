@@ -42,6 +42,23 @@ def candidates_option(parser: argparse.ArgumentParser, default: str = "all") -> 
                              f"{default})")
 
 
+def ranking_option(parser: argparse.ArgumentParser) -> None:
+    """``--ranking filtered|raw`` (`reasoning.filtering`); handlers check it with
+    `parse_ranking`, so a bad value is one line and exit 2."""
+    parser.add_argument("--ranking", default="filtered", metavar="filtered|raw",
+                        help="filtered (default): an item's other true answers (entailed "
+                             "superclasses, superproperties, domain/range classes; a record's "
+                             "other golds) are left out when its gold is ranked, as in "
+                             "knowledge-graph completion; raw: every candidate counts")
+
+
+def dry_run_option(parser: argparse.ArgumentParser) -> None:
+    """``--dry-run``: write ``OUT/prompts.jsonl`` (`studies.dry_run`) and load no model."""
+    parser.add_argument("--dry-run", action="store_true",
+                        help="write OUT/prompts.jsonl, one line per prompt the study would score, "
+                             "without loading a model (--model not needed)")
+
+
 def apply_threads(args: argparse.Namespace) -> None:
     threads = getattr(args, "threads", None)
     if threads is not None:

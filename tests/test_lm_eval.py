@@ -137,9 +137,9 @@ def test_import_ranks_logged_scores_like_kgprobe_and_reports(tmp_path, capsys):
     rows = (memo / "results.csv").read_text().splitlines()
     assert rows[0].split(",") == MEMORIZATION_COLUMNS and rows[1].startswith("type,0,-,sum,test,5,")
     samples = read_samples(next(results.glob("samples_kgprobe_memorizing*")))
-    want = evaluate([s.scores for s in samples], [s.doc["gold"] for s in samples])
-    # the export's candidate protocol, and the study protocol (default prompts)
-    assert rows[1].split(",")[-3:] == [f"{want['MRRa']:.4f}", "K=8", "default"]
+    want = evaluate([s.scores for s in samples], [s.doc["gold"] for s in samples], filtered=True)
+    # the export's candidate protocol, the study protocol (default prompts) and ranking (filtered: each gold ranked without the other golds)
+    assert rows[1].split(",")[-4:] == [f"{want['MRRa']:.4f}", "K=8", "default", "filtered"]
     assert (memo / "report.md").exists() and len((memo / "predictions.jsonl").read_text().splitlines()) == 5
     # All choices tied: pessimistic ranks, so every gold is last of its 8 choices.
     with open(tmp_path / "run" / "premise-ablation" / "results.csv", newline="") as fh:
@@ -147,6 +147,7 @@ def test_import_ranks_logged_scores_like_kgprobe_and_reports(tmp_path, capsys):
     assert {(r["rule"], r["p1"], r["p2"], r["template"]) for r in ablation} == {
         (rule, "explicit", "explicit", "manual") for rule in ("rdfs11", "mean")}
     assert all(float(r["MRR"]) == pytest.approx(0.125) and r["n_items"] == "5" for r in ablation)
+    assert {(r["protocol"], r["ranking"]) for r in ablation} == {("K=8", "filtered")}
     assert "premise-ablation" in capsys.readouterr().out
 
 

@@ -146,15 +146,15 @@ def test_settings_follow_memorization_and_prompts_keep_the_conjunction(tmp_path,
     config = AblationConfig(str(tiny_gpt2_dir), limit=None, batch_size=16)
     study = build_study(config, load_rdf(zoo))
     premises = classify_premises(study, tmp_path)
-    by_kind = Counter((k.rule, k.role, m.known) for k, m in premises.items())
+    by_kind = Counter((k.role, k.relation, m.known) for k, m in premises.items())
     # memorized.json holds one record a premise, and a rerun reads back the same outcomes
     rows = json.loads((tmp_path / "memorized.json").read_text())["premises"]
     assert len(rows) == len(premises) and {r["pair"] for r in rows if r["role"] == "P1"} == {None}
     assert classify_premises(study, tmp_path) == premises
-    for (rule, role, known), n in by_kind.items():
-        # Half of each kind (rounded) counts as known.
-        total = by_kind[(rule, role, True)] + by_kind[(rule, role, False)]
-        assert by_kind[(rule, role, True)] == round(total * 0.5)
+    for (role, relation, known), n in by_kind.items():
+        # Half of each kind (a relation's schema or pseudoword premises, rounded) counts as known.
+        total = by_kind[(role, relation, True)] + by_kind[(role, relation, False)]
+        assert by_kind[(role, relation, True)] == round(total * 0.5)
     item = study.items["rdfs9"][0]
     assert reasoning_prompt(study, item, "not", "not", "manual") == "Therefore , " + item.conclusion["text"]
     both = reasoning_prompt(study, item, "explicit", "explicit", "manual")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from kgprobe.errors import KgprobeError
 from kgprobe.reasoning.copen_items import TASKS
-from kgprobe.studies.options import comma_list, threads_option
+from kgprobe.studies.options import comma_list, dry_run_option, threads_option
 
 from .config import DEFAULT_SEEDS, METHODS, CopenConfig
 
@@ -32,8 +32,8 @@ def register_cli(sub, name: str = "copen") -> None:
                    help="store directory (default: $KGPROBE_STORE, else .kgprobe/store)")
     p.add_argument("--endpoint", default=None, metavar="URL",
                    help="with --from-kg: read the knowledge graph from this SPARQL endpoint")
-    p.add_argument("--model", required=True, help="a preset (smollm2-135m, gemma3-270m), HF directory, "
-                   "hub id or .gguf file")
+    p.add_argument("--model", default=None, help="a preset (smollm2-135m, gemma3-270m), HF directory, "
+                   "hub id or .gguf file; required unless --dry-run")
     p.add_argument("--limit", type=_limit_arg, default=None,
                    help="test items per task: N, or per task as csj=N,cpj=N,cic=N (default: all)")
     p.add_argument("--train-limit", type=_limit_arg, default=None,
@@ -53,6 +53,7 @@ def register_cli(sub, name: str = "copen") -> None:
     p.add_argument("--epochs", type=int, default=None, help="shortcut for the method's epochs")
     p.add_argument("--device", default="cpu", help="cpu, cuda or auto")
     p.add_argument("--out", required=True, type=Path)
+    dry_run_option(p)
     p.set_defaults(func=run_cli)
 
 
@@ -95,7 +96,7 @@ def config_from_args(args: argparse.Namespace) -> CopenConfig:
     if args.endpoint and args.store:
         raise KgprobeError("--store and --endpoint both name a knowledge graph; give one")
     return CopenConfig(
-        model=args.model, method=args.method, tasks=parse_tasks(args.task),
+        model=args.model or "-", method=args.method, tasks=parse_tasks(args.task),
         data=str(args.data) if args.data else None, from_kg=args.from_kg,
         store=None if args.endpoint else str(args.store) if args.store else os.environ.get("KGPROBE_STORE"),
         endpoint=args.endpoint,
@@ -110,6 +111,15 @@ def run_cli(args: argparse.Namespace) -> int:
     from .study import run_copen
 
     cfg = config_from_args(args)
+    if args.dry_run:
+        from .dry_run import dry_run
+
+        n = dry_run(cfg, args.out)
+        print(f"wrote {args.out}/prompts.jsonl ({n} prompts; no model loaded)")
+        return 0
+    if not args.model:
+        raise KgprobeError("kgprobe study copen needs --model NAME (or --dry-run to write the "
+                           "prompts without one)")
     rows = run_copen(cfg, args.out)
     for r in rows:
         extra = f"  chain {pct(r['chain_accuracy'])}" if r["task"] == "cpj" else ""

@@ -56,6 +56,7 @@ class ExportSettings:
     seed: int = 0
     probes: str | None = None  # a `kgprobe generate memorizing` folder instead of the paper's
     protocol: str = "default"  # "paper": the paper protocol's prompts (paper_export.py)
+    ranking: str = "filtered"  # filtered | raw (reasoning.filtering), as the studies rank
     extra: dict = field(default_factory=dict)
 
 
@@ -89,25 +90,29 @@ def _memorizing(settings: ExportSettings) -> dict[str, list[ClozeDoc]]:
                 raise KgprobeError(f"--template {t}: task {relation} has templates 0–{n - 1}")
             out[task_name("memorizing", relation, str(t))] = memorizing_docs(
                 mset, templates, t, split=settings.split, limit=limit, k=settings.candidates,
-                seed=settings.seed)
+                seed=settings.seed, ranking=settings.ranking)
     return out
 
 
 def _reasoning(settings: ExportSettings) -> dict[str, list[ClozeDoc]]:
     from kgprobe.ontology.loaders import bundled_source
     from kgprobe.ontology.verbalize import load_templates
-    from kgprobe.reasoning.items import item_closure, reasoning_items
+    from kgprobe.reasoning.filtering import TrueAnswers
+    from kgprobe.reasoning.items import Verbalizer, item_closure, reasoning_items
     from kgprobe.reasoning.memorizing import candidate_sets
     from kgprobe.reasoning.rdfs import RULES
 
     source = bundled_source()
     templates = load_templates()
     rules = settings.rules or RULES
-    items = reasoning_items(source.ontology, item_closure(source.ontology, source.triples), templates, rules=rules)
+    closure = item_closure(source.ontology, source.triples)
+    items = reasoning_items(source.ontology, closure, templates, rules=rules)
     cands = candidate_sets(source.ontology)
+    truth = (TrueAnswers.of(Verbalizer(source.ontology, templates), closure)
+             if settings.ranking == "filtered" else None)
     return {task_name("reasoning", rule, "manual"): reasoning_docs(
                 sample_items(rule_items, rule, settings.limit, settings.seed), cands, templates,
-                k=settings.candidates, seed=settings.seed)
+                k=settings.candidates, seed=settings.seed, truth=truth)
             for rule, rule_items in items.items()}
 
 
@@ -128,7 +133,8 @@ def _yaml_task(name: str, data: Path, note: str, settings: ExportSettings) -> st
             "metadata:\n  version: 1.0\n"
             f"  description: {q(note)}\n"
             f"  candidates: {q('all' if settings.candidates is None else settings.candidates)}\n"
-            f"  seed: {settings.seed}\n")
+            f"  seed: {settings.seed}\n"
+            f"  ranking: {q(settings.ranking)}\n")
 
 
 def _yaml_group(group: str, tasks: Sequence[str]) -> str:

@@ -23,15 +23,16 @@ from kgprobe.atomic import write_json
 from kgprobe.errors import KgprobeError
 from kgprobe.ontology.verbalize import load_templates
 from kgprobe.reasoning.items import RULE_RELATIONS
-from kgprobe.studies.metrics import evaluate, gold_ranks
+from kgprobe.studies.metrics import evaluate, ranks_of
 from kgprobe.studies.runner import Unit, run_units, unit_path
 
 #: The unit rows of the memorization and premise-ablation studies (tested equal; a study
 #: package is not imported here: studies never import each other).
 MEMORIZATION_COLUMNS = ["task", "template", "masks", "pooling", "split", "n", "R@1", "R@5",
-                        "R@10", "MRR", "MRRa", "protocol", "study_protocol"]
+                        "R@10", "MRR", "MRRa", "protocol", "study_protocol",
+                        "ranking"]
 ABLATION_COLUMNS = ["rule", "p1", "p2", "template", "variant", "n", "R@1", "R@5", "MRR", "MRRa",
-                    "protocol"]
+                    "protocol", "ranking"]
 FOLDERS = {"memorizing": "memorization", "reasoning": "premise-ablation"}
 _SAMPLES = re.compile(r"^samples_(kgprobe_.+)_(\d{4}-\d{2}-\d{2}T[0-9.\-]+)\.jsonl$")
 
@@ -80,14 +81,15 @@ def unit_result(samples: list[Sample], ks: tuple[int, ...]) -> tuple[dict, list[
     """(metrics, predictions) of one task, as a study unit returns them."""
     scores = [np.asarray(s.scores, dtype=np.float64) for s in samples]
     golds = [s.doc["gold"] for s in samples]
-    metrics = evaluate(scores, golds, ks=ks)
+    filtered = samples[0].doc.get("ranking") == "filtered" if samples else False
+    metrics = evaluate(scores, golds, ks=ks, filtered=filtered)
     preds = []
     for s, row, gold in zip(samples, scores, golds):
         order = np.argsort(-row, kind="stable")[:10]
         preds.append({"id": s.doc["id"], "item": s.doc["id"], "pair": 0, "subject": s.doc["subject"],
                       "prompt": f"{s.doc['text']}[MASK]{s.doc['suffix']}",
                       "answers": s.doc["answers"],
-                      "gold_ranks": [int(r) for r in gold_ranks(row, gold)],
+                      "gold_ranks": [int(r) for r in ranks_of(row, gold, filtered=filtered)],
                       "top10": [[s.doc["choices"][i], round(float(row[i]), 4)] for i in order]})
     return metrics, preds
 
@@ -101,7 +103,8 @@ def _unit(study: str, samples: list[Sample]) -> Unit:
         metrics, preds = unit_result(samples, (1, 5, 10) if study == "memorizing" else (1, 5))
         # `export lm-eval --protocol paper` names its documents "<task>-paper-…"
         recipe = "paper" if "-paper-" in str(doc.get("id", "")) else "default"
-        return {**metrics, "protocol": protocol, "study_protocol": recipe}, preds
+        return {**metrics, "protocol": protocol, "study_protocol": recipe,
+                "ranking": doc.get("ranking", "raw")}, preds
 
     if study == "memorizing":
         key = {"task": doc["task"], "template": int(doc["template"]), "masks": "-", "pooling": "sum",
@@ -120,6 +123,7 @@ def import_lm_eval(results: str | Path, out: str | Path) -> dict[str, Path]:
     if not results.is_dir():
         raise KgprobeError(f"{results}: not a folder; pass lm_eval's --output_path")
     by_study: dict[str, list[Unit]] = {}
+    docs: dict[str, dict] = {}
     files = find_samples(results)
     for task, path in files.items():
         samples = read_samples(path)
@@ -130,9 +134,15 @@ def import_lm_eval(results: str | Path, out: str | Path) -> dict[str, Path]:
             raise KgprobeError(f"{path}: its documents were not written by `kgprobe export "
                                "lm-eval`; export the tasks again")
         by_study.setdefault(study, []).append(_unit(study, samples))
+        docs.setdefault(study, samples[0].doc)
     written = {}
     for study, units in by_study.items():
         folder = out / FOLDERS[study]
+        if study == "reasoning" and not (folder / "config.json").exists():
+            # what the premise-ablation report reads to name the protocol and the ranking
+            doc = docs[study]
+            write_json(folder / "config.json", {"candidates": doc.get("protocol", "all"),
+                                                "ranking": doc.get("ranking", "raw")})
         columns = MEMORIZATION_COLUMNS if study == "memorizing" else ABLATION_COLUMNS
         for unit in units:  # a re-import replaces what an earlier one wrote
             unit_path(folder, unit).unlink(missing_ok=True)

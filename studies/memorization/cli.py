@@ -8,6 +8,7 @@ from pathlib import Path
 from kgprobe.studies.options import (
     candidates_option,
     finish,
+    ranking_option,
     scale_options,
     threads_option,
 )
@@ -38,6 +39,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="a directory from `kgprobe generate memorizing` (default: the paper's sets)")
     p.add_argument("--seed", type=int, default=0)
     candidates_option(p)
+    ranking_option(p)
     scale_options(p)
     p.add_argument("--batch-size", type=int, default=64)
     threads_option(p)
@@ -45,6 +47,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run_cli(args: argparse.Namespace) -> int:
+    from kgprobe.reasoning.filtering import parse_ranking
     from kgprobe.reasoning.memorizing import RELATIONS
 
     from .report import write_report
@@ -63,7 +66,8 @@ def run_cli(args: argparse.Namespace) -> int:
     settings = dict(tasks=tasks, templates=args.template, masks=args.masks, pooling=args.pooling,
                     split=args.split, limit=args.limit, seed=args.seed, probes=args.probes,
                     device=args.device, batch_size=args.batch_size, dtype=args.dtype,
-                    cache=not args.no_cache, candidates=args.candidates, protocol=args.protocol)
+                    cache=not args.no_cache, candidates=args.candidates, protocol=args.protocol,
+                    ranking=parse_ranking(args.ranking))
     if args.dry_run:
         from .dry import write_dry_run
 

@@ -31,6 +31,7 @@ class MemorizationConfig:
     cache: bool = True  # read and write the persistent score cache (models/score_cache)
     candidates: str = "all"  # "all", or K: the golds and seeded distractors, K in all
     protocol: str = "default"  # "paper": the paper's prompts, slices and metrics (reasoning/paper_items)
+    ranking: str = "filtered"  # filtered: each gold ranked without the record's other golds
 
     def __post_init__(self) -> None:
         self.tasks = tuple(relation_name(t) for t in self.tasks)
@@ -47,14 +48,18 @@ class MemorizationConfig:
                              "drop --probes and --split")
         if self.limit is not None and self.limit < 1:
             raise StudyError(f"--limit {self.limit}: give at least 1 record per task")
+        from kgprobe.reasoning.filtering import parse_ranking
+
+        self.ranking = parse_ranking(self.ranking)
 
     def pinned(self) -> dict:
         """The settings a run folder is pinned to.
 
         Task, template, masks, pooling, split and the number of records are in every unit's
         key, so a rerun with other values of those adds or redoes only the units they change;
-        the model, the seed, the probe set and the protocol change every unit's numbers, so
+        the model, the seed, the probe set, the protocol and the ranking change every unit's numbers, so
         they are pinned.
         """
         probes = str(Path(self.probes).expanduser().resolve()) if self.probes else None
-        return {"model": self.model, "seed": self.seed, "probes": probes, "protocol": self.protocol}
+        return {"model": self.model, "seed": self.seed, "probes": probes, "protocol": self.protocol,
+                "ranking": self.ranking}

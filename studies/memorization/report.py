@@ -24,5 +24,14 @@ def intervals(out: Path) -> str:
     return "\n\n95% bootstrap intervals (items resampled):\n" + "\n".join(lines) if lines else ""
 
 
+def ranking_note(rows) -> str:
+    """How the golds were ranked (results.csv's `ranking`; runs before it existed ranked raw)."""
+    names = sorted({r.get("ranking") or "raw" for r in rows})
+    text = {"filtered": "filtered (each gold ranked without the record's other golds)",
+            "raw": "raw (every candidate counts, other golds included)"}
+    return "\n\nRanking: " + "; ".join(text.get(n, n) for n in names) if rows else ""
+
+
 def write_report(out: str | Path) -> Path:
-    return write_table_report(out, TITLE, lambda rows: format_table(rows) + intervals(Path(out)))
+    return write_table_report(out, TITLE, lambda rows: format_table(rows) + ranking_note(rows)
+                              + intervals(Path(out)))

@@ -1,7 +1,10 @@
 """The memorization study: does a model complete TP/SCO/SPO/DM/RG cloze prompts?
 
 Each (task, template, masks, pooling) is one resumable unit: every test prompt is scored
-against the task's whole candidate set and ranked (R@1, R@5, R@10, MRR, MRRa).
+against the task's whole candidate set and ranked (R@1, R@5, R@10, MRR, MRRa). A record's
+answers are all true (a type chain, a superclass chain): under ``--ranking filtered`` (the
+default) each gold is ranked without the record's other golds (`metrics.filtered_gold_ranks`),
+so MRRa no longer counts one true answer against another; ``raw`` is the paper's ranking.
 """
 
 from __future__ import annotations
@@ -32,12 +35,13 @@ from kgprobe.studies.metrics import (
     RandomBaseline,
     evaluate,
     gold_indices,
+    ranks_of,
 )
 from kgprobe.studies.runner import Unit, run_units
 from kgprobe.studies.settings import pin_settings
 
 COLUMNS = ["task", "template", "masks", "pooling", "split", "n", "R@1", "R@5", "R@10", "MRR", "MRRa",
-           "protocol", "study_protocol"]
+           "protocol", "study_protocol", "ranking"]
 BASELINES = ("frequency", "random")
 
 
@@ -66,9 +70,11 @@ def make_scorer(model: str, loaded, mset: MemorizingSet, *, masks: str, pooling:
 
 def score_unit(scorer, prompts: list[str], records: Sequence[MemorizingRecord],
                candidates: list[str], batch_size: int, *, desc: str = "scoring",
-               progress: bool = False, protocol=None, seed: int = 0) -> tuple[dict, list[dict]]:
+               progress: bool = False, protocol=None, seed: int = 0,
+               ranking: str = "filtered") -> tuple[dict, list[dict]]:
     """Rank each record's candidates: the task's whole set, or (`protocol` K) its golds and
-    seeded distractors (`reasoning.distractors`)."""
+    seeded distractors (`reasoning.distractors`, never another gold, so K stays K); each gold
+    without the other golds (``ranking`` filtered) or among every candidate (raw)."""
     from kgprobe.reasoning.distractors import Protocol
     from kgprobe.studies.batches import Request, score_requests
 
@@ -79,11 +85,13 @@ def score_unit(scorer, prompts: list[str], records: Sequence[MemorizingRecord],
         scores = score_requests(scorer, [Request(p, c) for p, c in zip(prompts, lists)],
                                 batch_size=batch_size, desc=desc, progress=progress)
     golds = [gold_indices(c, r.answers) for r, c in zip(records, lists)]
-    metrics = {**evaluate(scores, golds, ks=(1, 5, 10)), "protocol": protocol.name}
+    filtered = ranking == "filtered"
+    metrics = {**evaluate(scores, golds, ks=(1, 5, 10), filtered=filtered),
+               "protocol": protocol.name, "ranking": ranking}
     preds = []
     for rec, prompt, row, gold, candidates in zip(records, prompts, scores, golds, lists):
         order = np.argsort(-row, kind="stable")[:10]
-        ranks = [int(np.count_nonzero(row >= row[g])) for g in gold]
+        ranks = ranks_of(row, gold, filtered=filtered).tolist() if gold else []
         preds.append({"id": rec.id, "subject": rec.subject, "prompt": prompt,
                       "answers": rec.answers, "gold_ranks": ranks,
                       "top10": [[candidates[i], round(float(row[i]), 4)] for i in order]})
@@ -136,7 +144,8 @@ def run_config(config: MemorizationConfig, out: Path, *, progress: bool = True) 
                 metrics, preds = score_unit(
                     scorer, prompts_for(mset, records, tmpl_set, t), records, mset.candidates,
                     config.batch_size, desc=f"{mset.relation} template {t}",
-                    progress=progress and loaded is not None, protocol=protocol, seed=config.seed)
+                    progress=progress and loaded is not None, protocol=protocol, seed=config.seed,
+                    ranking=config.ranking)
                 return {**metrics, "study_protocol": "default"}, preds
 
             # A K run's units are other files, so one folder never mixes protocols.

@@ -5,12 +5,14 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from kgprobe.studies.options import finish, threads_option
+from kgprobe.errors import StudyError
+from kgprobe.studies.options import dry_run_option, finish, threads_option
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--model", required=True,
-                   help="a preset, HF id, local dir or .gguf file (causal for --answer letter)")
+    p.add_argument("--model", default=None,
+                   help="a preset, HF id, local dir or .gguf file (causal for --answer letter); "
+                        "required unless --dry-run")
     p.add_argument("--task", default="all",
                    help="all, memorizing, reasoning, or a comma list: type…range (TP…RG), "
                         "rdfs2…rdfs11, or one file such as rdfs9-12")
@@ -31,13 +33,27 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--batch-size", type=int, default=4)
     threads_option(p)
     p.add_argument("--out", required=True, type=Path)
+    dry_run_option(p)
 
 
 def run_cli(args: argparse.Namespace) -> int:
+    chat = {"auto": None, "on": True, "off": False}[args.chat]
+    if args.dry_run:
+        from .config import MultipleChoiceConfig
+        from .dry_run import dry_run
+
+        config = MultipleChoiceConfig(args.model or "-", tasks=args.task, data=args.data,
+                                      limit=args.limit, instruction=args.instruction, chat=chat,
+                                      answer=args.answer)
+        n = dry_run(config, args.out)
+        print(f"wrote {args.out}/prompts.jsonl ({n} prompts; no model loaded)")
+        return 0
+    if not args.model:
+        raise StudyError("kgprobe study multiple-choice needs --model NAME (or --dry-run to "
+                         "write the prompts without one)")
     from .report import write_report
     from .study import format_table, run_multiple_choice
 
-    chat = {"auto": None, "on": True, "off": False}[args.chat]
     rows = run_multiple_choice(args.model, args.out, tasks=args.task, data=args.data,
                                limit=args.limit, instruction=args.instruction, chat=chat,
                                answer=args.answer, device=args.device, batch_size=args.batch_size)

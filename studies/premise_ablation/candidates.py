@@ -4,21 +4,48 @@ Under ``--candidates all`` every prompt of a kind ranks the same candidate list;
 ``--candidates K`` each item (and each premise probe) ranks its gold among its own K − 1
 seeded distractors (`reasoning.distractors`). Either way prompts that share a candidate list
 go to the scorer together, so the model batches them (and the score cache serves repeats).
+
+Under ``--ranking filtered`` (the default) the other answers an item's premises make true
+(`reasoning.filtering`) never count against its gold: K − 1 distractors are drawn from the
+candidates that are not true for the item, so K stays K; with every candidate, the list stays
+the kind's whole list (shared, so prompts batch) and the gold's rank leaves them out.
 """
 
 from __future__ import annotations
 
-from kgprobe.reasoning.items import ReasoningItem
+from kgprobe.reasoning.distractors import distractor_candidates
+from kgprobe.reasoning.filtering import others
+from kgprobe.reasoning.items import PremiseText, ReasoningItem
 from kgprobe.studies.batches import Request, score_requests  # noqa: F401 (used by the study)
+
+
+def item_others(study, item: ReasoningItem) -> frozenset[str]:
+    """The item's true answers other than its gold (none under ``--ranking raw``)."""
+    return others(study.truth.item(item), item.answers) if study.truth else frozenset()
+
+
+def premise_others(study, premise: PremiseText) -> frozenset[str]:
+    """A premise probe's true answers other than its own (none under ``--ranking raw``)."""
+    return others(study.truth.premise(premise), [premise.answer]) if study.truth else frozenset()
 
 
 def item_candidates(study, item: ReasoningItem) -> list[str]:
     """The candidates an item's hypothesis ranks under the run's protocol."""
     pool = study.candidates[item.candidates_key]
-    return study.protocol.candidates(pool, item.answers, seed=f"{study.config.seed}:{item.id}")
+    return study.protocol.candidates(pool, item.answers, seed=f"{study.config.seed}:{item.id}",
+                                     exclude=sorted(item_others(study, item)))
 
 
-def premise_candidates(study, candidates_key: str, answer: str, key: str) -> list[str]:
-    """The candidates a premise's memorizing probe ranks (seeded by the premise's `key`)."""
+def probe_candidates(study, candidates_key: str, true: frozenset[str], key: str) -> list[str]:
+    """The candidates one memorizing probe (a prompt: a subject and its slot) ranks: every
+    candidate, or K − 1 distractors seeded by `key` and every answer `true` for the probe.
+
+    Every premise the probe tests (rdfs9's "Person is an agent", "Person is an animal", …)
+    is ranked in this one list, its gold among the K − 1 distractors — the other true answers
+    left out (filtered) or counted (raw) — so a probe is scored once, not once a premise."""
     pool = study.candidates[candidates_key]
-    return study.protocol.candidates(pool, [answer], seed=f"{study.config.seed}:{key}")
+    if study.protocol.k is None:
+        return list(pool)
+    golds = sorted(true)
+    return distractor_candidates(pool, golds, study.protocol.k - 1 + len(golds),
+                                 seed=f"{study.config.seed}:{key}")

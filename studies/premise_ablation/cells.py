@@ -117,7 +117,9 @@ def sample(prompts: list[Prompt], stratified: bool = False) -> stats.Clustered:
 def cell_row(key: dict, prompts: list[Prompt], config: dict, *, stratified: bool = False) -> dict:
     row = {**key, "n": len(prompts), "n_items": 0, "n_prompts": len(prompts),
            "protocol": parse_protocol(str(config.get("candidates", "all"))).name,
-           "study_protocol": config.get("protocol", "default")}
+           "study_protocol": config.get("protocol", "default"),
+           # a folder from before filtered ranking existed ranked raw
+           "ranking": config.get("ranking", "raw")}
     if not prompts:
         return row  # an empty cell: no numbers, not made-up zeros
     clustered = sample(prompts, stratified)

@@ -10,6 +10,7 @@ from kgprobe.reasoning.rdfs import RULES
 from kgprobe.studies.options import (
     candidates_option,
     comma_list,
+    ranking_option,
     scale_options,
     threads_option,
 )
@@ -56,6 +57,9 @@ def run_cli(args: argparse.Namespace) -> int:
     if paper and args.ontology is not None:
         raise StudyError("--protocol paper: the paper's items come from the bundled ontology; "
                          "drop --ontology")
+    from kgprobe.reasoning.filtering import parse_ranking
+
+    ranking = parse_ranking(args.ranking)
 
     rules = tuple(comma_list(args.rules, choices=RULES, option="--rules"))
     templates = template_kinds(args.templates)
@@ -67,7 +71,8 @@ def run_cli(args: argparse.Namespace) -> int:
                             args.soft_epochs, resamples=args.resamples, min_items=args.min_items,
                             extra={"ontology": str(args.ontology or "bundled")},
                             candidates=str(args.candidates), dtype=args.dtype,
-                            protocol=args.protocol, memorized=args.memorized)
+                            protocol=args.protocol, memorized=args.memorized,
+                            ranking=ranking)
     if paper:
         from .paper import check_paper_config
 
@@ -122,6 +127,7 @@ def add_arguments(p: argparse.ArgumentParser, *, default_model: str | None = Non
                    help="cells with fewer items are shown but flagged")
     p.add_argument("--soft-epochs", type=int, default=30)
     candidates_option(p)
+    ranking_option(p)
     p.add_argument("--preset", choices=sorted(PRESETS), default=None,
                    help="paper: every item, 10 pairs, manual templates, --candidates all "
                         "(the GPU command; overrides those options)")

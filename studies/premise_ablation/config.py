@@ -11,12 +11,12 @@ TEMPLATE_KINDS = ("manual", "soft")
 METRICS = ("R@1", "R@5", "MRR", "MRRa")
 #: A unit's row: one cell under one template ("variant": its index among the relation's manual
 #: templates; the soft kind has one).
-UNIT_COLUMNS = ["rule", "p1", "p2", "template", "variant", "n", *METRICS, "protocol"]
+UNIT_COLUMNS = ["rule", "p1", "p2", "template", "variant", "n", *METRICS, "protocol", "ranking"]
 #: results.csv: the unit rows, the template averages (variant "mean") and the rule averages
 #: (rule "mean"), each with its item and prompt counts and 95 % interval; `n` counts prompts.
 COLUMNS = ["rule", "p1", "p2", "template", "variant", "n", "n_items", "n_prompts",
            *[f"{m}{suffix}" for m in METRICS for suffix in ("", "_lo", "_hi")], "low_n",
-           "protocol", "study_protocol"]
+           "protocol", "study_protocol", "ranking"]
 COMPARISON_COLUMNS = ["template", "rule", "comparison", "test", "n_items", "difference",
                       "difference_lo", "difference_hi", "p", "p_holm", "finding"]
 
@@ -40,6 +40,7 @@ class AblationConfig:
     dtype: str = "float32"  # the weights' dtype (models/loading.DTYPES)
     protocol: str = "default"  # "paper": the paper's items, split and metrics (paper.py)
     memorized: str = "top-half"  # paper protocol, P1: top-half (the paper) or rank1 (its code)
+    ranking: str = "filtered"  # filtered: an item's other true answers never count (reasoning/filtering)
 
     def to_json(self) -> dict:
         return {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.__dict__.items()}

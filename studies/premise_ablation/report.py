@@ -276,7 +276,8 @@ def _known_rule(config: dict) -> str:
                 f"docs/fidelity.md): P1 is *implicitly given* when its memorizing probe {p1}, P2 "
                 "when its probe ranks in the top half.")
     return ("A premise is *implicitly given* when the model's memorizing probe ranks it in the "
-            f"top {100 * config.get('memorized_fraction', 0.5):.0f}% of its kind.")
+            f"top {100 * config.get('memorized_fraction', 0.5):.0f}% of every premise of its relation "
+            "in the ontology.")
 
 
 def write_report(out: str | Path) -> Path:
@@ -303,6 +304,10 @@ def write_report(out: str | Path) -> Path:
     for name in sorted({r.get("protocol") or "all" for r in rows}):  # one, unless mixed by hand
         lines += [f"Protocol `{name}`: {parse_protocol(name).describe()}; MRR is comparable only "
                   "between runs of the same protocol.", ""]
+    if config.get("ranking", "raw") == "filtered":
+        lines += ["Ranking `filtered`: the answers an item's premises make true besides its gold "
+                  "(entailed superclasses, superproperties, domain and range classes) are left "
+                  "out when the gold is ranked; `--ranking raw` counts them.", ""]
     for template in templates:
         lines += [f"## Averaged over the rules ({template} templates)", ""]
         lines += _table(cells(rows, None, template)) + [""]

@@ -4,7 +4,8 @@ ontological knowledge when a premise is not given, only known implicitly, or wri
 For every reasoning item (one RDFS derivation, entities as pseudowords) each premise is
 - **explicit**: written into the prompt;
 - **implicit**: not written, but the model knows it (its memorizing probe ranks the gold
-  answer in the top half of all premises of that kind, by reciprocal rank);
+  answer in the top half, by reciprocal rank, of every premise of that relation the ontology
+  gives: the whole population, whatever items this run samples);
 - **not** given: not written and not known.
 So an item whose P1 is known lands in the P1 = implicit and explicit cells, one whose P1 is
 not known in the not and explicit cells; likewise for P2. The conjunction ("Therefore ,")
@@ -26,7 +27,9 @@ from kgprobe.atomic import write_json
 from kgprobe.ontology.loaders import Source, bundled_source
 from kgprobe.ontology.verbalize import TemplateSet, capitalize, load_templates
 from kgprobe.reasoning.distractors import Protocol, parse_protocol
+from kgprobe.reasoning.filtering import TrueAnswers, parse_ranking
 from kgprobe.reasoning.items import (
+    RULE_RELATIONS,
     ReasoningItem,
     Verbalizer,
     item_closure,
@@ -34,7 +37,8 @@ from kgprobe.reasoning.items import (
     sample_items,
 )
 from kgprobe.reasoning.memorizing import candidate_sets
-from kgprobe.studies.metrics import evaluate, gold_indices, gold_ranks, reciprocal_rank
+from kgprobe.reasoning.rdfs import RULES
+from kgprobe.studies.metrics import evaluate, gold_indices, ranks_of
 from kgprobe.studies.runner import Unit, run_units
 from kgprobe.studies.settings import pin_settings
 
@@ -57,6 +61,17 @@ class Study:
     scorer: object
     pseudowords: list[dict]
     protocol: Protocol = Protocol(None)
+    #: what an item's or premise's premises make true (`reasoning.filtering`); None: raw ranking
+    truth: TrueAnswers | None = None
+    #: every item of every rule: the population premises are classified over
+    population: dict[str, list[ReasoningItem]] | None = None
+
+
+def population_rules(rules: tuple[str, ...]) -> tuple[str, ...]:
+    """The rules whose premises are of a kind (role, relation) one of `rules` has: their items
+    hold the population a premise of that kind is classified in (rdfs9's P1 shares rdfs11's)."""
+    kinds = {(role, RULE_RELATIONS[r][i]) for r in rules for i, role in enumerate(("P1", "P2"))}
+    return tuple(r for r in RULES if {("P1", RULE_RELATIONS[r][0]), ("P2", RULE_RELATIONS[r][1])} & kinds)
 
 
 def select_items(items: dict[str, list[ReasoningItem]], limit: int | None, seed: int) -> dict[str, list[ReasoningItem]]:
@@ -81,7 +96,10 @@ def build_study(config: AblationConfig, source: Source | None = None, *, cache: 
     source = source or bundled_source()
     onto = source.ontology
     templates = load_templates()
-    all_items = reasoning_items(onto, item_closure(onto, source.triples), templates, rules=config.rules)
+    closure = item_closure(onto, source.triples)
+    # every rule whose premises share a kind with this run's: the premises' population
+    population = reasoning_items(onto, closure, templates, rules=population_rules(config.rules))
+    all_items = {rule: population[rule] for rule in config.rules}
     items = select_items(all_items, config.limit, config.seed)
     memorizing = reference_sets() if bundled else generated_memorizing_sets(onto, seed=config.seed)
     from kgprobe.models.score_cache import cached_scorer
@@ -91,8 +109,10 @@ def build_study(config: AblationConfig, source: Source | None = None, *, cache: 
     # pooling: the model's default_pooling; scores persist across studies and runs (--no-cache)
     scorer = cached_scorer(loaded.scorer(masks="multi"), loaded, enabled=cache)
     pseudowords = sample_pseudoword_sets(loaded, config.pairs, seed=config.seed)
+    verbalizer = Verbalizer(onto, templates)
+    truth = TrueAnswers.of(verbalizer, closure) if parse_ranking(config.ranking) == "filtered" else None
     return Study(config, items, all_items, candidate_sets(onto), templates,
-                 Verbalizer(onto, templates), memorizing, loaded, scorer, pseudowords, protocol)
+                 verbalizer, memorizing, loaded, scorer, pseudowords, protocol, truth, population)
 
 
 # ------------------------------------------------------------------ memorized or not
@@ -101,9 +121,9 @@ def build_study(config: AblationConfig, source: Source | None = None, *, cache: 
 @dataclass(frozen=True)
 class PremiseKey:
     """One premise's memorizing probe. Schema premises (P1) involve no pseudowords, so one
-    probe serves every pair (`pair` None)."""
+    probe serves every pair (`pair` None). A premise that several rules share (a subclass
+    edge is rdfs9's and rdfs11's P1) is one probe with one outcome."""
 
-    rule: str
     role: str  # P1 | P2
     relation: str
     subject: str
@@ -113,14 +133,19 @@ class PremiseKey:
     @classmethod
     def of(cls, item: ReasoningItem, role: str, pair: int) -> "PremiseKey":
         p = item.premises[0 if role == "P1" else 1]
-        return cls(item.rule, role, p.relation, p.subject, p.answer,
-                   pair if role == "P2" else None)
+        return cls(role, p.relation, p.subject, p.answer, pair if role == "P2" else None)
+
+    @property
+    def kind(self) -> tuple[str, str]:
+        """The population the premise is ranked in: its relation, schema (P1) or pseudoword
+        (P2) premises apart."""
+        return self.role, self.relation
 
     @property
     def seed(self) -> str:
         """Seed material of the probe's distractors and its place among equal ranks."""
         pair = "-" if self.pair is None else self.pair
-        return f"{self.rule}|{self.role}|{self.relation}|{self.subject}|{self.answer}|{pair}"
+        return f"{self.role}|{self.relation}|{self.subject}|{self.answer}|{pair}"
 
 
 @dataclass
@@ -137,7 +162,7 @@ class MemorizedPremise:
 
     @classmethod
     def from_json(cls, row: dict) -> "MemorizedPremise":
-        fields = {f: row[f] for f in ("rule", "role", "relation", "subject", "answer", "pair")}
+        fields = {f: row[f] for f in ("role", "relation", "subject", "answer", "pair")}
         return cls(PremiseKey(**fields), row["rr"], row["known"], row["prompt"])
 
 
@@ -153,49 +178,82 @@ def memorization_prompt(study: Study, item: ReasoningItem, role: str) -> tuple[s
     return capitalize(tmpl.render(text_a=p.subject, text_b=text_b, meta=meta)), rel.candidates
 
 
+#: memorized.json's format: 2 = classified over the relation's whole population
+MEMORIZED_VERSION = 2
+
+
+def premise_population(study: Study) -> dict[PremiseKey, tuple[ReasoningItem, str]]:
+    """Every premise probe of the kinds this run's items use, over every item of every rule
+    (not the sampled ones): the population a premise's reciprocal rank is ranked in, so its
+    outcome is the same whatever ``--limit`` (or ``--rules``) a run takes. → (an item that
+    has it, its role)."""
+    pairs = range(len(study.pseudowords))
+    used = {PremiseKey.of(item, role, pair).kind for items in study.items.values()
+            for item in items for role in ("P1", "P2") for pair in pairs}
+    out: dict[PremiseKey, tuple[ReasoningItem, str]] = {}
+    for items in (study.population or study.all_items).values():
+        for item in items:
+            for role in ("P1", "P2"):
+                for pair in pairs:
+                    key = PremiseKey.of(item, role, pair)
+                    if key.kind in used and key not in out:
+                        out[key] = (item, role)
+    return out
+
+
 def classify_premises(study: Study, out: Path, *,
                       progress: bool = False) -> dict[PremiseKey, MemorizedPremise]:
     """Reciprocal rank of every premise's gold under its memorizing probe, and whether it
-    counts as known. Cached in OUT/memorized.json (per model and run; one record a premise)."""
+    counts as known: in the top `memorized_fraction` of its kind's whole population
+    (`premise_population`). Cached in OUT/memorized.json (one record a premise)."""
     path = out / "memorized.json"
     if path.exists():
         cached = json.loads(path.read_text(encoding="utf-8"))
-        if cached.get("model") == study.config.model and isinstance(cached["premises"], list):
+        if (cached.get("model") == study.config.model and isinstance(cached["premises"], list)
+                and cached.get("version") == MEMORIZED_VERSION):
             return {m.key: m for m in map(MemorizedPremise.from_json, cached["premises"])}
-    requests: dict[PremiseKey, tuple[str, str, str, int]] = {}
-    for items in study.items.values():
-        for item in items:
-            for role in ("P1", "P2"):
-                for pair in range(len(study.pseudowords)):
-                    key = PremiseKey.of(item, role, pair)
-                    if key not in requests:
-                        prompt, cands = memorization_prompt(study, item, role)
-                        answer = item.premises[0 if role == "P1" else 1].answer
-                        requests[key] = (prompt, cands, answer, pair)
-    from .candidates import Request, premise_candidates, score_requests
+    from .candidates import Request, premise_others, probe_candidates, score_requests
 
-    keys = list(requests)
-    asked = [Request(requests[k][0],
-                     tuple(premise_candidates(study, requests[k][1], requests[k][2], k.seed)),
-                     study.pseudowords[requests[k][3]]) for k in keys]
+    population = premise_population(study)
+    # One probe per prompt (a subject, and for P2 a pseudoword pair): its premises share it.
+    probes: dict[tuple[str, str, int | None], list[PremiseKey]] = {}
+    for key in population:
+        item, role = population[key]
+        prompt, cands_key = memorization_prompt(study, item, role)
+        probes.setdefault((prompt, cands_key, key.pair), []).append(key)
+    asked, members = [], []
+    for (prompt, cands_key, pair), keys in probes.items():
+        true = frozenset(k.answer for k in keys)
+        for k in keys:
+            item, role = population[k]
+            true |= premise_others(study, item.premises[0 if role == "P1" else 1])
+        cands = probe_candidates(study, cands_key, true, f"{prompt}|{'-' if pair is None else pair}")
+        asked.append(Request(prompt, tuple(cands), study.pseudowords[pair or 0]))
+        members.append((keys, true))
     rows = score_requests(study.scorer, asked, batch_size=study.config.batch_size,
                           desc="classifying premises (memorizing probes)", progress=progress)
+    filtered = study.truth is not None
     rr: dict[PremiseKey, float] = {}
-    for key, req, row in zip(keys, asked, rows):
-        gold = gold_indices(req.candidates, [requests[key][2]])
-        rr[key] = reciprocal_rank(row, gold) if gold else 0.0
-    # Split each kind (rule × role) at the configured fraction, best reciprocal ranks first.
+    prompts: dict[PremiseKey, str] = {}
+    for req, row, (keys, true) in zip(asked, rows, members):
+        for key in keys:
+            gold = gold_indices(req.candidates, [key.answer])
+            also = gold_indices(req.candidates, true - {key.answer}) if filtered else []
+            rr[key] = 1.0 / float(ranks_of(row, gold, filtered=filtered, also_true=also).min()) if gold else 0.0
+            prompts[key] = req.prompt
+    # Split each kind at the configured fraction, best reciprocal ranks first.
     known: dict[PremiseKey, bool] = {}
     kinds: dict[tuple[str, str], list[PremiseKey]] = {}
     for key in rr:
-        kinds.setdefault((key.rule, key.role), []).append(key)
-    for keys in kinds.values():
-        ranked = sorted(keys, key=lambda k: (-rr[k], k.seed))
+        kinds.setdefault(key.kind, []).append(key)
+    for members in kinds.values():
+        ranked = sorted(members, key=lambda k: (-rr[k], k.seed))
         cut = int(round(len(ranked) * study.config.memorized_fraction))
         for i, key in enumerate(ranked):
             known[key] = i < cut
-    premises = {k: MemorizedPremise(k, rr[k], known[k], requests[k][0]) for k in rr}
+    premises = {k: MemorizedPremise(k, rr[k], known[k], prompts[k]) for k in population}
     write_json(path, {"model": study.config.model, "fraction": study.config.memorized_fraction,
+                      "version": MEMORIZED_VERSION, "ranking": study.config.ranking,
                       "premises": [m.to_json() for m in premises.values()]})
     return premises
 
@@ -229,14 +287,17 @@ def reasoning_prompt(study: Study, item: ReasoningItem, p1: str, p2: str, kind: 
 def run_cell(study: Study, rule: str, p1: str, p2: str, kind: str, premises: dict,
              soft: dict | None, variant: int | None = None,
              progress: bool = False) -> tuple[dict, list[dict]]:
-    from .candidates import Request, item_candidates, score_requests
+    from .candidates import Request, item_candidates, item_others, score_requests
 
-    requests, golds, meta = [], [], []
+    requests, golds, true, meta = [], [], [], []
     items = study.items[rule]
     if not items:
         return {"n": 0}, []
     for item in items:
         candidates = item_candidates(study, item)
+        # under filtered ranking with every candidate: the item's other true answers, left out
+        # of its ranks (with K they are not among the candidates at all)
+        also = gold_indices(candidates, item_others(study, item))
         for pair, vectors in enumerate(study.pseudowords):
             s1, s2 = settings_of(item, premises, pair)
             if p1 in s1 and p2 in s2:
@@ -244,16 +305,19 @@ def run_cell(study: Study, rule: str, p1: str, p2: str, kind: str, premises: dic
                     reasoning_prompt(study, item, p1, p2, kind, soft, variant), tuple(candidates),
                     {**vectors, **(soft["vectors"] if soft else {})}))
                 golds.append(gold_indices(candidates, item.answers))
+                true.append(also)
                 meta.append((item, pair))
     if not requests:
         return {"n": 0}, []  # an empty setting is reported as empty
     scores = score_requests(study.scorer, requests, batch_size=study.config.batch_size,
                             desc=f"{rule} P1 {p1} P2 {p2} ({kind})", progress=progress)
-    metrics = evaluate(scores, golds, ks=(1, 5))
+    filtered = study.truth is not None
+    metrics = evaluate(scores, golds, ks=(1, 5), filtered=filtered, also_true=true)
     preds = []
-    for (item, pair), req, row, gold in zip(meta, requests, scores, golds):
-        order = np.argsort(-row, kind="stable")[:5]
-        ranks = gold_ranks(row, gold)
+    for (item, pair), req, row, gold, also in zip(meta, requests, scores, golds, true):
+        left_out = set(also)
+        order = [i for i in np.argsort(-row, kind="stable") if i not in left_out][:5]
+        ranks = ranks_of(row, gold, filtered=filtered, also_true=also)
         # Every gold's rank: the prompt's observation, from which the report's intervals are
         # recomputed (identically on a resumed run).
         preds.append({"item": item.id, "pair": pair, "prompt": req.prompt, "answers": item.answers,
@@ -290,7 +354,8 @@ def run_premise_ablation(config: AblationConfig, out: str | Path, *, source: Sou
                             metrics, preds = run_cell(
                                 study, rule, p1, p2, kind, premises, softs or None,
                                 variant if kind == "manual" else None, progress)
-                            return {**metrics, "protocol": study.protocol.name}, preds
+                            return {**metrics, "protocol": study.protocol.name,
+                                    "ranking": config.ranking}, preds
 
                         key = {"rule": rule, "p1": p1, "p2": p2, "template": kind,
                                "variant": variant}

@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 from kgprobe.ontology.norms import FORMATS
-from kgprobe.studies.options import comma_list, threads_option
+from kgprobe.studies.options import comma_list, dry_run_option, threads_option
 from kgprobe.studies.sta import retrieval as ret
 
 from .config import TASKS, VOCABS, StaConfig, StaError, default_vocab_file
@@ -50,6 +50,7 @@ def register_cli(sub, name: str = "sta") -> None:
     p.add_argument("--compare", type=Path, nargs="+", default=None, metavar="RUN",
                    help="only draw figures comparing finished runs (their --out folders) into --out")
     p.add_argument("--out", required=True, type=Path)
+    dry_run_option(p)
     p.set_defaults(func=run_cli)
 
 
@@ -63,16 +64,23 @@ def run_cli(args: argparse.Namespace) -> int:
         for path in paths:
             print(f"wrote {path}")
         return 0
-    if args.norms is None or args.model is None:
-        raise StaError("kgprobe study sta needs --norms PATH and --model NAME (or --compare RUN ...)")
+    if args.norms is None or (args.model is None and not args.dry_run):
+        raise StaError("kgprobe study sta needs --norms PATH and --model NAME (or --compare RUN "
+                       "..., or --dry-run with --norms to write the prompts without a model)")
     config = StaConfig(
-        norms=args.norms, model=args.model, format=args.format,
+        norms=args.norms, model=args.model or "-", format=args.format,
         tasks=TASKS if args.task == "all" else (args.task,), limit=args.limit,
         elicitation_limit=args.elicitation_limit, seed=args.seed,
         vocab=args.vocab, vocab_file=args.vocab_file, determiner=args.determiner, template=args.template,
         conditions=tuple(comma_list(args.conditions)) if args.conditions else None, random_sets=args.random_sets,
         random_permutations=args.random_permutations, device=args.device, batch_size=args.batch_size,
     )
+    if args.dry_run:
+        from .dry_run import dry_run
+
+        n = dry_run(config, args.out)
+        print(f"wrote {args.out}/prompts.jsonl ({n} prompts; no model loaded)")
+        return 0
     rows = run_sta(config, args.out)
     from .report import format_tables
 
