@@ -21,7 +21,7 @@ from typing import Sequence
 
 import torch
 from kgprobe.models.encoding import Encoded, inject
-from kgprobe.models.trie import CandidateTrie, additive_mask, tree_layout, trie_indices
+from kgprobe.models.trie import CandidateTrie, additive_mask, chunk_order, tree_layout, trie_indices
 
 __all__ = ["score_tree_batch", "LOGIT_BUDGET"]
 
@@ -97,9 +97,7 @@ def score_tree_batch(scorer, prefixes: Sequence[Encoded], conts, vectors: Sequen
     vocab = scorer.loaded.model.get_output_embeddings().weight.shape[0] \
         if scorer.loaded.model.get_output_embeddings() is not None else 1
     budget = LOGIT_BUDGET.get(torch.device(device).type, LOGIT_BUDGET["cpu"])
-    order = sorted(range(len(conts)), key=lambda k: conts[k][0])  # as `_score_tree` chunks them
-    for b in range(0, len(order), max(1, batch_size)):
-        idx = order[b : b + max(1, batch_size)]
+    for idx in chunk_order(conts, batch_size, scorer._max_nodes()):  # as `_score_tree` chunks them
         batch = [conts[k] for k in idx]
         trie = CandidateTrie()
         rows = [trie.add(c[0], c[1]) for c in batch]
