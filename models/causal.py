@@ -1,22 +1,26 @@
 """Candidate scoring with causal (decoder-only) language models.
 
-The candidate fills the ``[MASK]`` slot and is scored by its conditional log-probability
-given the text before the slot::
+The candidate fills the ``[MASK]`` slot and is scored by the log-probability of the
+sentence from the slot on, given the text before it (the standard cloze score for a decoder,
+as in lm-pub-quiz and minicons)::
 
     score(c) = pool_t log P(c_t | prefix, c_<t)   [ + sum_s log P(suffix_s | prefix, c, suffix_<s) ]
 
 with pooling ``sum`` (default: the candidate's log-probability), ``mean``, ``first`` or
-``max``. With ``include_suffix=True`` the total log-probability of the text after the slot
-(a fixed string, so this measures how well the candidate fits what follows) is added to
-the pooled candidate score; pseudoword positions in the suffix are inputs, never targets.
+``max`` over the candidate's tokens. The suffix term, the total log-probability of the text
+after the slot (a fixed string, so it measures how well the candidate fits what follows), is
+added where that text holds more than punctuation (``include_suffix="auto"``, the default;
+the rule is `models.cloze`; True / False: always / never); pseudoword positions in the
+suffix are inputs, never targets.
 
 Token ids: prefix, candidate and suffix are tokenised separately (see `encoding`) and
 concatenated: ``front specials + prefix | candidate | suffix``. If that leaves nothing
 before the candidate, the tokenizer's BOS (else EOS) token is used as the context.
 
 Prefix sharing (token trie, the default without gradients): the candidates' continuations
-(candidate ids, plus the suffix ids with ``include_suffix``) are sorted by their ids and
-taken `batch_size` at a time. The inputs of one such chunk (each continuation minus its
+(candidate ids, plus the suffix ids where the suffix is scored) are sorted by their ids and
+taken `batch_size` at a time, fewer where the trie would pass `trie.MAX_NODES` nodes (a scored
+suffix follows each candidate, so it adds its length in nodes per candidate). The inputs of one such chunk (each continuation minus its
 last token) are merged into a token trie, so candidates that start with the same tokens
 share those positions, and ONE forward pass runs the packed sequence
 ``prefix + trie nodes`` with a tree attention mask: a node attends to the prefix and its
