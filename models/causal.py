@@ -19,9 +19,10 @@ before the candidate, the tokenizer's BOS (else EOS) token is used as the contex
 
 Prefix sharing (token trie, the default without gradients): the candidates' continuations
 (candidate ids, plus the suffix ids where the suffix is scored) are sorted by their ids and
-taken `batch_size` at a time, fewer where the trie would pass `trie.MAX_NODES` nodes (a scored
-suffix follows each candidate, so it adds its length in nodes per candidate). The inputs of one such chunk (each continuation minus its
-last token) are merged into a token trie, so candidates that start with the same tokens
+taken `batch_size` at a time, fewer where the trie would pass `trie.MAX_NODES` nodes (a
+scored suffix follows each candidate, so it adds its length in nodes per candidate). The
+inputs of one such chunk (each continuation minus its last token) are merged into a token
+trie, so candidates that start with the same tokens
 share those positions, and ONE forward pass runs the packed sequence
 ``prefix + trie nodes`` with a tree attention mask: a node attends to the prefix and its
 own ancestors only, and its position id is its position in its own full sequence

@@ -2,7 +2,8 @@
 
 `CausalScorer` scores one prompt's candidates as ``prefix + trie nodes`` under a tree mask
 (``models/trie.py``). Prompts that rank the same candidates (the same continuation ids: same
-candidate list, same spacing before the slot) share the trie of every chunk, so they can run
+candidate list, same spacing before the slot, and the same scored suffix, if any: e.g.
+pseudoword prompts that differ only in their vectors) share the trie of every chunk, so they can run
 as one batch: row b is ``left pads + prefix_b + nodes``, left-padded so that the prefix's last
 position and the nodes sit at the same columns in every row (then ``logits_to_keep`` keeps
 exactly them). A pad attends only to itself (it is never read), a prefix token to the prefix
