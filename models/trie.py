@@ -14,7 +14,8 @@ import torch
 #: pass of N nodes spends ~N/3000 of its model FLOPs (SmolLM2-135M) on attention scores
 #: that are mostly masked out: irrelevant for candidates alone (~200 nodes per 256 of them),
 #: but a scored suffix adds its length in nodes to every candidate, and 256 candidates
-#: with a 10-token suffix would otherwise make one 2 600-node pass (+85 % work).
+#: with a 10-token suffix would otherwise make one 2 600-node pass (+85 % work). A GPU keeps
+#: such passes whole (4096: its throughput wants large forwards; not measured here).
 MAX_NODES = {"cpu": 512, "cuda": 4096}
 
 
