@@ -3,11 +3,13 @@
     python bench/scoring.py [--model smollm2-135m] [--prompts 4] [--template 0]
                             [--batch-size 256] [--naive-requests 400] [--threads N]
                             [--lm-eval-softmax-dtype float64|float32] [--skip-lm-eval]
+                            [--suffix-prompts 2] [--suffix-naive-requests 100]
 
 The requests are the TP (rdf:type) task's: the first ``--prompts`` test prompts of the
 paper's reference set (manual template ``--template``) against the task's full candidate
 set (~790 class labels), i.e. prompts x candidates (prompt, candidate) pairs; a request's
-score is log P(candidate tokens | text before [MASK]) (sum pooling). Three contenders:
+score is log P(candidate tokens | text before [MASK]) (sum pooling; the TP slot is followed
+only by a full stop, which the suffix rule does not score). Three contenders:
 
 * kgprobe: `make_scorer(load_model(model)).score([prompt], candidates, batch_size=B)`,
   one call per prompt (token trie per chunk of B candidates, see `prompts/causal.py`).
@@ -55,6 +57,12 @@ activations and the log-softmax. ``fraction_of_matmul`` = achieved / limit.
 Threads: on a CPU shared with other jobs, use ``--threads 1``. With 2 threads on 2
 busy cores every op waits for the descheduled thread at its barrier: small element-wise
 ops become 20-25x slower, the naive loop ~9x, and all rates turn to noise.
+
+Suffix case (``suffix_case`` in the JSON line; ``--suffix-prompts 0`` skips it): DM prompts,
+whose slot is followed by a clause, against every class, where a request's score is
+log P(candidate + the text after the slot | the text before it); kgprobe, kgprobe reading the
+prefix only, lm-eval (continuation = candidate + suffix) and a naive sample, timed in the same
+run (`bench/scoring_suffix.py`).
 
 Prints one JSON line on stdout (progress on stderr). Targets: kgprobe >= 5x lm_eval at
 equal scores (|diff| <= 1e-4) and >= 30 % of the measured matmul FLOP/s.
@@ -104,11 +112,14 @@ def body_params(model) -> tuple[int, int, int]:
 
 
 def lm_eval_pair(prompt: str, candidate: str) -> tuple[str, str]:
-    """(context, continuation) for lm-eval: the slot's preceding space goes to the continuation."""
-    before = prompt.split("[MASK]")[0]
+    """(context, continuation) for lm-eval: the slot's preceding space goes to the continuation,
+    and the text after the slot follows the candidate where kgprobe scores it (`models.cloze`)."""
+    from kgprobe.models.cloze import scores_suffix
+
+    before, after = prompt.split("[MASK]")
     context = before.rstrip()
     cand = " ".join(candidate.split())
-    return context, (" " if before != context else "") + cand
+    return context, (" " if before != context else "") + cand + (after if scores_suffix(after) else "")
 
 
 def naive_score(model, prefix_ids: list[int], cand: list[int]) -> float:
@@ -132,6 +143,10 @@ def main(argv: list[str] | None = None) -> dict:
                     help="HFLM softmax_dtype (float32 = lm-eval's default behaviour)")
     ap.add_argument("--reference-requests", type=int, default=8,
                     help="most-disagreeing requests re-scored by a float64 model (0: none)")
+    ap.add_argument("--suffix-prompts", type=int, default=2,
+                    help="DM test prompts of the suffix case (0: skip it)")
+    ap.add_argument("--suffix-naive-requests", type=int, default=100,
+                    help="requests of the suffix case's naive loop")
     args = ap.parse_args(argv)
 
     if args.threads:
@@ -339,6 +354,11 @@ def main(argv: list[str] | None = None) -> dict:
     }
     if lm is None:
         result["lm_eval_reason"] = lm_reason
+    if args.suffix_prompts > 0:
+        from scoring_suffix import suffix_case  # bench/ is the script's folder
+
+        result["suffix_case"] = suffix_case(args, loaded, lm)
+    result["env"]["loadavg_after"] = round(os.getloadavg()[0], 2)
     print(json.dumps(result), flush=True)
     return result
 

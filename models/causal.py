@@ -1,23 +1,28 @@
 """Candidate scoring with causal (decoder-only) language models.
 
-The candidate fills the ``[MASK]`` slot and is scored by its conditional log-probability
-given the text before the slot::
+The candidate fills the ``[MASK]`` slot and is scored by the log-probability of the
+sentence from the slot on, given the text before it (the standard cloze score for a decoder,
+as in lm-pub-quiz and minicons)::
 
     score(c) = pool_t log P(c_t | prefix, c_<t)   [ + sum_s log P(suffix_s | prefix, c, suffix_<s) ]
 
 with pooling ``sum`` (default: the candidate's log-probability), ``mean``, ``first`` or
-``max``. With ``include_suffix=True`` the total log-probability of the text after the slot
-(a fixed string, so this measures how well the candidate fits what follows) is added to
-the pooled candidate score; pseudoword positions in the suffix are inputs, never targets.
+``max`` over the candidate's tokens. The suffix term, the total log-probability of the text
+after the slot (a fixed string, so it measures how well the candidate fits what follows), is
+added where that text holds more than punctuation (``include_suffix="auto"``, the default;
+the rule is `models.cloze`; True / False: always / never); pseudoword positions in the
+suffix are inputs, never targets.
 
 Token ids: prefix, candidate and suffix are tokenised separately (see `encoding`) and
 concatenated: ``front specials + prefix | candidate | suffix``. If that leaves nothing
 before the candidate, the tokenizer's BOS (else EOS) token is used as the context.
 
 Prefix sharing (token trie, the default without gradients): the candidates' continuations
-(candidate ids, plus the suffix ids with ``include_suffix``) are sorted by their ids and
-taken `batch_size` at a time. The inputs of one such chunk (each continuation minus its
-last token) are merged into a token trie, so candidates that start with the same tokens
+(candidate ids, plus the suffix ids where the suffix is scored) are sorted by their ids and
+taken `batch_size` at a time, fewer where the trie would pass `trie.MAX_NODES` nodes (a
+scored suffix follows each candidate, so it adds its length in nodes per candidate). The
+inputs of one such chunk (each continuation minus its last token) are merged into a token
+trie, so candidates that start with the same tokens
 share those positions, and ONE forward pass runs the packed sequence
 ``prefix + trie nodes`` with a tree attention mask: a node attends to the prefix and its
 own ancestors only, and its position id is its position in its own full sequence
@@ -51,6 +56,7 @@ from typing import Mapping, Sequence
 
 import torch
 from kgprobe.errors import ModelError
+from kgprobe.models.cloze import AUTO, RULE, SUFFIX_MODES, uses_suffix
 from kgprobe.models.encoding import (
     Encoded,
     PromptEncoder,
@@ -61,7 +67,14 @@ from kgprobe.models.encoding import (
 )
 from kgprobe.models.language_model import LanguageModel
 from kgprobe.models.tree_batch import score_tree_batch
-from kgprobe.models.trie import CandidateTrie, additive_mask, tree_layout, trie_indices
+from kgprobe.models.trie import (
+    MAX_NODES,
+    CandidateTrie,
+    additive_mask,
+    chunk_order,
+    tree_layout,
+    trie_indices,
+)
 
 __all__ = ["CausalScorer"]
 
@@ -76,12 +89,17 @@ class CausalScorer(TensorScorer):
         loaded: LanguageModel,
         *,
         pooling: str = "sum",
-        include_suffix: bool = False,
+        include_suffix: bool | str = AUTO,
         share_prefix: bool = True,
     ):
+        if include_suffix not in SUFFIX_MODES or not isinstance(include_suffix, (bool, str)):
+            raise ModelError(f"include_suffix={include_suffix!r}; use 'auto', True or False")
         self.loaded = loaded
         self.pooling = pooling
+        #: ``"auto"``: score the text after the slot where it holds more than punctuation
+        #: (`models.cloze`); True / False: always / never.
         self.include_suffix = include_suffix
+        self.suffix_rule = RULE if include_suffix == AUTO else None
         self.share_prefix = share_prefix
         tok = loaded.tokenizer
         self.encoder = PromptEncoder(tok)
@@ -129,9 +147,10 @@ class CausalScorer(TensorScorer):
         for i, prompt in enumerate(prompts):
             vectors = per_prompt[i] if per_prompt else {}
             prefix, cands, suffix = self.encode(prompt, candidates, vectors)
+            with_suffix = uses_suffix(self.include_suffix, prompt)
             conts = []
             for c in cands:
-                if self.include_suffix:
+                if with_suffix:
                     targets = [1] * len(c) + [2] * len(suffix.ids)
                     for pos, _ in suffix.slots:
                         targets[len(c) + pos] = 0
@@ -185,7 +204,7 @@ class CausalScorer(TensorScorer):
         cand_len = torch.tensor([n for *_rest, n in conts], device=device)
         cand_width = int(cand_len.max())
         pooled = pool_logprobs(token_lp[:, :cand_width], cand_len, self.pooling)
-        if self.include_suffix:
+        if any(len(targets) > n for _ids, _slots, targets, n in conts):  # a scored suffix
             kinds = torch.zeros(token_lp.shape, dtype=torch.long, device=device)
             for b, (_ids, _slots, targets, _n) in enumerate(conts):
                 kinds[b, : len(targets)] = torch.tensor(targets, device=device)
@@ -265,6 +284,10 @@ class CausalScorer(TensorScorer):
         self._count(n_prefix + n, logits.shape[0] if "logits_to_keep" in kwargs else n_prefix + n)
         return logits
 
+    def _max_nodes(self) -> int:
+        """The trie size of one forward on this model's device (`trie.MAX_NODES`)."""
+        return MAX_NODES.get(torch.device(self._device()).type, MAX_NODES["cpu"])
+
     def _takes_logits_to_keep(self) -> bool:
         try:
             return "logits_to_keep" in inspect.signature(self.loaded.model.forward).parameters
@@ -300,10 +323,7 @@ class CausalScorer(TensorScorer):
     def _score_tree(self, prefix: Encoded, conts, vectors, batch_size: int) -> torch.Tensor:
         device = self._device()
         result = torch.zeros(len(conts), device=device)
-        order = sorted(range(len(conts)), key=lambda k: conts[k][0])  # shared first tokens land together
-        step = max(1, batch_size)
-        for b in range(0, len(order), step):
-            idx = order[b : b + step]
+        for idx in chunk_order(conts, batch_size, self._max_nodes()):
             batch = [conts[k] for k in idx]
             trie = CandidateTrie()
             rows = [trie.add(c[0], c[1]) for c in batch]

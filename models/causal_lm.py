@@ -40,7 +40,7 @@ class CausalLM(LanguageModel):
     auto_class: ClassVar[str] = "AutoModelForCausalLM"
     pseudoword_anchor: ClassVar[str] = "mean"
 
-    def _scorer(self, *, masks: str, pooling: str, include_suffix: bool, share_prefix: bool) -> Scorer:
+    def _scorer(self, *, masks: str, pooling: str, include_suffix: bool | str, share_prefix: bool) -> Scorer:
         return CausalScorer(self, pooling=pooling, include_suffix=include_suffix, share_prefix=share_prefix)
 
     def slot_distribution(self, vocabulary: Vocabulary, *, batch_size: int = 32) -> NextTokenDistribution:

@@ -31,6 +31,7 @@ from typing import Any, ClassVar, Mapping, Protocol, Sequence, runtime_checkable
 import numpy as np
 import torch
 from kgprobe.errors import ModelError
+from kgprobe.models.cloze import AUTO
 from kgprobe.models.encoding import POOLINGS
 from kgprobe.models.segments import ALL, Prompt, TaggedIds, score_prompts
 
@@ -96,13 +97,14 @@ class LanguageModel(ABC):
 
     # ------------------------------------------------------------------ ranking fillers
     def scorer(self, *, masks: str = "multi", pooling: str | None = None,
-               include_suffix: bool = False, share_prefix: bool = True) -> Scorer:
+               include_suffix: bool | str = AUTO, share_prefix: bool = True) -> Scorer:
         """A `Scorer` of candidate fillers of the ``[MASK]`` slot.
 
         `pooling` ``"mean"`` | ``"max"`` | ``"first"`` | ``"sum"`` (default `default_pooling`).
-        Masked LMs use `masks` (``"multi"`` | ``"single"``); causal LMs use `include_suffix` (add
-        the log-probability of the text after the slot) and `share_prefix`; each ignores the
-        other's options.
+        Masked LMs use `masks` (``"multi"`` | ``"single"``); causal LMs use `include_suffix`
+        (add the log-probability of the text after the slot: ``"auto"``, the default, where
+        it holds more than punctuation, see `models.cloze`; True / False always / never) and
+        `share_prefix`; each ignores the other's options.
         """
         if pooling is not None and pooling not in POOLINGS:
             raise ModelError(f"unknown pooling {pooling!r}; use one of {', '.join(POOLINGS)}")
@@ -110,7 +112,7 @@ class LanguageModel(ABC):
                             include_suffix=include_suffix, share_prefix=share_prefix)
 
     @abstractmethod
-    def _scorer(self, *, masks: str, pooling: str, include_suffix: bool, share_prefix: bool) -> Scorer:
+    def _scorer(self, *, masks: str, pooling: str, include_suffix: bool | str, share_prefix: bool) -> Scorer:
         ...
 
     # ------------------------------------------------------------------ distributions

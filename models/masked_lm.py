@@ -39,7 +39,7 @@ class MaskedLM(LanguageModel):
     auto_class: ClassVar[str] = "AutoModelForMaskedLM"
     pseudoword_anchor: ClassVar[str] = "mask"
 
-    def _scorer(self, *, masks: str, pooling: str, include_suffix: bool, share_prefix: bool) -> Scorer:
+    def _scorer(self, *, masks: str, pooling: str, include_suffix: bool | str, share_prefix: bool) -> Scorer:
         return MaskedScorer(self, masks=masks, pooling=pooling)
 
     def slot_distribution(self, vocabulary: Vocabulary, *, batch_size: int = 32) -> MaskDistribution:

@@ -97,7 +97,7 @@ def model_identity(loaded: Any, memo: dict | None = None) -> dict:
 def scorer_settings(scorer: Any) -> dict:
     """The settings of a model scorer that decide its numbers."""
     out = {"class": type(scorer).__name__}
-    for attr in ("pooling", "masks", "include_suffix", "share_prefix"):
+    for attr in ("pooling", "masks", "include_suffix", "suffix_rule", "share_prefix"):
         if hasattr(scorer, attr):
             out[attr] = getattr(scorer, attr)
     return out

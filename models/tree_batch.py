@@ -2,7 +2,8 @@
 
 `CausalScorer` scores one prompt's candidates as ``prefix + trie nodes`` under a tree mask
 (``models/trie.py``). Prompts that rank the same candidates (the same continuation ids: same
-candidate list, same spacing before the slot) share the trie of every chunk, so they can run
+candidate list, same spacing before the slot, and the same scored suffix, if any: e.g.
+pseudoword prompts that differ only in their vectors) share the trie of every chunk, so they can run
 as one batch: row b is ``left pads + prefix_b + nodes``, left-padded so that the prefix's last
 position and the nodes sit at the same columns in every row (then ``logits_to_keep`` keeps
 exactly them). A pad attends only to itself (it is never read), a prefix token to the prefix
@@ -21,7 +22,7 @@ from typing import Sequence
 
 import torch
 from kgprobe.models.encoding import Encoded, inject
-from kgprobe.models.trie import CandidateTrie, additive_mask, tree_layout, trie_indices
+from kgprobe.models.trie import CandidateTrie, additive_mask, chunk_order, tree_layout, trie_indices
 
 __all__ = ["score_tree_batch", "LOGIT_BUDGET"]
 
@@ -97,9 +98,7 @@ def score_tree_batch(scorer, prefixes: Sequence[Encoded], conts, vectors: Sequen
     vocab = scorer.loaded.model.get_output_embeddings().weight.shape[0] \
         if scorer.loaded.model.get_output_embeddings() is not None else 1
     budget = LOGIT_BUDGET.get(torch.device(device).type, LOGIT_BUDGET["cpu"])
-    order = sorted(range(len(conts)), key=lambda k: conts[k][0])  # as `_score_tree` chunks them
-    for b in range(0, len(order), max(1, batch_size)):
-        idx = order[b : b + max(1, batch_size)]
+    for idx in chunk_order(conts, batch_size, scorer._max_nodes()):  # as `_score_tree` chunks them
         batch = [conts[k] for k in idx]
         trie = CandidateTrie()
         rows = [trie.add(c[0], c[1]) for c in batch]

@@ -3,7 +3,10 @@
 A text-only engine (lm-eval, vLLM, an API) scores ``context + choice`` by log-likelihood: it
 cannot take a pseudoword vector, and it ranks a short list of choices rather than a slot.
 So each probe becomes a `ClozeDoc`: the prompt's text before ``[MASK]`` (the context), the
-candidates as choices and the indices of the gold ones. Memorizing records keep their manual
+candidates as choices and the indices of the gold ones. What lm-eval scores for a choice is its
+continuation: the candidate, followed by the text after the slot where that holds more than
+punctuation (`models.cloze`, the rule kgprobe's causal scorer applies), so the engine scores
+log P(candidate + rest of the sentence | context), exactly what kgprobe scores. Memorizing records keep their manual
 templates; reasoning items are written with both premises explicit and the pseudowords as the
 letters X and Y, as the OntoProbe paper does for ChatGPT (§5).
 
@@ -21,6 +24,7 @@ from dataclasses import asdict, dataclass
 from typing import Sequence
 
 from kgprobe.errors import KgprobeError
+from kgprobe.models.cloze import scores_suffix
 from kgprobe.ontology.verbalize import MASK, TemplateSet, capitalize
 from kgprobe.reasoning.distractors import parse_protocol
 from kgprobe.reasoning.items import SLOT_X, SLOT_Y, ReasoningItem
@@ -39,7 +43,7 @@ class ClozeDoc:
     task: str  # the relation (type, …) or the rule (rdfs9, …)
     template: str  # manual template index, or "manual" for reasoning prompts
     text: str  # the prompt before the slot (its trailing space included)
-    suffix: str  # the prompt after the slot (not scored by a causal LM, as in kgprobe)
+    suffix: str  # the prompt after the slot (scored with each choice where it is more than punctuation)
     choices: list[str]
     gold: list[int]
     answers: list[str]
@@ -53,11 +57,18 @@ class ClozeDoc:
         """The prompt with its ``[MASK]`` slot, as kgprobe's scorers take it."""
         return f"{self.text}{MASK}{self.suffix}"
 
+    @property
+    def continuations(self) -> list[str]:
+        """What lm-eval scores after `text` for each choice: the choice, plus the suffix where
+        kgprobe's causal scorer reads it (`models.cloze.scores_suffix`)."""
+        tail = self.suffix if scores_suffix(self.suffix) else ""
+        return [f"{c}{tail}" for c in self.choices]
+
     def to_json(self) -> dict:
         """lm-eval's own `target` (its acc metric) is the most specific answer among the
         golds; kgprobe's metrics (`harness_utils`) rank every gold."""
         target = min(self.gold, key=lambda g: self.answers.index(self.choices[g]))
-        return {**asdict(self), "target": target}
+        return {**asdict(self), "continuations": self.continuations, "target": target}
 
 
 def split_at_mask(prompt: str) -> tuple[str, str]:

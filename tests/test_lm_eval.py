@@ -18,6 +18,7 @@ from kgprobe.reasoning.items import sample_items
 from kgprobe.studies.lm_eval import harness_utils
 from kgprobe.studies.lm_eval.export import ExportSettings, export_lm_eval
 from kgprobe.studies.lm_eval.importer import (
+    _SAMPLES,
     ABLATION_COLUMNS,
     MEMORIZATION_COLUMNS,
     import_lm_eval,
@@ -93,8 +94,10 @@ def test_export_writes_tasks_groups_and_documents(tmp_path):
         assert len(doc["choices"]) == 20 and doc["choices"][doc["target"]] == doc["answers"][0]
         assert "[X]" not in doc["text"] and " X " in f" {doc['text']}"
         assert doc["text"].endswith("Therefore , X is a particular ")
+        assert doc["suffix"] == " ." and doc["continuations"] == doc["choices"]  # only a full stop
     yaml_text = (tmp_path / "kgprobe_reasoning_rdfs9.yaml").read_text()
     assert "output_type: multiple_choice" in yaml_text and "letters X and Y" in yaml_text
+    assert "doc_to_choice: continuations" in yaml_text
     assert "process_results: !function utils.process_results" in yaml_text
     assert "kgprobe_reasoning_rdfs9" in (tmp_path / "kgprobe_reasoning.yaml").read_text()
     # a memorizing document ranks what the memorization study ranks for its record (the
@@ -160,7 +163,8 @@ def test_import_without_samples_is_a_one_line_error(tmp_path, capsys):
 @pytest.mark.slow
 def test_lm_eval_hf_backend_ranks_like_kgprobe(tmp_path):
     """lm-eval (hf backend) and kgprobe's own scorer on the same exported prompts and choices:
-    the same log-likelihood per choice (to 1e-3) and the same R@1 and MRR."""
+    the same log-likelihood per choice (to 1e-3) and the same R@1 and MRR; DM documents score
+    the sentence after the slot too (continuation = choice + suffix), TP and rdfs9 do not."""
     from kgprobe.models.loading import load_model
 
     model = load_model("smollm2-135m")
@@ -178,6 +182,11 @@ def test_lm_eval_hf_backend_ranks_like_kgprobe(tmp_path):
     scorer = model.scorer(pooling="sum")
     files = sorted(out.rglob("samples_kgprobe_*.jsonl"))
     assert len(files) == 3
+    suffixed = {_SAMPLES.match(p.name).group(1): any(len(c) > len(ch) for s in read_samples(p)
+                                          for c, ch in zip(s.doc["continuations"], s.doc["choices"]))
+                for p in files}
+    assert suffixed == {"kgprobe_memorizing_domain_t0": True, "kgprobe_memorizing_type_t0": False,
+                        "kgprobe_reasoning_rdfs9": False}
     for path in files:
         samples = read_samples(path)
         assert len(samples) == 4
@@ -199,6 +208,8 @@ def test_export_command(tmp_path, capsys):
     assert "kgprobe_memorizing_domain_t0" in capsys.readouterr().out
     doc = json.loads((out / "kgprobe_memorizing_domain_t0.jsonl").read_text().splitlines()[0])
     assert len(doc["choices"]) == 5 and doc["text"].startswith("One has to be a particular ")
+    # a DM slot is followed by a clause: lm-eval scores each choice with it, as kgprobe does
+    assert doc["suffix"].startswith(" if ") and doc["continuations"] == [c + doc["suffix"] for c in doc["choices"]]
     assert main(["export", "lm-eval", "--out", str(out), "--tasks", "memorising"]) == 2
     assert "--tasks memorising" in capsys.readouterr().err
     assert main(["export", "lm-eval", "--out", str(out), "--candidates", "1"]) == 2

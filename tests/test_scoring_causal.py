@@ -110,7 +110,7 @@ def test_pseudowords_equal_overwritten_embedding_row(request, model_name):
     # the one-position slot equals a real token whose input embedding row holds the vector
     x_id = tok.convert_tokens_to_ids("Ġperson")
     assert x_id != tok.unk_token_id
-    no_suffix = make_scorer(loaded)
+    no_suffix = make_scorer(loaded, include_suffix=False)
     got_x = no_suffix.score([prompt], CANDIDATES, pseudowords={"[X]": vx})[0]
     prefix, cands, _ = no_suffix.encode(prompt, CANDIDATES, {"[X]": vx})
     (pos, _name), = prefix.slots

@@ -32,13 +32,16 @@ METRICS = ("r@1", "r@5", "mrr")
 PREFIX = "kgprobe"
 NOTES = {
     "memorizing": "kgprobe memorizing probe ({task}, manual template {template}): the prompt's "
-                  "text before [MASK] is the context, each candidate label a choice, scored by "
-                  "its summed log-likelihood as kgprobe's causal scorer does (text after the slot "
-                  "is not scored). R@k and MRR rank the choices with pessimistic ties.",
+                  "text before [MASK] is the context, each candidate label a choice, scored as "
+                  "kgprobe's causal scorer does: the summed log-likelihood of the label and, "
+                  "where more than punctuation follows the slot, of the rest of the sentence "
+                  "(the doc's continuations). R@k and MRR rank the choices with pessimistic ties.",
     "reasoning": "kgprobe reasoning probe ({task}): both premises written, then the conjunction "
                  "and the hypothesis. The pseudowords [X] and [Y] are the letters X and Y, as in "
                  "the OntoProbe paper's §5: a text API cannot take pseudoword embeddings, so this "
-                 "is not the premise-ablation study's pseudoword setting.",
+                 "is not the premise-ablation study's pseudoword setting. Choices are scored "
+                 "as kgprobe's causal scorer scores them (the continuations: with the text after "
+                 "the slot where it holds more than punctuation).",
 }
 
 
@@ -126,7 +129,7 @@ def _yaml_task(name: str, data: Path, note: str, settings: ExportSettings) -> st
             f"dataset_kwargs:\n  data_files:\n    test: {q(str(data))}\n"
             "test_split: test\n"
             "output_type: multiple_choice\n"
-            "doc_to_text: text\ndoc_to_choice: choices\ndoc_to_target: target\n"
+            "doc_to_text: text\ndoc_to_choice: continuations\ndoc_to_target: target\n"
             'target_delimiter: ""\n'
             "process_results: !function utils.process_results\n"
             f"metric_list:\n{metrics}"

@@ -31,7 +31,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--masks", choices=["multi", "single"], default="multi",
                    help="masked LMs: one [MASK] per candidate token, or a single one")
     p.add_argument("--pooling", choices=["mean", "max", "first", "sum"], default=None,
-                   help="pool token log-probabilities (default: mean for masked, sum for causal)")
+                   help="pool the candidate's token log-probabilities (default: mean for masked, "
+                        "sum for causal; a causal LM adds the log-probability of the text after "
+                        "the slot where it is more than punctuation, docs/scoring.md)")
     p.add_argument("--split", choices=["train", "dev", "test"], default="test")
     p.add_argument("--limit", type=int, default=None,
                    help="records per task (default: the paper's, 500 for TP and SCO, all others)")
