@@ -7,8 +7,19 @@ from dataclasses import dataclass, field
 from typing import Iterable
 
 import networkx as nx
-from kgprobe.ontology.exclusions import ID_LIKE, Exclusions, load_exclusions
-from kgprobe.ontology.labels import LABEL_PROPERTIES, pick_label
+from kgprobe.ontology.exclusions import (
+    ADJECTIVE,
+    DEPRECATED,
+    HEADER,
+    ID_LIKE,
+    KEEPABLE,
+    WHY,
+    Exclusions,
+    deprecated_terms,
+    header_nodes,
+    load_exclusions,
+)
+from kgprobe.ontology.labels import LABEL_PROPERTIES, is_adjective_label, pick_label
 from kgprobe.ontology.model import (
     CLASS_TYPES,
     KGP_PATTERN,
@@ -50,6 +61,16 @@ class BuildOptions:
     #: Split labels written as identifiers (``EUEnergyEfficiencyEnumeration``) into words.
     #: None: yes, except for the bundled OntoProbe data, whose labels are the paper's.
     split_identifier_labels: bool | None = None
+    #: Keep annotation properties / deprecated terms (`--keep-annotations`,
+    #: `--keep-deprecated`); by default they are left out and counted.
+    keep_annotations: bool = False
+    keep_deprecated: bool = False
+
+    @property
+    def kept(self) -> frozenset[str]:
+        """The exclusion reasons turned back on."""
+        return frozenset(r for r, keep in zip(KEEPABLE, (self.keep_annotations,
+                                                         self.keep_deprecated)) if keep)
 
 
 _LABEL_PROPERTIES = frozenset(LABEL_PROPERTIES)
@@ -86,6 +107,14 @@ def _sort(triples: Iterable[Triple]) -> _Sorted:
         else:
             out.other.append(t)
     return out
+
+
+def _is_meta_type(t: str) -> bool:
+    """An rdf:type object saying what a term is in the schema (owl:IrreflexiveProperty,
+    owl:DeprecatedClass …), not a class its subject is an instance of; owl:Thing and
+    rdfs:Resource are classes (of everything), left to the `top` exclusion."""
+    return t in META_TYPES or (t.startswith((OWL, RDF, RDFS))
+                               and t not in (OWL + "Thing", RDFS + "Resource"))
 
 
 def _schema_terms(src: _Sorted) -> tuple[set[str], set[str]]:
@@ -150,15 +179,21 @@ def build_ontology(name: str, triples: Iterable[Triple],
     """
     options = options or BuildOptions()
     triples = triples if isinstance(triples, list) else list(triples)
+    header = header_nodes(triples)
+    if header:
+        n_all = len(triples)
+        triples = [t for t in triples if t[0] not in header]
+        n_header = n_all - len(triples)
     lowering = lower(triples, options.schema_includes)
     src = _sort(triples)
     for t in lowering.model_triples():
         src.edges[t[1]].append(t)
     class_iris, prop_iris = _schema_terms(src)
     types = src.types
-    instance_iris = {s for s, ts in types.items() if is_iri(s) and ts - META_TYPES}
+    instance_iris = {s for s, ts in types.items()
+                     if is_iri(s) and any(not _is_meta_type(t) for t in ts)}
     for s in instance_iris:
-        class_iris.update(t for t in types[s] - META_TYPES if is_iri(t))
+        class_iris.update(t for t in types[s] if is_iri(t) and not _is_meta_type(t))
     facts = _facts(src, class_iris, prop_iris, instance_iris)
     onto = Ontology(name=name)
     split = options.split_identifier_labels
@@ -174,25 +209,41 @@ def build_ontology(name: str, triples: Iterable[Triple],
         onto.properties[iri] = OntProperty(iri, labels[iri] or "", pattern=src.patterns.get(iri))
     for iri in sorted(instance_iris):
         onto.instances[iri] = Instance(
-            iri, labels[iri] or "", sorted(t for t in types[iri] - META_TYPES if is_iri(t)))
+            iri, labels[iri] or "",
+            sorted(t for t in types[iri] if is_iri(t) and not _is_meta_type(t)))
     _link(onto, src)
     onto.facts.extend(facts)
     onto.warnings.extend(lowering.warnings())
     onto.closure_edges = lowering.closure_triples()
-    _exclude(onto, types, options.exclusions or load_exclusions())
+    if header:
+        onto.header = frozenset(header)
+        onto.excluded.update({h: HEADER for h in header if is_iri(h)})
+        onto.excluded_counts[HEADER] = {"triple": n_header}
+        onto.warnings.append(f"skipped {n_header} triple{'s' * (n_header > 1)}: {WHY[HEADER]}")
+    deprecated = set() if DEPRECATED in options.kept else deprecated_terms(src.other, src.labels, types)
+    _exclude(onto, types, options.exclusions or load_exclusions(), deprecated, options,
+             split)
     check_cycles(onto)
     return onto
 
 
-def _excluded_terms(onto: Ontology, types: dict[str, set[str]],
-                    exclusions: Exclusions) -> dict[str, str]:
+def _excluded_terms(onto: Ontology, types: dict[str, set[str]], exclusions: Exclusions,
+                    deprecated: set[str], kept: frozenset[str],
+                    adjectives: bool) -> dict[str, str]:
     """iri → reason for every class, property and instance that is not a word or answer."""
     out: dict[str, str] = {}
     for table in (onto.classes, onto.properties, onto.instances):
         for iri, term in table.items():
             reason = exclusions.reason(iri, types.get(iri, set()))
+            if reason in kept:
+                reason = None
+            if reason is None and iri in deprecated:
+                reason = DEPRECATED
             if reason is None and not term.label:
                 reason = ID_LIKE
+            if (reason is None and adjectives and table is onto.classes
+                    and is_adjective_label(term.label)):
+                reason = ADJECTIVE
             if reason is not None:
                 out.setdefault(iri, reason)
     # Subclasses of a datatype are datatypes (schema:URL ⊑ schema:Text).
@@ -222,11 +273,16 @@ def _bypass(iri: str, parents: dict[str, list[str]], excluded: dict[str, str],
     return out
 
 
-def _exclude(onto: Ontology, types: dict[str, set[str]], exclusions: Exclusions) -> None:
-    """Take excluded terms out of the model, reconnecting around them, and count them."""
-    excluded = _excluded_terms(onto, types, exclusions)
+def _exclude(onto: Ontology, types: dict[str, set[str]], exclusions: Exclusions,
+             deprecated: set[str], options: BuildOptions, adjectives: bool) -> None:
+    """Take excluded terms out of the model, reconnecting around them, and count them.
+    Facts using an excluded property or naming an excluded term go too (an annotation
+    property's values are not facts about things)."""
+    excluded = _excluded_terms(onto, types, exclusions, deprecated, options.kept, adjectives)
     if not excluded:
         return
+    onto.facts = [t for t in onto.facts
+                  if t[0] not in excluded and t[1] not in excluded and t[2] not in excluded]
     class_parents = {i: c.parents for i, c in onto.classes.items()}
     prop_parents = {i: p.parents for i, p in onto.properties.items()}
 
@@ -266,14 +322,11 @@ def _exclude(onto: Ontology, types: dict[str, set[str]], exclusions: Exclusions)
             reason = counts.setdefault(excluded[iri], {})
             reason[kind] = reason.get(kind, 0) + 1
     onto.excluded.update(excluded)
-    onto.excluded_counts = counts
+    onto.excluded_counts.update(counts)
     for reason, by_kind in sorted(counts.items()):
         what = ", ".join(f"{n} {k}{'es' if k == 'class' and n > 1 else ''}"
                          f"{'s' if k != 'class' and n > 1 else ''}" for k, n in by_kind.items())
-        why = {ID_LIKE: "no label usable as words (an ID-like name)",
-               "datatype": "datatypes are not classes of things",
-               "top": "top classes answer every question"}.get(reason, f"{reason} terms")
-        onto.warnings.append(f"skipped {what}: {why}")
+        onto.warnings.append(f"skipped {what}: {WHY.get(reason, reason + ' terms')}")
 
 
 def check_cycles(onto: Ontology) -> None:

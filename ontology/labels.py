@@ -75,6 +75,59 @@ def looks_like_identifier(label: str) -> bool:
         "_" in label or re.search(r"[a-z][A-Z]", label))
 
 
+def is_iri_like(text: str) -> bool:
+    """A label that is an IRI or a CURIE-like reference, never a word ("http://purl…")."""
+    t = text.strip()
+    return "://" in t or t.startswith(("urn:", "www.", "_:"))
+
+
+@lru_cache(maxsize=1)
+def _lexicon():
+    """lemminflect's part-of-speech lexicon (shipped inside its wheel, MIT licence): word →
+    the parts of speech it can be. Loaded on first use only."""
+    from lemminflect import getAllLemmas
+
+    return getAllLemmas
+
+
+@lru_cache(maxsize=65536)
+def parts_of_speech(word: str) -> frozenset[str]:
+    """The parts of speech an English word can be ({"NOUN", "VERB"} for "influence"); empty
+    for a word the lexicon does not know (proper names: Loire, Burgundy; acronyms)."""
+    return frozenset(_lexicon()(word.lower()))
+
+
+def is_adjective_label(label: str) -> bool:
+    """Whether a class label is an adjective or participle rather than a noun phrase
+    ("viscous", "Verifiable", "decreased"): its head (last) word is known to the lexicon and
+    never a noun. Such a class does not fit "[X] is a ___"."""
+    words = label.split()
+    if not words or not words[-1].isalpha():
+        return False
+    pos = parts_of_speech(words[-1])
+    return bool(pos) and "NOUN" not in pos and bool(pos & {"ADJ", "VERB"})
+
+
+def common_case(label: str) -> str:
+    """A Title Case label as a common noun phrase reads mid-sentence: each capitalized word
+    the lexicon knows is lowered ("Feature Of Interest" → "feature of interest", "Influence"
+    → "influence"); acronyms (QUDT, EU) and words it does not know (names: "White Loire" →
+    "white Loire") keep their case."""
+    words = label.split(" ")
+    out = []
+    for w in words:
+        if (len(w) > 1 and w[0].isupper() and w[1:].islower() and w.isalpha()
+                and (parts_of_speech(w) or w.lower() in _FUNCTION_WORDS)):
+            w = w.lower()
+        out.append(w)
+    return " ".join(out)
+
+
+#: Closed-class words the lexicon (open classes only) does not list.
+_FUNCTION_WORDS = frozenset("of in on at to for from by with about into onto under over as "
+                            "than via within near after before and or the a an not".split())
+
+
 def _lang_matches(lang: str | None, wanted: str, primary: str) -> bool:
     if wanted == "*":
         return True
@@ -104,16 +157,28 @@ def pick_label(labels: dict[str, list[tuple[str, str | None]]], iri: str,
                 choices = sorted(
                     text.strip() for text, lang in labels.get(prop, ())
                     if (lang is None) == untagged and _lang_matches(lang, wanted, primary)
-                    and text.strip() and (names or not is_id_like(text)))
+                    and text.strip() and not is_iri_like(text)
+                    and (names or not is_id_like(text)))
                 if choices:
-                    label = choices[0]
-                    if split_identifiers and not names and looks_like_identifier(label):
-                        return name_words(label)
-                    return label
+                    return _as_words(choices[0], split_identifiers, names)
     name = local_name(iri)
-    if is_id_like(name) or name.isdigit():
+    # a local name of one or two letters is an abbreviation, not a word (PROV's "aq", "n")
+    if is_id_like(name) or name.isdigit() or len(name) < 3:
         return None
-    return name_words(name) or None
+    words = name_words(name)
+    return (common_case(words) if split_identifiers and not names else words) or None
+
+
+def _as_words(label: str, split_identifiers: bool, names: bool) -> str:
+    """A picked label as it is written in a prompt: an identifier split into words, no
+    underscore ("obsolete2_digital document"), Title Case lowered for classes and properties
+    (`split_identifiers` off, for the bundled OntoProbe labels, keeps them as written)."""
+    if not split_identifiers:
+        return label
+    if not names and looks_like_identifier(label):
+        label = name_words(label)
+    label = re.sub(r"\s+", " ", label.replace("_", " ")).strip()
+    return label if names else common_case(label)
 
 
 @lru_cache(maxsize=1)
