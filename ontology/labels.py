@@ -99,13 +99,15 @@ def parts_of_speech(word: str) -> frozenset[str]:
 
 def is_adjective_label(label: str) -> bool:
     """Whether a class label is an adjective or participle rather than a noun phrase
-    ("viscous", "Verifiable", "decreased"): its head (last) word is known to the lexicon and
-    never a noun. Such a class does not fit "[X] is a ___"."""
+    ("viscous", "Verifiable", "decreased"): its head (last) word is an adjective and never a
+    noun in the lexicon, or a past participle it knows only as a verb. Such a class does not
+    fit "[X] is a ___". (A word the lexicon lists only as a verb, "bar", is not enough.)"""
     words = label.split()
     if not words or not words[-1].isalpha():
         return False
     pos = parts_of_speech(words[-1])
-    return bool(pos) and "NOUN" not in pos and bool(pos & {"ADJ", "VERB"})
+    return "NOUN" not in pos and ("ADJ" in pos or (
+        pos == {"VERB"} and words[-1].lower().endswith("ed")))
 
 
 def common_case(label: str) -> str:
@@ -162,8 +164,7 @@ def pick_label(labels: dict[str, list[tuple[str, str | None]]], iri: str,
                 if choices:
                     return _as_words(choices[0], split_identifiers, names)
     name = local_name(iri)
-    # a local name of one or two letters is an abbreviation, not a word (PROV's "aq", "n")
-    if is_id_like(name) or name.isdigit() or len(name) < 3:
+    if is_id_like(name) or name.isdigit():
         return None
     words = name_words(name)
     return (common_case(words) if split_identifiers and not names else words) or None
@@ -177,7 +178,8 @@ def _as_words(label: str, split_identifiers: bool, names: bool) -> str:
         return label
     if not names and looks_like_identifier(label):
         label = name_words(label)
-    label = re.sub(r"\s+", " ", label.replace("_", " ")).strip()
+    if "_" in label:
+        label = re.sub(r" +", " ", label.replace("_", " ")).strip()
     return label if names else common_case(label)
 
 
