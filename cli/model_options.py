@@ -25,6 +25,12 @@ def model_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--exclusions", type=Path, default=None,
                         help="TOML list of terms that are never answers (default: the bundled "
                              "ontology/excluded_terms.toml)")
+    parser.add_argument("--keep-annotations", action="store_true",
+                        help="keep annotation properties (rdfs:label, dcterms:*, oboInOwl:*, "
+                             "every owl:AnnotationProperty) as relations, subjects and answers")
+    parser.add_argument("--keep-deprecated", action="store_true",
+                        help="keep deprecated terms (owl:deprecated true, OBO is_obsolete, "
+                             "labels beginning 'obsolete') as subjects, answers and distractors")
 
 
 def model_options(args: argparse.Namespace) -> BuildOptions:
@@ -33,4 +39,5 @@ def model_options(args: argparse.Namespace) -> BuildOptions:
         raise KgprobeError(f"--lang {args.lang!r}: give language tags such as en or en,es,*")
     return BuildOptions(
         langs=langs, schema_includes=args.schema_includes,
-        exclusions=load_exclusions(args.exclusions) if args.exclusions else None)
+        exclusions=load_exclusions(args.exclusions) if args.exclusions else None,
+        keep_annotations=args.keep_annotations, keep_deprecated=args.keep_deprecated)

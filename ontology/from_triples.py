@@ -324,9 +324,12 @@ def _exclude(onto: Ontology, types: dict[str, set[str]], exclusions: Exclusions,
     onto.excluded.update(excluded)
     onto.excluded_counts.update(counts)
     for reason, by_kind in sorted(counts.items()):
-        what = ", ".join(f"{n} {k}{'es' if k == 'class' and n > 1 else ''}"
-                         f"{'s' if k != 'class' and n > 1 else ''}" for k, n in by_kind.items())
+        what = ", ".join(f"{n} {_PLURAL.get(k, k + 's') if n > 1 else k}"
+                         for k, n in by_kind.items())
         onto.warnings.append(f"skipped {what}: {WHY.get(reason, reason + ' terms')}")
+
+
+_PLURAL = {"class": "classes", "property": "properties"}
 
 
 def check_cycles(onto: Ontology) -> None:
