@@ -9,6 +9,7 @@ from typing import Iterable
 import networkx as nx
 from kgprobe.ontology.exclusions import (
     ADJECTIVE,
+    ANNOTATION,
     DEPRECATED,
     HEADER,
     ID_LIKE,
@@ -137,14 +138,15 @@ def _schema_terms(src: _Sorted) -> tuple[set[str], set[str]]:
 
 
 def _facts(src: _Sorted, class_iris: set[str], prop_iris: set[str],
-           instance_iris: set[str]) -> list[Triple]:
+           instance_iris: set[str], annotations: set[str]) -> list[Triple]:
     """Non-schema triples about instances, or using a declared property between terms that
-    are not themselves classes or properties. Their IRI ends join `instance_iris`."""
+    are not themselves classes or properties. Their IRI ends join `instance_iris`. A value of
+    an `annotations` property is no fact (BFO's axiom IDs, an editor's ORCID)."""
     schema_terms = class_iris | prop_iris
     facts = [
         t for t in src.other
         if not t[1].startswith(_SCHEMA_NAMESPACES) and t[0] not in schema_terms
-        and (t[0] in instance_iris or t[1] in prop_iris)
+        and (t[0] in instance_iris or t[1] in prop_iris) and t[1] not in annotations
     ]
     for s, _, o in facts:
         instance_iris.add(s)
@@ -194,7 +196,11 @@ def build_ontology(name: str, triples: Iterable[Triple],
                      if is_iri(s) and any(not _is_meta_type(t) for t in ts)}
     for s in instance_iris:
         class_iris.update(t for t in types[s] if is_iri(t) and not _is_meta_type(t))
-    facts = _facts(src, class_iris, prop_iris, instance_iris)
+    exclusions = options.exclusions or load_exclusions()
+    annotations = set() if ANNOTATION in options.kept else {
+        p for p in {t[1] for t in src.other} | prop_iris
+        if exclusions.reason(p, types.get(p, set())) == ANNOTATION}
+    facts = _facts(src, class_iris, prop_iris, instance_iris, annotations)
     onto = Ontology(name=name)
     split = options.split_identifier_labels
     if split is None:
@@ -221,8 +227,7 @@ def build_ontology(name: str, triples: Iterable[Triple],
         onto.excluded_counts[HEADER] = {"triple": n_header}
         onto.warnings.append(f"skipped {n_header} triple{'s' * (n_header > 1)}: {WHY[HEADER]}")
     deprecated = set() if DEPRECATED in options.kept else deprecated_terms(src.other, src.labels, types)
-    _exclude(onto, types, options.exclusions or load_exclusions(), deprecated, options,
-             split)
+    _exclude(onto, types, exclusions, deprecated, options, split)
     check_cycles(onto)
     return onto
 
@@ -235,8 +240,8 @@ def _excluded_terms(onto: Ontology, types: dict[str, set[str]], exclusions: Excl
     for table in (onto.classes, onto.properties, onto.instances):
         for iri, term in table.items():
             reason = exclusions.reason(iri, types.get(iri, set()))
-            if reason in kept:
-                reason = None
+            if reason in kept or (reason == ANNOTATION and table is not onto.properties):
+                reason = None  # dcterms:Location is a class, dcterms:title an annotation
             if reason is None and iri in deprecated:
                 reason = DEPRECATED
             if reason is None and not term.label:
