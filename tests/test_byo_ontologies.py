@@ -32,6 +32,7 @@ OBO = "http://example.org/obo/"
 PZ = "http://example.org/pizza#"
 SCHEMA = "http://schema.org/"
 H = "http://example.org/h/"
+EXW = "http://example.org/wine#"
 
 
 def model(name: str, **options):
@@ -286,3 +287,36 @@ def test_cli_generation_reports_what_it_skipped(tmp_path, capsys):
     assert "enfermedad rara" in labels
     assert main(["generate", "memorizing", "--store", str(store), "--out", str(out),
                  "--split", "0.8,0.5"]) == 2
+
+
+# ---------------------------------------------------------------------------------- OWL 1
+
+
+def test_owl1_expressions_on_named_classes_are_lowered():
+    """Issue 25's regression: `WhiteWine owl:intersectionOf (Wine …)` written on the named
+    class itself (OWL 1, the W3C wine ontology) is `WhiteWine ⊑ Wine` again; a union on a
+    named class makes its members subclasses; the header is no knowledge."""
+    triples, onto = model("owl1.ttl")
+    assert onto.classes[EXW + "WhiteWine"].parents == [EXW + "Wine"]
+    assert set(onto.classes[EXW + "WhiteBurgundy"].parents) == {EXW + "Burgundy",
+                                                               EXW + "WhiteWine"}
+    assert EXW + "WineDescriptor" in onto.classes[EXW + "WineTaste"].parents
+    assert "1 owl:oneOf" in " ".join(onto.warnings)
+    assert onto.excluded_counts["ontology header"] == {"triple": 4}
+    records = generate_memorizing(onto)
+    assert answers(records, "subClassOf")["white wine"] == ["wine"]
+    assert answers(records, "type")["my wine"] == ["white Burgundy", "Burgundy", "white wine",
+                                                   "wine"]
+    rdfs9 = items_of(triples, onto)["rdfs9"]
+    assert any(i.answers == ["white wine"] for i in rdfs9)
+
+
+def test_owl1_wine_keeps_its_hierarchy():
+    """The published wine ontology (tests/data/ontologies/wine.ttl): every class defined by
+    an OWL 1 intersection has its named superclass again (14 SCO records for 76 classes
+    before the fix)."""
+    path = Path(__file__).parent / "data" / "ontologies" / "wine.ttl"
+    onto = build_ontology("wine", parse_rdf(path))
+    vin = "http://www.w3.org/TR/2003/PR-owl-guide-20031209/wine#"
+    assert vin + "Wine" in onto.classes[vin + "WhiteWine"].parents
+    assert len(generate_memorizing(onto, ["subClassOf"])["subClassOf"]) >= 60
