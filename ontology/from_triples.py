@@ -20,7 +20,13 @@ from kgprobe.ontology.exclusions import (
     header_nodes,
     load_exclusions,
 )
-from kgprobe.ontology.labels import LABEL_PROPERTIES, is_adjective_label, pick_label
+from kgprobe.ontology.labels import (
+    LABEL_PROPERTIES,
+    common_case,
+    is_adjective_label,
+    lowered_words,
+    pick_label,
+)
 from kgprobe.ontology.model import (
     CLASS_TYPES,
     KGP_PATTERN,
@@ -208,6 +214,9 @@ def build_ontology(name: str, triples: Iterable[Triple],
     schema = class_iris | prop_iris
     labels = {iri: src.label(iri, options.langs, split, iri not in schema)
               for iri in schema | instance_iris}
+    if split:  # a word the ontology writes in lower case somewhere is a common noun
+        lowercase = lowered_words(labels[i] for i in schema)
+        labels.update({i: common_case(labels[i], lowercase) for i in schema if labels[i]})
     # An OWL file may type a term both as class and as individual (punning); keep both.
     for iri in sorted(class_iris):
         onto.classes[iri] = OntClass(iri, labels[iri] or "")

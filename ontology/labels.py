@@ -110,19 +110,27 @@ def is_adjective_label(label: str) -> bool:
         pos == {"VERB"} and words[-1].lower().endswith("ed")))
 
 
-def common_case(label: str) -> str:
+def common_case(label: str, lower_words: frozenset[str] = frozenset()) -> str:
     """A Title Case label as a common noun phrase reads mid-sentence: each capitalized word
-    the lexicon knows is lowered ("Feature Of Interest" → "feature of interest", "Influence"
-    → "influence"); acronyms (QUDT, EU) and words it does not know (names: "White Loire" →
-    "white Loire") keep their case."""
+    the lexicon knows, or that the ontology itself writes in lower case elsewhere
+    (`lower_words`: SOSA's "Actuation" beside "made actuation"), is lowered ("Feature Of
+    Interest" → "feature of interest"); acronyms (QUDT, EU) and other words (names: "White
+    Loire" → "white Loire") keep their case."""
     words = label.split(" ")
     out = []
     for w in words:
         if (len(w) > 1 and w[0].isupper() and w[1:].islower() and w.isalpha()
-                and (parts_of_speech(w) or w.lower() in _FUNCTION_WORDS)):
+                and (parts_of_speech(w) or w.lower() in _FUNCTION_WORDS
+                     or w.lower() in lower_words)):
             w = w.lower()
         out.append(w)
     return " ".join(out)
+
+
+def lowered_words(labels) -> frozenset[str]:
+    """The words some label writes in lower case: evidence that a word is a common noun."""
+    return frozenset(w for label in labels if label for w in label.split(" ")
+                     if w.isalpha() and w.islower())
 
 
 #: Closed-class words the lexicon (open classes only) does not list.

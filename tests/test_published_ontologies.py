@@ -63,8 +63,12 @@ class Published:
 
 
 def record_defects(pub: Published, rec: dict) -> list[str]:
-    return pub.defects([rec["subject_iri"], *rec["answer_iris"]],
-                       [rec["subject"], *rec["answers"]], rec["answer_iris"])
+    out = pub.defects([rec["subject_iri"], *rec["answer_iris"]],
+                      [rec["subject"], *rec["answers"]], rec["answer_iris"])
+    if rec["task"] in ("subClassOf", "subPropertyOf") and \
+            rec["subject"].lower() in {a.lower() for a in rec["answers"]}:
+        out.append("answer in its own premise")  # DCAT's "first implies first"
+    return out
 
 
 def item_defects(pub: Published, item: dict) -> list[str]:
