@@ -99,15 +99,30 @@ def parts_of_speech(word: str) -> frozenset[str]:
 
 def is_adjective_label(label: str) -> bool:
     """Whether a class label is an adjective or participle rather than a noun phrase
-    ("viscous", "Verifiable", "decreased"): its head (last) word is an adjective and never a
-    noun in the lexicon, or a past participle it knows only as a verb. Such a class does not
-    fit "[X] is a ___". (A word the lexicon lists only as a verb, "bar", is not enough.)"""
+    ("viscous", "Verifiable", "decreased", "drooping", "adjacent to"): its head word (the
+    last, before any trailing preposition) is never a noun in the lexicon and is an
+    adjective there, or a participle it lists only as a verb; a word the lexicon does not
+    know counts when it has an adjective's ending ("striated", "actinomorphic"). Such a
+    class does not fit "[X] is a ___". (A word listed only as a verb, "bar", is not enough.)"""
     words = label.split()
+    while len(words) > 1 and words[-1].lower() in _FUNCTION_WORDS:
+        words.pop()
     if not words or not words[-1].isalpha():
         return False
-    pos = parts_of_speech(words[-1])
-    return "NOUN" not in pos and ("ADJ" in pos or (
-        pos == {"VERB"} and words[-1].lower().endswith("ed")))
+    head = words[-1].lower()
+    pos = parts_of_speech(head)
+    if "NOUN" in pos:
+        return False
+    if "ADJ" in pos:
+        return True
+    if pos:
+        return pos == {"VERB"} and head.endswith(("ed", "ing"))
+    return head.endswith(_ADJECTIVE_ENDINGS)
+
+
+#: Endings of English adjectives, for words the lexicon does not list (PATO's technical
+#: terms): participles and the derivational suffixes that make adjectives.
+_ADJECTIVE_ENDINGS = ("ed", "ous", "ic", "ive", "able", "ible", "ful", "less", "oid")
 
 
 def common_case(label: str, lower_words: frozenset[str] = frozenset()) -> str:
