@@ -33,7 +33,9 @@ from kgprobe.ontology.model import (
     META_TYPES,
     ONTOPROBE_NS,
     OWL,
+    OWL_DATATYPE_PROPERTY,
     OWL_EQUIVALENT_PROPERTY,
+    OWL_OBJECT_PROPERTY,
     PROPERTY_TYPES,
     RDF,
     RDF_TYPE,
@@ -205,7 +207,8 @@ def build_ontology(name: str, triples: Iterable[Triple],
     exclusions = options.exclusions or load_exclusions()
     annotations = set() if ANNOTATION in options.kept else {
         p for p in {t[1] for t in src.other} | prop_iris
-        if exclusions.reason(p, types.get(p, set())) == ANNOTATION}
+        if exclusions.reason(p, types.get(p, set())) == ANNOTATION
+        and not types.get(p, set()) & _RELATIONS}
     facts = _facts(src, class_iris, prop_iris, instance_iris, annotations)
     onto = Ontology(name=name)
     split = options.split_identifier_labels
@@ -249,8 +252,11 @@ def _excluded_terms(onto: Ontology, types: dict[str, set[str]], exclusions: Excl
     for table in (onto.classes, onto.properties, onto.instances):
         for iri, term in table.items():
             reason = exclusions.reason(iri, types.get(iri, set()))
-            if reason in kept or (reason == ANNOTATION and table is not onto.properties):
-                reason = None  # dcterms:Location is a class, dcterms:title an annotation
+            if reason in kept or (reason == ANNOTATION and (
+                    table is not onto.properties or types.get(iri, set()) & _RELATIONS)):
+                # dcterms:Location is a class, dcterms:title an annotation; PROV-O's
+                # wasRevisionOf, an object property too, a relation
+                reason = None
             if reason is None and iri in deprecated:
                 reason = DEPRECATED
             if reason is None and not term.label:
@@ -344,6 +350,9 @@ def _exclude(onto: Ontology, types: dict[str, set[str]], exclusions: Exclusions,
 
 
 _PLURAL = {"class": "classes", "property": "properties"}
+#: A property declared an object or datatype property is a relation, even when it is an
+#: annotation property too (punning).
+_RELATIONS = frozenset({OWL_OBJECT_PROPERTY, OWL_DATATYPE_PROPERTY})
 
 
 def check_cycles(onto: Ontology) -> None:

@@ -40,6 +40,9 @@ class Published:
         prefixes = load_exclusions().prefixes["annotation"]
         declared = {s for s, p, o in triples
                     if p == RDF_TYPE and o == OWL + "AnnotationProperty"}
+        # punned: an object or datatype property too is a relation (PROV's wasRevisionOf)
+        declared -= {s for s, p, o in triples if p == RDF_TYPE and o in (
+            OWL + "ObjectProperty", OWL + "DatatypeProperty")}
         used = {p for _, p, _ in triples}
         self.annotation = declared | {p for p in used if p in table or p.startswith(prefixes)}
         self.deprecated = {s for s, p, o in triples if p in (OWL + "deprecated", OBO_OBSOLETE)
