@@ -157,12 +157,12 @@ UNWORDED = "IRI or underscore in the text"
 
 
 def restates_premise(item: ReasoningItem) -> bool:
-    """Whether the item's answer can be read off a premise without the inference step: it is
-    the answer P2 already gives (DCAT's ``dcat:hasVersion ⊑ dcterms:hasVersion``, both "has
-    version": "[X] has version [Y]" → "[X] [MASK] [Y]"), or P1's own subject ("B is a B").
-    P1 stating the answer is the point of an item; the other premise stating it is not."""
+    """Whether the item's answer can be read off its other premise without the inference
+    step: it is the answer P2 already gives (DCAT's ``dcat:hasVersion ⊑ dcterms:hasVersion``,
+    both "has version": "[X] has version [Y]" → "[X] [MASK] [Y]"; "B is a B" in rdfs9/11).
+    P1 stating the answer is the point of an item; P2 stating it is not. (The property
+    "architect" with the range "architect" names two terms: P2 gives no class, so it stays.)"""
     said = {_norm(p.answer) for p in item.premises if p.role == "P2"}
-    said |= {_norm(p.subject) for p in item.premises if p.role == "P1"}
     return any(_norm(a) in said for a in item.answers)
 
 

@@ -320,3 +320,25 @@ def test_owl1_wine_keeps_its_hierarchy():
     vin = "http://www.w3.org/TR/2003/PR-owl-guide-20031209/wine#"
     assert vin + "Wine" in onto.classes[vin + "WhiteWine"].parents
     assert len(generate_memorizing(onto, ["subClassOf"])["subClassOf"]) >= 60
+
+
+def test_an_answer_its_own_premise_gives_is_dropped_and_counted(tmp_path):
+    """DCAT: dcat:hasVersion ⊑ dcterms:hasVersion, both "has version" (here two properties of
+    one namespace, since dcterms is an annotation vocabulary): "[X] has version [Y]" → "[X]
+    [MASK] [Y]" answered "has version" is no reasoning."""
+    path = tmp_path / "versions.ttl"
+    path.write_text('@prefix ex: <http://ex.org/> . @prefix rdfs: <http://www.w3.org/2000/01/rdf-schema#> .\n'
+                    'ex:hasVersion rdfs:label "has version" ; rdfs:subPropertyOf ex:hasVersion2 .\n'
+                    'ex:hasVersion2 rdfs:label "has version" .\n'
+                    'ex:hasPart rdfs:label "has part" ; rdfs:subPropertyOf ex:relation .\n'
+                    'ex:relation rdfs:label "is related to" .\n'
+                    'ex:a ex:hasVersion ex:b ; ex:hasPart ex:c .\n', encoding="utf-8")
+    triples = parse_rdf(path)
+    onto = build_ontology("v", triples)
+    skipped = Counter()
+    rdfs7 = items_of(triples, onto, skipped=skipped)["rdfs7"]
+    assert [i.answers for i in rdfs7] == [["is related to"]]
+    assert skipped["rdfs7: answer in its own premise"] == 1
+    records = generate_memorizing(onto, ["subPropertyOf"], skipped=skipped)["subPropertyOf"]
+    assert [r.subject for r in records] == ["has part"]  # "has version implies has version"
+    assert skipped["subPropertyOf: answer is its own subject"] == 1
