@@ -99,7 +99,7 @@ def parts_of_speech(word: str) -> frozenset[str]:
 
 def is_adjective_label(label: str) -> bool:
     """Whether a class label is an adjective or participle rather than a noun phrase
-    ("viscous", "Verifiable", "decreased", "drooping", "adjacent to"): its head word (the
+    ("viscous", "Verifiable", "decreased", "adjacent to"): its head word (the
     last, before any trailing preposition) is never a noun in the lexicon and is an
     adjective there, or a participle it lists only as a verb; a word the lexicon does not
     know counts when it has an adjective's ending ("striated", "actinomorphic"). Such a
@@ -116,7 +116,8 @@ def is_adjective_label(label: str) -> bool:
     if "ADJ" in pos:
         return True
     if pos:
-        return pos == {"VERB"} and head.endswith(("ed", "ing"))
+        # -ed only: an -ing word is as often a gerund, a noun (DBpedia's "Formula one racing")
+        return pos == {"VERB"} and head.endswith("ed")
     return head.endswith(_ADJECTIVE_ENDINGS)
 
 
