@@ -38,6 +38,23 @@ def parse_split(text: str) -> tuple[float, float]:
     return tuple(int(x) if x.is_integer() else x for x in (train, dev))
 
 
+def _model(kg, options, fresh: bool = False) -> tuple[Ontology, set, set]:
+    """The typed model both `generate` commands write from: built from the asserted triples
+    (and HermiT's conclusions, `reason --owl`) exactly as `kg load` builds each source's, so
+    the three print the same counts of what they skipped. The RDFS inferred graph adds nothing
+    a probe needs (answers come from the direct edges, ordered specific → general), but read
+    into the model it made more "instances" (things typed by a domain) and "restrictions"
+    (subclass chains through a blank node) than were loaded. `fresh`: refuse stale
+    inferences (memorizing always did; reasoning reads HermiT's, checked where it does)."""
+    from kgprobe.ontology.from_triples import build_ontology
+    from kgprobe.reasoning.materialize import reasoning_base
+
+    if fresh:
+        kg.require_fresh()
+    asserted, owl = reasoning_base(kg)  # owl: HermiT's conclusions (`reason --owl`)
+    return build_ontology("store", sorted(asserted | owl), options), asserted, owl
+
+
 def _skipped_summary(onto: Ontology, skipped: Counter) -> dict:
     """What generation left out: terms per reason and kind, records or items per reason."""
     for line in onto.warnings:
@@ -65,7 +82,7 @@ def cmd_generate_memorizing(args: argparse.Namespace) -> int:
     with (open_store(args, write=True) if args.reason else open_reader(args)) as kg:
         if args.reason and kg.inferred_state() == "stale":
             print_reason(kg)
-        onto = kg.ontology("store", options=options)  # refuses stale inferences
+        onto = _model(kg, options, fresh=True)[0]
     skipped: Counter = Counter()
     records = generate_memorizing(onto, seed=args.seed, train=train, dev=dev,
                                   instances_per_class=args.instances_per_class, skipped=skipped)
@@ -91,10 +108,8 @@ def cmd_generate_memorizing(args: argparse.Namespace) -> int:
 @command("generate reasoning")
 def cmd_generate_reasoning(args: argparse.Namespace) -> int:
     from kgprobe.atomic import write_json, write_jsonl
-    from kgprobe.ontology.from_triples import build_ontology
     from kgprobe.ontology.verbalize import load_templates
     from kgprobe.reasoning.items import item_closure, reasoning_items, rule_summary
-    from kgprobe.reasoning.materialize import reasoning_base
     from kgprobe.reasoning.memorizing import candidate_sets
 
     from kgprobe.ontology.languages import prompt_language
@@ -102,9 +117,8 @@ def cmd_generate_reasoning(args: argparse.Namespace) -> int:
     options = model_options(args)
     templates = load_templates(args.templates, lang=prompt_language(options.langs))
     with open_reader(args) as kg:
-        asserted, owl = reasoning_base(kg)  # owl: HermiT's conclusions (`reason --owl`)
+        onto, asserted, owl = _model(kg, options)
     triples = sorted(asserted | owl)
-    onto = build_ontology("store", triples, options)
     skipped: Counter = Counter()
     items = reasoning_items(onto, item_closure(onto, triples), templates,
                             rules=comma_list(args.rules), pseudowords=not args.no_pseudowords,

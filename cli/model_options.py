@@ -33,6 +33,12 @@ def model_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--exclusions", type=Path, default=None,
                         help="TOML list of terms that are never answers (default: the bundled "
                              "ontology/excluded_terms.toml)")
+    parser.add_argument("--keep-annotations", action="store_true",
+                        help="keep annotation properties (rdfs:label, dcterms:*, oboInOwl:*, "
+                             "every owl:AnnotationProperty) as relations, subjects and answers")
+    parser.add_argument("--keep-deprecated", action="store_true",
+                        help="keep deprecated terms (owl:deprecated true, OBO is_obsolete, "
+                             "labels beginning 'obsolete') as subjects, answers and distractors")
 
 
 def model_options(args: argparse.Namespace) -> BuildOptions:
@@ -42,4 +48,5 @@ def model_options(args: argparse.Namespace) -> BuildOptions:
     prompt_language(langs)  # a language without templates stops here, naming those there are
     return BuildOptions(
         langs=langs, schema_includes=args.schema_includes, skos=args.skos,
-        exclusions=load_exclusions(args.exclusions) if args.exclusions else None)
+        exclusions=load_exclusions(args.exclusions) if args.exclusions else None,
+        keep_annotations=args.keep_annotations, keep_deprecated=args.keep_deprecated)

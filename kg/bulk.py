@@ -133,13 +133,15 @@ def stage_file(store: ox.Store, src: Source, graph: str, staging: str, meta: str
     ~10 s; one after the other (model from the store's dump) 36 s, side by side ~12 s."""
     target, publish = stage_target(store, graph, staging, meta)
     with ThreadPoolExecutor(max_workers=1) as pool:
-        model = pool.submit(lambda: build_ontology(src.name, parsed_triples(src.rdf)))
+        model = pool.submit(lambda: build_ontology(src.name, parsed_triples(src.rdf),
+                                                   src.options))
         bulk_load(store, src.rdf, target)  # a syntax error raises here, naming the line
         try:
             src.ontology = model.result()
         except (SyntaxError, ValueError, OSError):
             # the loader took what the re-parse refused (never seen): read back what it stored
-            src.ontology = build_ontology(src.name, list(graph_triples(store, target)))
+            src.ontology = build_ontology(src.name, list(graph_triples(store, target)),
+                                          src.options)
     src.count = graph_size(store, target)
     return publish
 

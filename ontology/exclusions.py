@@ -16,6 +16,71 @@ from kgprobe.ontology.data_files import bundled_data_file, read_toml
 
 #: Why a term is excluded, besides the list's own reasons: no label usable as words.
 ID_LIKE = "id-like"
+#: ... a deprecated term (owl:deprecated true, oboInOwl:is_obsolete true, "obsolete …").
+DEPRECATED = "deprecated"
+#: ... an annotation property (the list's `annotation` table, every owl:AnnotationProperty).
+ANNOTATION = "annotation"
+#: ... a class labelled by an adjective or participle ("viscous"): no "[X] is a ___".
+ADJECTIVE = "adjective"
+#: ... the ontology document's own header (owl:Ontology subjects, every triple about them).
+HEADER = "ontology header"
+#: Reasons the user can turn back on (`--keep-annotations`, `--keep-deprecated`).
+KEEPABLE = (ANNOTATION, DEPRECATED)
+#: Why each reason leaves a term out, as the warning says it.
+WHY = {ID_LIKE: "no label usable as words (an ID-like name)",
+       "datatype": "datatypes are not classes of things",
+       "top": "top classes answer every question",
+       "meta": "RDF/OWL/SKOS vocabulary says what a term is, not what it is about",
+       ANNOTATION: "annotation properties describe terms, not things (--keep-annotations "
+                   "keeps them)",
+       DEPRECATED: "deprecated or obsolete terms (--keep-deprecated keeps them)",
+       ADJECTIVE: "adjective labels do not fit '[X] is a ___'",
+       HEADER: "the ontology document's own header (owl:Ontology), about the file, not "
+               "the world"}
+
+_OWL = "http://www.w3.org/2002/07/owl#"
+_RDF_TYPE = "http://www.w3.org/1999/02/22-rdf-syntax-ns#type"
+#: Predicates whose literal ``true`` marks a term deprecated.
+DEPRECATION_PREDICATES = frozenset({
+    _OWL + "deprecated", "http://www.geneontology.org/formats/oboInOwl#is_obsolete"})
+_DEPRECATED_TYPES = frozenset({_OWL + "DeprecatedClass", _OWL + "DeprecatedProperty"})
+
+
+def deprecated_terms(triples, labels: dict[str, dict[str, list]],
+                     types: dict[str, set[str]]) -> set[str]:
+    """Terms the data marks deprecated: ``owl:deprecated true``, ``oboInOwl:is_obsolete
+    true``, typed owl:DeprecatedClass/Property, or any label beginning "obsolete" (OBO's
+    convention, also on terms that carry no flag: IAO's "obsolete2_digital document")."""
+    out = {s for s, ts in types.items() if ts & _DEPRECATED_TYPES}
+    for s, p, o in triples:
+        if p in DEPRECATION_PREDICATES and o.startswith('"true"'):
+            out.add(s)
+    for iri, by_prop in labels.items():
+        if any(text.strip().lower().startswith("obsolete")
+               for values in by_prop.values() for text, _ in values):
+            out.add(iri)
+    return out
+
+
+def header_nodes(triples) -> set[str]:
+    """The ontology document's own header: every ``owl:Ontology`` subject and the blank nodes
+    hanging from it (a creator, a license). What is said about them (versions, imports, what
+    the file was derived from) is about the file, never knowledge to probe."""
+    triples = triples if isinstance(triples, list) else list(triples)
+    heads = {s for s, p, o in triples if p == _RDF_TYPE and o == _OWL + "Ontology"}
+    if not heads:
+        return heads
+    children: dict[str, list[str]] = {}
+    for s, _, o in triples:
+        if o.startswith("_:"):
+            children.setdefault(s, []).append(o)
+    out, stack = set(), list(heads)
+    while stack:
+        node = stack.pop()
+        if node not in out:
+            out.add(node)
+            stack.extend(children.get(node, ()))
+    return out
 
 
 @dataclass(frozen=True)

@@ -7,8 +7,26 @@ from dataclasses import dataclass, field
 from typing import Iterable
 
 import networkx as nx
-from kgprobe.ontology.exclusions import ID_LIKE, Exclusions, load_exclusions
-from kgprobe.ontology.labels import LABEL_PROPERTIES, pick_label
+from kgprobe.ontology.exclusions import (
+    ADJECTIVE,
+    ANNOTATION,
+    DEPRECATED,
+    HEADER,
+    ID_LIKE,
+    KEEPABLE,
+    WHY,
+    Exclusions,
+    deprecated_terms,
+    header_nodes,
+    load_exclusions,
+)
+from kgprobe.ontology.labels import (
+    LABEL_PROPERTIES,
+    common_case,
+    is_adjective_label,
+    lowered_words,
+    pick_label,
+)
 from kgprobe.ontology.languages import (
     ENGLISH,
     MissingLabels,
@@ -22,7 +40,9 @@ from kgprobe.ontology.model import (
     META_TYPES,
     ONTOPROBE_NS,
     OWL,
+    OWL_DATATYPE_PROPERTY,
     OWL_EQUIVALENT_PROPERTY,
+    OWL_OBJECT_PROPERTY,
     PROPERTY_TYPES,
     RDF,
     RDF_TYPE,
@@ -60,6 +80,16 @@ class BuildOptions:
     split_identifier_labels: bool | None = None
     #: SKOS thesauri (`ontology/skos.py`): auto | classes | leaves | off
     skos: str = "auto"
+    #: Keep annotation properties / deprecated terms (`--keep-annotations`,
+    #: `--keep-deprecated`); by default they are left out and counted.
+    keep_annotations: bool = False
+    keep_deprecated: bool = False
+
+    @property
+    def kept(self) -> frozenset[str]:
+        """The exclusion reasons turned back on."""
+        return frozenset(r for r, keep in zip(KEEPABLE, (self.keep_annotations,
+                                                         self.keep_deprecated)) if keep)
 
 
 _LABEL_PROPERTIES = frozenset(LABEL_PROPERTIES)
@@ -98,6 +128,14 @@ def _sort(triples: Iterable[Triple]) -> _Sorted:
     return out
 
 
+def _is_meta_type(t: str) -> bool:
+    """An rdf:type object saying what a term is in the schema (owl:IrreflexiveProperty,
+    owl:DeprecatedClass …), not a class its subject is an instance of; owl:Thing and
+    rdfs:Resource are classes (of everything), left to the `top` exclusion."""
+    return t in META_TYPES or (t.startswith((OWL, RDF, RDFS))
+                               and t not in (OWL + "Thing", RDFS + "Resource"))
+
+
 def _schema_terms(src: _Sorted) -> tuple[set[str], set[str]]:
     """(class IRIs, property IRIs) from types and schema edges (OWL expressions are counted
     by `owl_axioms.lower`)."""
@@ -118,14 +156,15 @@ def _schema_terms(src: _Sorted) -> tuple[set[str], set[str]]:
 
 
 def _facts(src: _Sorted, class_iris: set[str], prop_iris: set[str],
-           instance_iris: set[str]) -> list[Triple]:
+           instance_iris: set[str], annotations: set[str]) -> list[Triple]:
     """Non-schema triples about instances, or using a declared property between terms that
-    are not themselves classes or properties. Their IRI ends join `instance_iris`."""
+    are not themselves classes or properties. Their IRI ends join `instance_iris`. A value of
+    an `annotations` property is no fact (BFO's axiom IDs, an editor's ORCID)."""
     schema_terms = class_iris | prop_iris
     facts = [
         t for t in src.other
         if not t[1].startswith(_SCHEMA_NAMESPACES) and t[0] not in schema_terms
-        and (t[0] in instance_iris or t[1] in prop_iris)
+        and (t[0] in instance_iris or t[1] in prop_iris) and t[1] not in annotations
     ]
     for s, _, o in facts:
         instance_iris.add(s)
@@ -160,6 +199,11 @@ def build_ontology(name: str, triples: Iterable[Triple],
     """
     options = options or BuildOptions()
     triples = triples if isinstance(triples, list) else list(triples)
+    header = header_nodes(triples)
+    if header:
+        n_all = len(triples)
+        triples = [t for t in triples if t[0] not in header]
+        n_header = n_all - len(triples)
     lowering = lower(triples, options.schema_includes)
     src = _sort(triples)
     skos = skos_mapping(triples, options.skos)
@@ -169,10 +213,16 @@ def build_ontology(name: str, triples: Iterable[Triple],
         src.edges[t[1]].append(t)
     class_iris, prop_iris = _schema_terms(src)
     types = src.types
-    instance_iris = {s for s, ts in types.items() if is_iri(s) and ts - META_TYPES}
+    instance_iris = {s for s, ts in types.items()
+                     if is_iri(s) and any(not _is_meta_type(t) for t in ts)}
     for s in instance_iris:
-        class_iris.update(t for t in types[s] - META_TYPES if is_iri(t))
-    facts = _facts(src, class_iris, prop_iris, instance_iris)
+        class_iris.update(t for t in types[s] if is_iri(t) and not _is_meta_type(t))
+    exclusions = options.exclusions or load_exclusions()
+    annotations = set() if ANNOTATION in options.kept else {
+        p for p in {t[1] for t in src.other} | prop_iris
+        if exclusions.reason(p, types.get(p, set())) == ANNOTATION
+        and not types.get(p, set()) & _RELATIONS}
+    facts = _facts(src, class_iris, prop_iris, instance_iris, annotations)
     onto = Ontology(name=name)
     split = options.split_identifier_labels
     if split is None:
@@ -184,6 +234,9 @@ def build_ontology(name: str, triples: Iterable[Triple],
     labels, no_label = language_labels(labels, src.labels, lang)
     if skos and lang == ENGLISH:
         labels = singular_labels(labels, skos.concepts)
+    if split:  # a word the ontology writes in lower case somewhere is a common noun
+        lowercase = lowered_words(labels[i] for i in schema)
+        labels.update({i: common_case(labels[i], lowercase) for i in schema if labels[i]})
     # An OWL file may type a term both as class and as individual (punning); keep both.
     for iri in sorted(class_iris):
         onto.classes[iri] = OntClass(iri, labels[iri] or "")
@@ -191,7 +244,8 @@ def build_ontology(name: str, triples: Iterable[Triple],
         onto.properties[iri] = OntProperty(iri, labels[iri] or "", pattern=src.patterns.get(iri))
     for iri in sorted(instance_iris):
         onto.instances[iri] = Instance(
-            iri, labels[iri] or "", sorted(t for t in types[iri] - META_TYPES if is_iri(t)))
+            iri, labels[iri] or "",
+            sorted(t for t in types[iri] if is_iri(t) and not _is_meta_type(t)))
     _link(onto, src)
     onto.facts.extend(facts)
     onto.warnings.extend(lowering.warnings())
@@ -200,22 +254,40 @@ def build_ontology(name: str, triples: Iterable[Triple],
         onto.warnings.append(skos.warning())
         onto.closure_edges += skos.triples
         onto.skos_triples = skos.triples
-    exclusions = options.exclusions or load_exclusions()
-    _exclude(onto, types, MissingLabels(exclusions, no_label, lang) if no_label else exclusions)
+    if header:
+        onto.header = frozenset(header)
+        onto.excluded.update({h: HEADER for h in header if is_iri(h)})
+        onto.excluded_counts[HEADER] = {"triple": n_header}
+        onto.warnings.append(f"skipped {n_header} triple{'s' * (n_header > 1)}: {WHY[HEADER]}")
+    deprecated = set() if DEPRECATED in options.kept else deprecated_terms(src.other, src.labels, types)
+    if no_label:  # terms without a label in the prompts' language are skipped and counted too
+        exclusions = MissingLabels(exclusions, no_label, lang)
+    _exclude(onto, types, exclusions, deprecated, options, split)
     localize_patterns(onto, lang, triples)
     check_cycles(onto)
     return onto
 
 
-def _excluded_terms(onto: Ontology, types: dict[str, set[str]],
-                    exclusions: Exclusions) -> dict[str, str]:
+def _excluded_terms(onto: Ontology, types: dict[str, set[str]], exclusions: Exclusions,
+                    deprecated: set[str], kept: frozenset[str],
+                    adjectives: bool) -> dict[str, str]:
     """iri → reason for every class, property and instance that is not a word or answer."""
     out: dict[str, str] = {}
     for table in (onto.classes, onto.properties, onto.instances):
         for iri, term in table.items():
             reason = exclusions.reason(iri, types.get(iri, set()))
+            if reason in kept or (reason == ANNOTATION and (
+                    table is not onto.properties or types.get(iri, set()) & _RELATIONS)):
+                # dcterms:Location is a class, dcterms:title an annotation; PROV-O's
+                # wasRevisionOf, an object property too, a relation
+                reason = None
+            if reason is None and iri in deprecated:
+                reason = DEPRECATED
             if reason is None and not term.label:
                 reason = ID_LIKE
+            if (reason is None and adjectives and table is onto.classes
+                    and is_adjective_label(term.label)):
+                reason = ADJECTIVE
             if reason is not None:
                 out.setdefault(iri, reason)
     # Subclasses of a datatype are datatypes (schema:URL ⊑ schema:Text).
@@ -245,11 +317,16 @@ def _bypass(iri: str, parents: dict[str, list[str]], excluded: dict[str, str],
     return out
 
 
-def _exclude(onto: Ontology, types: dict[str, set[str]], exclusions: Exclusions) -> None:
-    """Take excluded terms out of the model, reconnecting around them, and count them."""
-    excluded = _excluded_terms(onto, types, exclusions)
+def _exclude(onto: Ontology, types: dict[str, set[str]], exclusions: Exclusions,
+             deprecated: set[str], options: BuildOptions, adjectives: bool) -> None:
+    """Take excluded terms out of the model, reconnecting around them, and count them.
+    Facts using an excluded property or naming an excluded term go too (an annotation
+    property's values are not facts about things)."""
+    excluded = _excluded_terms(onto, types, exclusions, deprecated, options.kept, adjectives)
     if not excluded:
         return
+    onto.facts = [t for t in onto.facts
+                  if t[0] not in excluded and t[1] not in excluded and t[2] not in excluded]
     class_parents = {i: c.parents for i, c in onto.classes.items()}
     prop_parents = {i: p.parents for i, p in onto.properties.items()}
 
@@ -289,14 +366,17 @@ def _exclude(onto: Ontology, types: dict[str, set[str]], exclusions: Exclusions)
             reason = counts.setdefault(excluded[iri], {})
             reason[kind] = reason.get(kind, 0) + 1
     onto.excluded.update(excluded)
-    onto.excluded_counts = counts
+    onto.excluded_counts.update(counts)
     for reason, by_kind in sorted(counts.items()):
-        what = ", ".join(f"{n} {k}{'es' if k == 'class' and n > 1 else ''}"
-                         f"{'s' if k != 'class' and n > 1 else ''}" for k, n in by_kind.items())
-        why = {ID_LIKE: "no label usable as words (an ID-like name)",
-               "datatype": "datatypes are not classes of things",
-               "top": "top classes answer every question"}.get(reason, f"{reason} terms")
-        onto.warnings.append(f"skipped {what}: {why}")
+        what = ", ".join(f"{n} {_PLURAL.get(k, k + 's') if n > 1 else k}"
+                         for k, n in by_kind.items())
+        onto.warnings.append(f"skipped {what}: {WHY.get(reason, reason + ' terms')}")
+
+
+_PLURAL = {"class": "classes", "property": "properties"}
+#: A property declared an object or datatype property is a relation, even when it is an
+#: annotation property too (punning).
+_RELATIONS = frozenset({OWL_OBJECT_PROPERTY, OWL_DATATYPE_PROPERTY})
 
 
 def check_cycles(onto: Ontology) -> None:

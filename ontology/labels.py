@@ -75,6 +75,85 @@ def looks_like_identifier(label: str) -> bool:
         "_" in label or re.search(r"[a-z][A-Z]", label))
 
 
+def is_iri_like(text: str) -> bool:
+    """A label that is an IRI or a CURIE-like reference, never a word ("http://purl…")."""
+    t = text.strip()
+    return "://" in t or t.startswith(("urn:", "www.", "_:"))
+
+
+@lru_cache(maxsize=1)
+def _lexicon():
+    """lemminflect's part-of-speech lexicon (shipped inside its wheel, MIT licence): word →
+    the parts of speech it can be. Loaded on first use only."""
+    from lemminflect import getAllLemmas
+
+    return getAllLemmas
+
+
+@lru_cache(maxsize=65536)
+def parts_of_speech(word: str) -> frozenset[str]:
+    """The parts of speech an English word can be ({"NOUN", "VERB"} for "influence"); empty
+    for a word the lexicon does not know (proper names: Loire, Burgundy; acronyms)."""
+    return frozenset(_lexicon()(word.lower()))
+
+
+def is_adjective_label(label: str) -> bool:
+    """Whether a class label is an adjective or participle rather than a noun phrase
+    ("viscous", "Verifiable", "decreased", "adjacent to"): its head word (the
+    last, before any trailing preposition) is never a noun in the lexicon and is an
+    adjective there, or a participle it lists only as a verb; a word the lexicon does not
+    know counts when it has an adjective's ending ("striated", "actinomorphic"). Such a
+    class does not fit "[X] is a ___". (A word listed only as a verb, "bar", is not enough.)"""
+    words = label.split()
+    while len(words) > 1 and words[-1].lower() in _FUNCTION_WORDS:
+        words.pop()
+    if not words or not words[-1].isalpha():
+        return False
+    head = words[-1].lower()
+    pos = parts_of_speech(head)
+    if "NOUN" in pos:
+        return False
+    if "ADJ" in pos:
+        return True
+    if pos:
+        # -ed only: an -ing word is as often a gerund, a noun (DBpedia's "Formula one racing")
+        return pos == {"VERB"} and head.endswith("ed")
+    return head.endswith(_ADJECTIVE_ENDINGS)
+
+
+#: Endings of English adjectives, for words the lexicon does not list (PATO's technical
+#: terms): participles and the derivational suffixes that make adjectives.
+_ADJECTIVE_ENDINGS = ("ed", "ous", "ic", "ive", "able", "ible", "ful", "less", "oid")
+
+
+def common_case(label: str, lower_words: frozenset[str] = frozenset()) -> str:
+    """A Title Case label as a common noun phrase reads mid-sentence: each capitalized word
+    the lexicon knows, or that the ontology itself writes in lower case elsewhere
+    (`lower_words`: SOSA's "Actuation" beside "made actuation"), is lowered ("Feature Of
+    Interest" → "feature of interest"); acronyms (QUDT, EU) and other words (names: "White
+    Loire" → "white Loire") keep their case."""
+    words = label.split(" ")
+    out = []
+    for w in words:
+        if (len(w) > 1 and w[0].isupper() and w[1:].islower() and w.isalpha()
+                and (parts_of_speech(w) or w.lower() in _FUNCTION_WORDS
+                     or w.lower() in lower_words)):
+            w = w.lower()
+        out.append(w)
+    return " ".join(out)
+
+
+def lowered_words(labels) -> frozenset[str]:
+    """The words some label writes in lower case: evidence that a word is a common noun."""
+    return frozenset(w for label in labels if label for w in label.split(" ")
+                     if w.isalpha() and w.islower())
+
+
+#: Closed-class words the lexicon (open classes only) does not list.
+_FUNCTION_WORDS = frozenset("of in on at to for from by with about into onto under over as "
+                            "than via within near after before and or the a an not".split())
+
+
 def _lang_matches(lang: str | None, wanted: str, primary: str) -> bool:
     if wanted == "*":
         return True
@@ -104,16 +183,28 @@ def pick_label(labels: dict[str, list[tuple[str, str | None]]], iri: str,
                 choices = sorted(
                     text.strip() for text, lang in labels.get(prop, ())
                     if (lang is None) == untagged and _lang_matches(lang, wanted, primary)
-                    and text.strip() and (names or not is_id_like(text)))
+                    and text.strip() and not is_iri_like(text)
+                    and (names or not is_id_like(text)))
                 if choices:
-                    label = choices[0]
-                    if split_identifiers and not names and looks_like_identifier(label):
-                        return name_words(label)
-                    return label
+                    return _as_words(choices[0], split_identifiers, names)
     name = local_name(iri)
     if is_id_like(name) or name.isdigit():
         return None
-    return name_words(name) or None
+    words = name_words(name)
+    return (common_case(words) if split_identifiers and not names else words) or None
+
+
+def _as_words(label: str, split_identifiers: bool, names: bool) -> str:
+    """A picked label as it is written in a prompt: an identifier split into words, no
+    underscore ("obsolete2_digital document"), Title Case lowered for classes and properties
+    (`split_identifiers` off, for the bundled OntoProbe labels, keeps them as written)."""
+    if not split_identifiers:
+        return label
+    if not names and looks_like_identifier(label):
+        label = name_words(label)
+    if "_" in label:
+        label = re.sub(r" +", " ", label.replace("_", " ")).strip()
+    return label if names else common_case(label)
 
 
 @lru_cache(maxsize=1)

@@ -58,7 +58,8 @@ def load_source(path: str | Path, fmt: str | None = None, *, lazy: bool = False,
                             "holding class.json and property.json")
     rdf = open_rdf(p, fmt, allow_imports=allow_imports)
     if lazy and rdf.ox_format in _BULK_FORMATS and p.stat().st_size >= BULK_MIN_BYTES:
-        return Source(p.name.split(".")[0] if rdf.gz else p.stem, str(p), None, None, rdf=rdf)
+        return Source(p.name.split(".")[0] if rdf.gz else p.stem, str(p), None, None, rdf=rdf,
+                      options=options)
     return load_rdf(p, fmt=fmt, rdf=rdf, options=options, allow_imports=allow_imports)
 
 

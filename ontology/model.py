@@ -47,7 +47,8 @@ CLASS_TYPES = frozenset({RDFS_CLASS, OWL_CLASS})
 PROPERTY_TYPES = frozenset(
     {RDF_PROPERTY, OWL_OBJECT_PROPERTY, OWL_DATATYPE_PROPERTY, OWL + "AnnotationProperty",
      OWL + "FunctionalProperty", OWL + "TransitiveProperty", OWL + "SymmetricProperty",
-     OWL + "InverseFunctionalProperty"}
+     OWL + "InverseFunctionalProperty", OWL + "AsymmetricProperty", OWL + "ReflexiveProperty",
+     OWL + "IrreflexiveProperty", OWL + "OntologyProperty", OWL + "DeprecatedProperty"}
 )
 #: rdf:type objects that say what a term *is* in the schema, not which class an instance belongs to.
 META_TYPES = CLASS_TYPES | PROPERTY_TYPES | frozenset(
@@ -153,6 +154,9 @@ class Ontology:
     #: The thesaurus statements `ontology/skos.py` read as taxonomy (skos:broader as
     #: rdfs:subClassOf): asserted by the source, though not in these words.
     skos_triples: list[Triple] = field(default_factory=list)
+    #: The ontology header's nodes (owl:Ontology subjects, their blank nodes): their triples
+    #: are no knowledge, and the closure items are drawn from never sees them.
+    header: frozenset[str] = frozenset()
 
     def label(self, iri: str) -> str:
         for table in (self.classes, self.properties, self.instances):

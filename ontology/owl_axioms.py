@@ -4,7 +4,9 @@ schema.org `domainIncludes`/`rangeIncludes` statements.
 Kept, because they are sound as RDFS edges:
 
 * ``A ≡ B ⊓ R`` or ``A ⊑ B ⊓ R``: every named conjunct B is a superclass of A;
-* ``A ≡ B ⊔ C``: every named member is a subclass of A.
+* ``A ≡ B ⊔ C``: every named member is a subclass of A;
+* the same written OWL 1 style, ``owl:intersectionOf``/``owl:unionOf`` directly on the named
+  class (the W3C wine ontology's ``WhiteWine``): the class is equivalent to the expression.
 
 Kept in the model only (memorizing DM/RG answers), never fed to the RDFS closure, because
 ``P domain B ⊔ C`` does not entail ``P domain B``: the members of a union domain/range.
@@ -151,6 +153,10 @@ def lower(triples: Iterable[Triple], schema_includes: bool | None = None) -> Low
             continue
         elif p in (RDFS_SUBCLASSOF, OWL_EQUIVALENT_CLASS) and is_iri(o) is False:
             _class_axiom(graph, out, s, p, o)
+        elif p in (OWL_INTERSECTION, OWL_UNION):
+            # OWL 1: `WhiteWine owl:intersectionOf (Wine …)` on the named class itself
+            kind = "intersection" if p == OWL_INTERSECTION else "union"
+            _lower_expression(graph, out, s, "equivalentClass", kind, graph.members(o))
         elif p == OWL_EQUIVALENT_CLASS:
             # Mutual subclasses say nothing a probe can ask ("a person is a person") and
             # mostly point to other vocabularies (DBpedia: wikidata Q5, schema:Person).
@@ -174,7 +180,12 @@ def lower(triples: Iterable[Triple], schema_includes: bool | None = None) -> Low
 def _class_axiom(graph: _Graph, out: Lowering, cls: str, pred: str, expr: str) -> None:
     """``cls ⊑ expr`` or ``cls ≡ expr`` with `expr` a blank node."""
     axiom = "equivalentClass" if pred == OWL_EQUIVALENT_CLASS else "subClassOf"
-    kind, members = graph.kind(expr)
+    _lower_expression(graph, out, cls, axiom, *graph.kind(expr))
+
+
+def _lower_expression(graph: _Graph, out: Lowering, cls: str, axiom: str, kind: str,
+                      members: list[str]) -> None:
+    """Keep the sound edges of ``cls ⊑ expr`` / ``cls ≡ expr`` (`axiom`), count the rest."""
     named = [m for m in members if is_iri(m)]
     if kind == "intersection":
         out.subclass += [(cls, RDFS_SUBCLASSOF, m) for m in named if m != cls]

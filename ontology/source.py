@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kgprobe.ontology.formats import RdfInput
+from kgprobe.ontology.from_triples import BuildOptions
 from kgprobe.ontology.model import Ontology, Triple
 
 
@@ -22,6 +23,9 @@ class Source:
     triples: list[Triple] | None
     rdf: RdfInput | None = None
     count: int | None = None
+    #: how the store builds a lazily loaded file's model (`--lang`, `--keep-…`): the same
+    #: options as an eagerly loaded one, so `kg load` counts what `generate` will
+    options: BuildOptions | None = None
 
     @property
     def size(self) -> int:

@@ -127,11 +127,52 @@ class Verbalizer:
                 for t in self.templates[relation].manual]
 
 
+#: Exclusion reasons whose terms take their triples out of the closure items are drawn from:
+#: what is said with an annotation property, about a deprecated term or about the ontology
+#: document is not knowledge to reason with (their conclusions would be items about them).
+NOT_KNOWLEDGE = frozenset({"annotation", "deprecated", "ontology header"})
+
+
+def knowledge_triples(onto: Ontology, triples: Iterable[Triple]) -> list[Triple]:
+    """The triples items are reasoned from: none about the ontology header, none using an
+    annotation property or naming a deprecated term (`Ontology.excluded`)."""
+    gone = {iri for iri, why in onto.excluded.items() if why in NOT_KNOWLEDGE} | onto.header
+    if not gone:
+        return list(triples)
+    return [t for t in triples if t[0] not in gone and t[1] not in gone and t[2] not in gone]
+
+
 def item_closure(onto: Ontology, triples: Iterable[Triple], rules: Sequence[str] = RULES) -> Closure:
-    """The RDFS closure items are drawn from: the source's triples and the edges its model
-    kept from OWL expressions (`Ontology.closure_edges`), so their consequences (a defined
-    class's instances typed by its named conjuncts) become items too."""
-    return rdfs_closure(list(triples) + onto.closure_edges, rules)
+    """The RDFS closure items are drawn from: the source's `knowledge_triples` and the edges
+    its model kept from OWL expressions (`Ontology.closure_edges`), so their consequences (a
+    defined class's instances typed by its named conjuncts) become items too."""
+    return rdfs_closure(knowledge_triples(onto, triples) + onto.closure_edges, rules)
+
+
+#: Why an item that could be written is still dropped (counted per rule in `skipped`).
+RESTATED = "answer in its own premise"
+UNWORDED = "IRI or underscore in the text"
+
+
+def restates_premise(item: ReasoningItem) -> bool:
+    """Whether the item's answer can be read off its other premise without the inference
+    step: it is the answer P2 already gives (DCAT's ``dcat:hasVersion ⊑ dcterms:hasVersion``,
+    both "has version": "[X] has version [Y]" → "[X] [MASK] [Y]"; "B is a B" in rdfs9/11).
+    P1 stating the answer is the point of an item; P2 stating it is not. (The property
+    "architect" with the range "architect" names two terms: P2 gives no class, so it stays.)"""
+    said = {_norm(p.answer) for p in item.premises if p.role == "P2"}
+    return any(_norm(a) in said for a in item.answers)
+
+
+def _norm(text: str) -> str:
+    return " ".join(text.lower().split())
+
+
+def unworded(item: ReasoningItem) -> bool:
+    """A text that would show an IRI or an underscore to the model (a label fallback gone
+    wrong): never written."""
+    texts = [p.text for p in item.premises] + item.hypotheses + item.answers
+    return any("://" in t or "_" in t for t in texts)
 
 
 def reasoning_items(onto: Ontology, closure: Closure, templates: TemplateSet, *,
@@ -168,6 +209,10 @@ def reasoning_items(onto: Ontology, closure: Closure, templates: TemplateSet, *,
                     continue
             reason = _unspeakable(onto, d, pseudowords)
             item = None if reason else _item(verb, d, asserted)
+            if item is not None and not reason:
+                reason = (RESTATED if restates_premise(item) else
+                          UNWORDED if unworded(item) else None)
+                item = None if reason else item
             if reason:
                 skipped[f"{rule}: {reason}"] += 1
             if pseudowords:
