@@ -234,7 +234,7 @@ def build_ontology(name: str, triples: Iterable[Triple],
     labels, no_label = language_labels(labels, src.labels, lang)
     if skos and lang == ENGLISH:
         labels = singular_labels(labels, skos.concepts)
-    if split:  # a word the ontology writes in lower case somewhere is a common noun
+    if split and lang == ENGLISH:  # a word written in lower case somewhere is a common noun
         lowercase = lowered_words(labels[i] for i in schema)
         labels.update({i: common_case(labels[i], lowercase) for i in schema if labels[i]})
     # An OWL file may type a term both as class and as individual (punning); keep both.
