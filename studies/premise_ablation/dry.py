@@ -57,41 +57,26 @@ def paper_records(config: AblationConfig) -> list[PromptRecord]:
 
 
 def default_records(config: AblationConfig, ontology: Path | None = None) -> list[PromptRecord]:
-    from kgprobe.ontology.loaders import bundled_source, load_source
-    from kgprobe.ontology.verbalize import load_templates
-    from kgprobe.reasoning.distractors import parse_protocol
-    from kgprobe.reasoning.items import Verbalizer, item_closure, reasoning_items
-    from kgprobe.reasoning.memorizing import candidate_sets
+    from kgprobe.ontology.loaders import load_source
 
-    from .candidates import item_candidates, premise_candidates
+    from .candidates import item_candidates
     from .cells import variants
-    from .study import Study, memorization_prompt, reasoning_prompt, select_items
+    from .study import build_study, premise_probes, reasoning_prompt
 
-    source = load_source(ontology) if ontology is not None else bundled_source()
-    onto, templates = source.ontology, load_templates()
-    all_items = reasoning_items(onto, item_closure(onto, source.triples), templates,
-                                rules=config.rules)
-    items = select_items(all_items, config.limit, config.seed)
-    study = Study(config, items, all_items, candidate_sets(onto), templates,
-                  Verbalizer(onto, templates), {}, None, None, [],
-                  parse_protocol(config.candidates))
-    from .study import PremiseKey
-
+    source = load_source(ontology) if ontology is not None else None
+    study = build_study(config, source, load=False)
     out = []
-    for rule, rule_items in items.items():
+    # The premise probes over the relation's whole population, as the run classifies them.
+    for probe in premise_probes(study):
+        first = probe.keys[0]
+        out.append(PromptRecord(STUDY, probe.prompt, tuple(sorted({k.answer for k in probe.keys})),
+                                len(probe.candidates), task=first.relation, template="manual",
+                                extra={"kind": "premise probe", "role": first.role,
+                                       "protocol": "default", "pairs": config.pairs}))
+    for rule, rule_items in study.items.items():
         for item in rule_items:
-            for role in ("P1", "P2"):
-                text, kind = memorization_prompt(study, item, role)
-                premise = item.premises[0 if role == "P1" else 1]
-                n = len(premise_candidates(study, kind, premise.answer,
-                                           PremiseKey.of(item, role, 0).seed))
-                out.append(PromptRecord(STUDY, text, (premise.answer,), n, rule=rule,
-                                        task=premise.relation, template="manual", extra={
-                                            "kind": "premise probe", "role": role,
-                                            "item": item.id, "protocol": "default",
-                                            "pairs": config.pairs}))
             n = len(item_candidates(study, item))
-            for v in variants(templates, rule, "manual"):
+            for v in variants(study.templates, rule, "manual"):
                 for p1, p2 in WRITTEN:
                     s1, s2 = ("explicit" if p1 else "not"), ("explicit" if p2 else "not")
                     hyp = item.hypotheses[v] if item.hypotheses else item.conclusion["text"]

@@ -79,11 +79,14 @@ def select_items(items: dict[str, list[ReasoningItem]], limit: int | None, seed:
     return {rule: sample_items(rule_items, rule, limit, seed) for rule, rule_items in items.items()}
 
 
-def build_study(config: AblationConfig, source: Source | None = None, *, cache: bool = True) -> Study:
+def build_study(config: AblationConfig, source: Source | None = None, *, cache: bool = True,
+                load: bool = True) -> Study:
     """Items from an ontology source (the bundled one by default), the model, its pseudowords.
 
     On the bundled ontology soft templates train on the paper's memorizing sets; on any
-    other, on memorizing sets generated from it (seeded split).
+    other, on memorizing sets generated from it (seeded split). ``load=False`` (``--dry-run``)
+    builds every prompt and candidate list the run would score, with no model, vectors or
+    memorizing sets.
     """
     from kgprobe.models.loading import load_model
     from kgprobe.pseudowords.sampler import sample_pseudoword_sets
@@ -101,14 +104,16 @@ def build_study(config: AblationConfig, source: Source | None = None, *, cache: 
     population = reasoning_items(onto, closure, templates, rules=population_rules(config.rules))
     all_items = {rule: population[rule] for rule in config.rules}
     items = select_items(all_items, config.limit, config.seed)
-    memorizing = reference_sets() if bundled else generated_memorizing_sets(onto, seed=config.seed)
-    from kgprobe.models.score_cache import cached_scorer
-
     protocol = parse_protocol(config.candidates)
-    loaded = load_model(config.model, device=config.device, dtype=config.dtype)
-    # pooling: the model's default_pooling; scores persist across studies and runs (--no-cache)
-    scorer = cached_scorer(loaded.scorer(masks="multi"), loaded, enabled=cache)
-    pseudowords = sample_pseudoword_sets(loaded, config.pairs, seed=config.seed)
+    memorizing, loaded, scorer, pseudowords = {}, None, None, [{}] * config.pairs
+    if load:
+        from kgprobe.models.score_cache import cached_scorer
+
+        memorizing = reference_sets() if bundled else generated_memorizing_sets(onto, seed=config.seed)
+        loaded = load_model(config.model, device=config.device, dtype=config.dtype)
+        # pooling: the model's default_pooling; scores persist across studies and runs (--no-cache)
+        scorer = cached_scorer(loaded.scorer(masks="multi"), loaded, enabled=cache)
+        pseudowords = sample_pseudoword_sets(loaded, config.pairs, seed=config.seed)
     verbalizer = Verbalizer(onto, templates)
     truth = TrueAnswers.of(verbalizer, closure) if parse_ranking(config.ranking) == "filtered" else None
     return Study(config, items, all_items, candidate_sets(onto), templates,
@@ -201,6 +206,41 @@ def premise_population(study: Study) -> dict[PremiseKey, tuple[ReasoningItem, st
     return out
 
 
+@dataclass(frozen=True)
+class PremiseProbe:
+    """One memorizing probe the premise classification scores: a prompt (a subject, and for
+    P2 a pseudoword pair) and its candidates; every premise `keys` it tests is ranked in it,
+    `true` the answers true for it (left out of each other's ranks when filtered)."""
+
+    prompt: str
+    candidates: tuple[str, ...]
+    pair: int | None
+    keys: tuple[PremiseKey, ...]
+    true: frozenset[str]
+
+
+def premise_probes(study: Study) -> list[PremiseProbe]:
+    """The probes that classify every premise of `premise_population`, one per prompt (the
+    premises of one prompt share it), in a fixed order; the dry run writes the same ones."""
+    from .candidates import premise_others, probe_candidates
+
+    population = premise_population(study)
+    groups: dict[tuple[str, str, int | None], list[PremiseKey]] = {}
+    for key in population:
+        item, role = population[key]
+        prompt, cands_key = memorization_prompt(study, item, role)
+        groups.setdefault((prompt, cands_key, key.pair), []).append(key)
+    out = []
+    for (prompt, cands_key, pair), keys in groups.items():
+        true = frozenset(k.answer for k in keys)
+        for k in keys:
+            item, role = population[k]
+            true |= premise_others(study, item.premises[0 if role == "P1" else 1])
+        cands = probe_candidates(study, cands_key, true, f"{prompt}|{'-' if pair is None else pair}")
+        out.append(PremiseProbe(prompt, tuple(cands), pair, tuple(keys), true))
+    return out
+
+
 def classify_premises(study: Study, out: Path, *,
                       progress: bool = False) -> dict[PremiseKey, MemorizedPremise]:
     """Reciprocal rank of every premise's gold under its memorizing probe, and whether it
@@ -212,24 +252,12 @@ def classify_premises(study: Study, out: Path, *,
         if (cached.get("model") == study.config.model and isinstance(cached["premises"], list)
                 and cached.get("version") == MEMORIZED_VERSION):
             return {m.key: m for m in map(MemorizedPremise.from_json, cached["premises"])}
-    from .candidates import Request, premise_others, probe_candidates, score_requests
+    from .candidates import Request, score_requests
 
-    population = premise_population(study)
-    # One probe per prompt (a subject, and for P2 a pseudoword pair): its premises share it.
-    probes: dict[tuple[str, str, int | None], list[PremiseKey]] = {}
-    for key in population:
-        item, role = population[key]
-        prompt, cands_key = memorization_prompt(study, item, role)
-        probes.setdefault((prompt, cands_key, key.pair), []).append(key)
-    asked, members = [], []
-    for (prompt, cands_key, pair), keys in probes.items():
-        true = frozenset(k.answer for k in keys)
-        for k in keys:
-            item, role = population[k]
-            true |= premise_others(study, item.premises[0 if role == "P1" else 1])
-        cands = probe_candidates(study, cands_key, true, f"{prompt}|{'-' if pair is None else pair}")
-        asked.append(Request(prompt, tuple(cands), study.pseudowords[pair or 0]))
-        members.append((keys, true))
+    probes = premise_probes(study)
+    asked = [Request(p.prompt, p.candidates, study.pseudowords[p.pair or 0]) for p in probes]
+    members = [(p.keys, p.true) for p in probes]
+    population = {k: None for p in probes for k in p.keys}
     rows = score_requests(study.scorer, asked, batch_size=study.config.batch_size,
                           desc="classifying premises (memorizing probes)", progress=progress)
     filtered = study.truth is not None
