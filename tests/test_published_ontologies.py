@@ -28,6 +28,8 @@ FIXTURES = sorted(p.name for p in DATA.glob("*.ttl"))
 OBO_OBSOLETE = "http://www.geneontology.org/formats/oboInOwl#is_obsolete"
 LABELS = (RDFS + "label", SKOS + "prefLabel")
 META = (OWL, RDF, RDFS, SKOS)
+#: SKOS thesauri (tests/test_skos_languages.py): a concept scheme, no owl:Ontology header
+THESAURI = {"unesco-thesaurus-slice.ttl"}
 
 
 class Published:
@@ -124,7 +126,7 @@ def test_no_defective_probe(fixture, tmp_path, capsys):
                             if "skipped " in line and "held back" not in line)
                for name, text in err.items()}
     assert skipped["load"] == skipped["mem"] == skipped["rsn"] == skipped["np"]
-    assert skipped["load"]
+    assert skipped["load"] or fixture in THESAURI  # every OWL slice has a header to skip
     terms = load_rdf(path).ontology.excluded_counts
     for folder in ("mem", "rsn", "np"):
         summary = json.loads((tmp_path / folder / "summary.json").read_text())
@@ -133,7 +135,7 @@ def test_no_defective_probe(fixture, tmp_path, capsys):
 
 def test_the_published_defects_are_in_the_slices():
     """The slices still hold what went wrong, so the test above tests something."""
-    found = {name: Published(DATA / name) for name in FIXTURES}
+    found = {name: Published(DATA / name) for name in FIXTURES if name not in THESAURI}
     assert all(p.header for p in found.values())
     assert sum(bool(p.annotation) for p in found.values()) >= 6
     assert found["pato.ttl"].deprecated and found["iao.ttl"].deprecated
