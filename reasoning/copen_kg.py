@@ -46,6 +46,7 @@ from kgprobe.reasoning.copen_items import CiCItem, CSJItem, lexical_overlap
 from kgprobe.reasoning.copen_split import GenerationReport, split_train_dev
 from kgprobe.reasoning.copen_taxonomy import (
     Taxonomy,
+    instances_by_concept,
     side_of,
     sides_note,
     top_level_sides,
@@ -71,19 +72,6 @@ class _CSJSource:
     types: dict[str, list[str]]  # instance → its most specific concepts
 
 
-def _instances_by_concept(onto: Ontology, tax: Taxonomy
-                          ) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
-    """(each concept's labelled instances: those whose most specific types include it, each
-    instance's most specific types)."""
-    members: dict[str, list[str]] = defaultdict(list)
-    types = {iri: tax.direct_types(inst.types) for iri, inst in onto.instances.items()}
-    for iri, inst in sorted(onto.instances.items()):
-        if inst.label.strip():
-            for t in types[iri]:
-                members[t].append(iri)
-    return members, types
-
-
 def generate_csj(onto: Ontology, *, seed: int = 0, per_concept: int = 10,
                  n_hard: int = N_HARD, n_easy: int = N_EASY,
                  tax: Taxonomy | None = None, progress: bool = False
@@ -92,7 +80,7 @@ def generate_csj(onto: Ontology, *, seed: int = 0, per_concept: int = 10,
     a bar over the concepts on stderr."""
     tax = tax or Taxonomy.of(onto)
     report = GenerationReport()
-    members, types = _instances_by_concept(onto, tax)
+    members, types = instances_by_concept(onto, tax)
     sides = top_level_sides(onto, tax, seed)
     side = {c: side_of(tax, sides, [c]) for c in members}
     by_side: dict[str, list[str]] = defaultdict(list)

@@ -100,6 +100,19 @@ def concept_text(label: str) -> str:
                     for w in normalize_label(label).split())
 
 
+def instances_by_concept(onto: Ontology, tax: Taxonomy
+                         ) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+    """(each concept's labelled instances: those whose most specific types include it, each
+    instance's most specific types)."""
+    members: dict[str, list[str]] = defaultdict(list)
+    types = {iri: tax.direct_types(inst.types) for iri, inst in onto.instances.items()}
+    for iri, inst in sorted(onto.instances.items()):
+        if inst.label.strip():
+            for t in types[iri]:
+                members[t].append(iri)
+    return members, types
+
+
 def top_level_sides(onto: Ontology, tax: Taxonomy, seed: int) -> dict[str, str]:
     """train/test per top-level concept, weighted by the instances under it (each class counts
     at least once). CSJ and CiC share this split, as the paper's tasks share Table 16's."""
