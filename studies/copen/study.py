@@ -137,7 +137,10 @@ def generate_sets(cfg: CopenConfig, out: Path, tasks: Sequence[str], *,
     summary_path = out / "data" / "summary.json"
     summary = json.loads(summary_path.read_text()) if summary_path.exists() else {}
     todo = [t for t in tasks if not (out / "data" / TASK_DIRS[t] / "test.json").exists()]
-    onto = tax = None
+    onto = tax = source_kg = None
+    if {"csj", "cic"} & set(todo):  # first: a stale store is refused before anything is written
+        onto, source_kg = kg_ontology(cfg.store, cfg.endpoint, reason=cfg.reason, wait=cfg.wait)
+        tax = Taxonomy.of(onto)
     for task in todo:
         t0 = time.perf_counter()
         if progress:
@@ -146,10 +149,6 @@ def generate_sets(cfg: CopenConfig, out: Path, tasks: Sequence[str], *,
             items, report = generate_cpj(load_mcrae(cfg.norms), seed=cfg.seed)
             source = str(cfg.norms)
         else:
-            if onto is None:
-                onto, source_kg = kg_ontology(cfg.store, cfg.endpoint, reason=cfg.reason,
-                                              wait=cfg.wait)
-                tax = Taxonomy.of(onto)
             if task == "csj":
                 items, report = generate_csj(onto, seed=cfg.seed, tax=tax, progress=progress)
             else:
