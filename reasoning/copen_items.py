@@ -25,6 +25,7 @@ concept-disjoint split of generated items is `copen_split`'s.
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 import random
@@ -362,9 +363,11 @@ STOPWORDS = frozenset("a an the of and or in on at for to by with from de la le 
                       "der den di da del 's s".split())
 
 
-def content_words(text: str) -> set[str]:
-    """Lower-cased word tokens minus function words: what the artifact filter compares."""
-    return {w for w in re.findall(r"[0-9a-z]+", text.lower()) if w not in STOPWORDS}
+@functools.lru_cache(maxsize=65536)
+def content_words(text: str) -> frozenset[str]:
+    """Lower-cased word tokens minus function words: what the artifact filter compares
+    (cached: generation compares the same labels many times)."""
+    return frozenset(w for w in re.findall(r"[0-9a-z]+", text.lower()) if w not in STOPWORDS)
 
 
 def lexical_overlap(a: str, b: str) -> bool:

@@ -26,10 +26,13 @@ Every item records its provenance: the triples it was built from and the rule th
 
 from __future__ import annotations
 
+import functools
 import random
 from collections import defaultdict
 from dataclasses import dataclass
 from typing import Callable
+
+from tqdm import tqdm
 
 from kgprobe.ontology.model import (
     RDF_TYPE,
@@ -43,6 +46,7 @@ from kgprobe.reasoning.copen_items import CiCItem, CSJItem, lexical_overlap
 from kgprobe.reasoning.copen_split import GenerationReport, split_train_dev
 from kgprobe.reasoning.copen_taxonomy import (
     Taxonomy,
+    instances_by_concept,
     side_of,
     sides_note,
     top_level_sides,
@@ -57,41 +61,37 @@ N_HARD, N_EASY = 5, 15
 @dataclass
 class _CSJSource:
     """What CSJ draws from: the labelled instances of each concept, the concepts of each side
-    of the split, and each concept with its ancestors (its family)."""
+    of the split, each concept with its ancestors (its family), and each instance's most
+    specific types (computed once: distractor checks read them millions of times)."""
 
     onto: Ontology
     tax: Taxonomy
     members: dict[str, list[str]]  # concept → direct instances
     by_side: dict[str, list[str]]
     family: dict[str, set[str]]
-
-
-def _instances_by_concept(onto: Ontology, tax: Taxonomy) -> dict[str, list[str]]:
-    members: dict[str, list[str]] = defaultdict(list)
-    for iri, inst in sorted(onto.instances.items()):
-        if inst.label.strip():
-            for t in inst.types:
-                if t in tax.labels:
-                    members[t].append(iri)
-    return members
+    types: dict[str, list[str]]  # instance → its most specific concepts
 
 
 def generate_csj(onto: Ontology, *, seed: int = 0, per_concept: int = 10,
                  n_hard: int = N_HARD, n_easy: int = N_EASY,
-                 tax: Taxonomy | None = None) -> tuple[list[CSJItem], GenerationReport]:
-    """CSJ items over the instances of the ontology (see the module docstring)."""
+                 tax: Taxonomy | None = None, progress: bool = False
+                 ) -> tuple[list[CSJItem], GenerationReport]:
+    """CSJ items over the instances of the ontology (see the module docstring); `progress`:
+    a bar over the concepts on stderr."""
     tax = tax or Taxonomy.of(onto)
     report = GenerationReport()
-    members = _instances_by_concept(onto, tax)
+    members, types = instances_by_concept(onto, tax)
     sides = top_level_sides(onto, tax, seed)
     side = {c: side_of(tax, sides, [c]) for c in members}
     by_side: dict[str, list[str]] = defaultdict(list)
     for c in sorted(members):
         if side[c]:
             by_side[side[c]].append(c)
-    src = _CSJSource(onto, tax, members, by_side, {c: {c, *tax.ancestors(c)} for c in members})
+    src = _CSJSource(onto, tax, members, by_side, {c: {c, *tax.ancestors(c)} for c in members},
+                     types)
     items: list[CSJItem] = []
-    for concept in sorted(members):
+    for concept in tqdm(sorted(members), desc="CSJ concepts", unit="concept", leave=False,
+                        disable=not progress):
         if side[concept] is None or len(members[concept]) < 2:
             report.add("concepts skipped: fewer than 2 instances" if side[concept] else
                        "concepts skipped: top-level concepts on both sides")
@@ -135,10 +135,11 @@ def _concept_items(src: _CSJSource, concept: str, side: str, rng: random.Random,
     onto, tax = src.onto, src.tax
     anc = set(tax.ancestors(concept))
 
+    @functools.cache
     def excluded(entity: str) -> bool:
         # an instance of C, of a subconcept of C or of a superconcept of C is no distractor
         return any(t == concept or t in anc or concept in tax.ancestors(t)
-                   for t in onto.instances[entity].types)
+                   for t in src.types[entity])
 
     hard_by_dist, easy = _distractor_concepts(src, concept, side)
     easy_by_rank: dict[int, list[tuple[str, str | None]]] = {0: [(c, None) for c in easy]}
@@ -172,8 +173,9 @@ def _answer(src: _CSJSource, concept: str, query: str, rng: random.Random) -> st
     qlabel = inst[query].label
     answers = [a for a in src.members[concept] if a != query and inst[a].label != qlabel]
     rng.shuffle(answers)
-    clean = [a for a in answers if not lexical_overlap(qlabel, inst[a].label)]
-    return clean[0] if clean else None
+    # the first clean one: comparing the query with every member made a concept of m
+    # instances cost m² comparisons when many of its queries are skipped
+    return next((a for a in answers if not lexical_overlap(qlabel, inst[a].label)), None)
 
 
 def _csj_item(src: _CSJSource, concept: str, query: str, side: str,

@@ -1,6 +1,11 @@
 """The concept taxonomy COPEN's CSJ and CiC generators walk, and its train/test sides.
 
-Concept chains follow the ontology's ``subClassOf`` edges, specific → general. Like the
+Concept chains follow the ontology's direct ``subClassOf`` edges, specific → general: a store
+holding the RDFS closure (`kgprobe reason`) lists every ancestor of a class as a superclass and
+every superclass of an instance's type as its type, so the taxonomy keeps only the edges no
+other edge implies (`memorizing.direct_parents`) and an instance belongs to its most specific
+types (`Taxonomy.direct_types`). The closure adds nothing the chains do not already walk, and a
+reasoned store gives the same taxonomy and members as the unreasoned one. Like the
 paper (§2.1: "following Schema.org, we set Person as a top-level concept"), the edges above
 the classes in `TOP_LEVEL_CUTS` are dropped, so a person's chain ends at *person* instead of
 climbing through *animal*, *eukaryote*, *species*. Top-level concepts are split between
@@ -16,7 +21,7 @@ from typing import Iterable
 from kgprobe.ontology.model import Ontology
 from kgprobe.ontology.verbalize import normalize_label
 from kgprobe.reasoning.copen_split import split_top_levels
-from kgprobe.reasoning.memorizing import ancestors
+from kgprobe.reasoning.memorizing import ancestors, direct_parents
 
 #: Classes made top-level concepts by cutting their superclass edges (the paper's §2.1).
 TOP_LEVEL_CUTS = ("http://dbpedia.org/ontology/Person",)
@@ -28,14 +33,34 @@ class Taxonomy:
 
     labels: dict[str, str]
     parents: dict[str, list[str]]
+    #: direct superclasses before the cuts: what decides an instance's most specific types
+    uncut: dict[str, list[str]] = field(default_factory=dict, repr=False)
     _anc: dict[str, list[str]] = field(default_factory=dict, repr=False)
+    _above: dict[str, frozenset[str]] = field(default_factory=dict, repr=False)
 
     @classmethod
     def of(cls, onto: Ontology, cuts: Iterable[str] = TOP_LEVEL_CUTS) -> "Taxonomy":
         cut = set(cuts)
-        parents = {c: ([] if c in cut else [p for p in v.parents if p in onto.classes])
-                   for c, v in onto.classes.items()}
-        return cls({c: v.label for c, v in onto.classes.items()}, parents)
+        uncut = direct_parents({c: [p for p in v.parents if p in onto.classes]
+                                for c, v in onto.classes.items()})
+        parents = {c: ([] if c in cut else ps) for c, ps in uncut.items()}
+        return cls({c: v.label for c, v in onto.classes.items()}, parents, uncut)
+
+    def direct_types(self, types: Iterable[str]) -> list[str]:
+        """The concepts among `types` that no other of them lies below (before the cuts, so
+        an instance typed *person* and, by the closure, *agent* is a person only)."""
+        ts = [t for t in dict.fromkeys(types) if t in self.labels]
+        if len(ts) < 2:
+            return ts
+        above = {t: self._uncut_above(t) for t in ts}
+        return [t for t in ts if not any(u != t and t in above[u] and u not in above[t]
+                                         for u in ts)]
+
+    def _uncut_above(self, c: str) -> frozenset[str]:
+        hit = self._above.get(c)
+        if hit is None:
+            hit = self._above[c] = frozenset(ancestors(c, self.uncut or self.parents))
+        return hit
 
     def ancestors(self, c: str) -> list[str]:
         hit = self._anc.get(c)
@@ -75,6 +100,19 @@ def concept_text(label: str) -> str:
                     for w in normalize_label(label).split())
 
 
+def instances_by_concept(onto: Ontology, tax: Taxonomy
+                         ) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+    """(each concept's labelled instances: those whose most specific types include it, each
+    instance's most specific types)."""
+    members: dict[str, list[str]] = defaultdict(list)
+    types = {iri: tax.direct_types(inst.types) for iri, inst in onto.instances.items()}
+    for iri, inst in sorted(onto.instances.items()):
+        if inst.label.strip():
+            for t in types[iri]:
+                members[t].append(iri)
+    return members, types
+
+
 def top_level_sides(onto: Ontology, tax: Taxonomy, seed: int) -> dict[str, str]:
     """train/test per top-level concept, weighted by the instances under it (each class counts
     at least once). CSJ and CiC share this split, as the paper's tasks share Table 16's."""
@@ -83,10 +121,9 @@ def top_level_sides(onto: Ontology, tax: Taxonomy, seed: int) -> dict[str, str]:
         for r in tax.roots(c):
             weights[r] += 1
     for inst in onto.instances.values():
-        for t in inst.types:
-            if t in tax.labels:
-                for r in tax.roots(t):
-                    weights[r] += 1
+        for t in tax.direct_types(inst.types):
+            for r in tax.roots(t):
+                weights[r] += 1
     names = {r: tax.labels.get(r, r) for r in weights}
     return split_top_levels(weights, seed=seed, names=names)
 

@@ -30,6 +30,10 @@ def register_cli(sub, name: str = "copen") -> None:
     p.add_argument("--norms", type=Path, default=None, help="McRae feature norms folder (CPJ with --from-kg)")
     p.add_argument("--store", type=Path, default=None,
                    help="store directory (default: $KGPROBE_STORE, else .kgprobe/store)")
+    p.add_argument("--reason", action="store_true", help="with --from-kg: re-run `kgprobe reason` "
+                   "first if the store's inferences are stale (as it last ran)")
+    p.add_argument("--wait", action="store_true", help="with --reason: if another kgprobe process "
+                   "is writing to the store, wait for it to finish (default: exit 2)")
     p.add_argument("--endpoint", default=None, metavar="URL",
                    help="with --from-kg: read the knowledge graph from this SPARQL endpoint")
     p.add_argument("--model", default=None, help="a preset (smollm2-135m, gemma3-270m), HF directory, "
@@ -93,6 +97,12 @@ def config_from_args(args: argparse.Namespace) -> CopenConfig:
         seeds = [int(s) for s in comma_list(args.seeds)]
     except ValueError:
         raise KgprobeError(f"--seeds {args.seeds}: give integers separated by commas") from None
+    if (args.reason or args.wait) and not args.from_kg:
+        raise KgprobeError(f"{'--reason' if args.reason else '--wait'} applies to the store "
+                           "read with --from-kg; drop it with --data")
+    if args.wait and not args.reason:
+        raise KgprobeError("--wait applies to --reason (the only write to the store); add "
+                           "--reason or drop --wait")
     if args.endpoint and args.store:
         raise KgprobeError("--store and --endpoint both name a knowledge graph; give one")
     return CopenConfig(
@@ -103,7 +113,8 @@ def config_from_args(args: argparse.Namespace) -> CopenConfig:
         norms=str(args.norms) if args.norms else None, limit=args.limit,
         train_limit=args.train_limit, seed=args.seed, seeds=seeds,
         parts=comma_list(args.parts) if args.parts else None,
-        pooling=args.pooling, hparams=hparams, device=args.device)
+        pooling=args.pooling, hparams=hparams, device=args.device,
+        reason=args.reason, wait=args.wait)
 
 
 def run_cli(args: argparse.Namespace) -> int:

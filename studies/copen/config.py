@@ -30,6 +30,8 @@ class CopenConfig:
     pooling: str = "auto"
     hparams: dict = field(default_factory=dict)
     device: str = "cpu"
+    reason: bool = False  # --reason: re-run stale inferences first (not pinned: same items)
+    wait: bool = False  # --wait: for another writer, with --reason (not pinned)
 
     def limit_for(self, task: str, train: bool = False) -> int | None:
         value = self.train_limit if train else self.limit
@@ -37,5 +39,6 @@ class CopenConfig:
 
     def pinned(self) -> dict:
         d = asdict(self)
-        d.pop("device")
+        for key in ("device", "reason", "wait"):
+            d.pop(key)
         return d

@@ -76,5 +76,5 @@ def dry_run(cfg: CopenConfig, out: str | Path) -> int:
     from .study import load_sets
 
     with tempfile.TemporaryDirectory(prefix="kgprobe-copen-dry-") as tmp:
-        sets, _ = load_sets(cfg, Path(tmp))  # generated sets land in tmp, never in OUT
+        sets, _ = load_sets(cfg, Path(tmp), progress=True)  # generated in tmp, never in OUT
         return write_prompts(out, prompt_records(cfg, sets))

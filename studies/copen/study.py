@@ -57,6 +57,7 @@ from kgprobe.studies.settings import pin_settings
 
 from .config import DEFAULT_SEEDS, METHODS, CopenConfig  # noqa: F401
 
+NAMES = {"csj": "CSJ", "cpj": "CPJ", "cic": "CiC"}
 COLUMNS = ["task", "method", "variant", "seed", "n", "n_unlabeled", *METRICS,
            "dev_accuracy", "best_epoch"]
 
@@ -68,9 +69,16 @@ def _warn(message: str) -> None:
     print(f"kgprobe: warning: {message}", file=sys.stderr)
 
 
-def kg_ontology(store: str | None, endpoint: str | None = None):
-    """The store's (or endpoint's) ontology; the bundled OntoProbe ontology when the store is
-    missing or empty.  An endpoint that cannot be read is an error, never silently replaced."""
+def kg_ontology(store: str | None, endpoint: str | None = None, *, reason: bool = False,
+                wait: bool = False):
+    """The model COPEN generates from: the store's (or endpoint's) asserted graphs, with
+    HermiT's conclusions after `reason --owl`; the bundled OntoProbe ontology when the store is
+    missing or empty.  An endpoint that cannot be read is an error, never silently replaced.
+
+    The RDFS inferred graph is left out: the generators walk the subClassOf chains and apply
+    the domain/range rules themselves (`reasoning.copen_kg`), so a reasoned store gives the
+    same items as the unreasoned one. Stale inferences are refused as by every command that
+    reads the store (`reason`: re-run reasoning first, as `generate memorizing --reason`)."""
     from kgprobe.kg.store import KnowledgeGraph, default_store_path
     from kgprobe.ontology.loaders import bundled_source
 
@@ -78,20 +86,48 @@ def kg_ontology(store: str | None, endpoint: str | None = None):
         from kgprobe.kg.endpoint import SparqlEndpoint
         from kgprobe.kg.sparql_client import SparqlClient
 
+        if reason:
+            raise KgprobeError("--reason writes the store; with --endpoint, run `kgprobe reason` "
+                               "on the store behind the endpoint instead")
         with SparqlEndpoint(SparqlClient(endpoint)) as kg:
-            return kg.ontology(), endpoint
+            return _asserted_model(kg), endpoint
 
     path = Path(store) if store else default_store_path()
     if path.exists():
+        if reason:
+            _reason_if_stale(path, wait)
         with KnowledgeGraph(path, create=False, read_only=True) as kg:
             if kg.count():
-                return kg.ontology(), str(path)
+                return _asserted_model(kg), str(path)
     _warn(f"store {path} is missing or empty; generating from the bundled OntoProbe ontology "
           "(run `kgprobe kg load` to use another)")
     return bundled_source().ontology, "bundled OntoProbe ontology"
 
 
-def generate_sets(cfg: CopenConfig, out: Path, tasks: Sequence[str]) -> dict[str, dict]:
+def _asserted_model(kg):
+    """The asserted graphs (+ HermiT's conclusions) as an ontology, refusing stale inferences."""
+    from kgprobe.ontology.from_triples import build_ontology
+    from kgprobe.reasoning.materialize import reasoning_base
+
+    kg.require_fresh()
+    asserted, owl = reasoning_base(kg)
+    return build_ontology(kg.default_name, sorted(asserted | owl))
+
+
+def _reason_if_stale(path: Path, wait: bool) -> None:
+    """`--reason`: re-run reasoning as the store was last reasoned when its inferences are stale."""
+    from kgprobe.kg.store import KnowledgeGraph
+    from kgprobe.reasoning.materialize import reason_again
+
+    with KnowledgeGraph(path, create=False, wait=wait) as kg:
+        if kg.inferred_state() == "stale":
+            report = reason_again(kg)
+            print(f"reasoned over {report.asserted} asserted triples with "
+                  f"{', '.join(report.rules)} in {report.seconds:.2f} s (the inferences were stale)")
+
+
+def generate_sets(cfg: CopenConfig, out: Path, tasks: Sequence[str], *,
+                  progress: bool = False) -> dict[str, dict]:
     """Write generated sets for `tasks` that OUT/data does not hold yet; return their reports."""
     from kgprobe.ontology.norms import load_mcrae
     from kgprobe.reasoning.copen_kg import generate_cic, generate_csj
@@ -101,18 +137,22 @@ def generate_sets(cfg: CopenConfig, out: Path, tasks: Sequence[str]) -> dict[str
     summary_path = out / "data" / "summary.json"
     summary = json.loads(summary_path.read_text()) if summary_path.exists() else {}
     todo = [t for t in tasks if not (out / "data" / TASK_DIRS[t] / "test.json").exists()]
-    onto = tax = None
+    onto = tax = source_kg = None
+    if {"csj", "cic"} & set(todo):  # first: a stale store is refused before anything is written
+        onto, source_kg = kg_ontology(cfg.store, cfg.endpoint, reason=cfg.reason, wait=cfg.wait)
+        tax = Taxonomy.of(onto)
     for task in todo:
         t0 = time.perf_counter()
+        if progress:
+            print(f"kgprobe: generating {NAMES[task]} items", file=sys.stderr, flush=True)
         if task == "cpj":
             items, report = generate_cpj(load_mcrae(cfg.norms), seed=cfg.seed)
             source = str(cfg.norms)
         else:
-            if onto is None:
-                onto, source_kg = kg_ontology(cfg.store, cfg.endpoint)
-                tax = Taxonomy.of(onto)
-            gen = generate_csj if task == "csj" else generate_cic
-            items, report = gen(onto, seed=cfg.seed, tax=tax)
+            if task == "csj":
+                items, report = generate_csj(onto, seed=cfg.seed, tax=tax, progress=progress)
+            else:
+                items, report = generate_cic(onto, seed=cfg.seed, tax=tax)
             source = source_kg
         write_official(out / "data", task, by_split(items))
         summary[task] = {"source": source, "seed": cfg.seed, **report.to_json(),
@@ -122,8 +162,10 @@ def generate_sets(cfg: CopenConfig, out: Path, tasks: Sequence[str]) -> dict[str
     return summary
 
 
-def load_sets(cfg: CopenConfig, out: Path) -> tuple[dict[str, dict[str, list]], dict]:
-    """task → split → items (all items, before any limit), and the generation summary."""
+def load_sets(cfg: CopenConfig, out: Path, *, progress: bool = False
+              ) -> tuple[dict[str, dict[str, list]], dict]:
+    """task → split → items (all items, before any limit), and the generation summary;
+    `progress`: say on stderr what is being generated, with a bar for CSJ."""
     tasks = list(cfg.tasks)
     summary: dict = {}
     if cfg.from_kg:
@@ -133,7 +175,7 @@ def load_sets(cfg: CopenConfig, out: Path) -> tuple[dict[str, dict[str, list]], 
                                    "the McRae norms folder (e.g. ../shared/data/mcrae)")
             _warn("no --norms: skipping CPJ (pass --norms the McRae norms folder to include it)")
             tasks.remove("cpj")
-        summary = generate_sets(cfg, out, tasks)
+        summary = generate_sets(cfg, out, tasks, progress=progress)
         root = out / "data"
     else:
         root = Path(cfg.data)
@@ -302,7 +344,7 @@ def run_copen(cfg: CopenConfig, out: str | Path, *, loaded=None, progress: bool 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     pin_settings(out, cfg.pinned())
-    sets, summary = load_sets(cfg, out)
+    sets, summary = load_sets(cfg, out, progress=progress)
     model = _Lazy(cfg, loaded)
     units = build_units(cfg, out, sets, model)
     rows = run_units(out, units, COLUMNS, progress=progress)
