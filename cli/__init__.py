@@ -78,6 +78,7 @@ def main(argv: Sequence[str] | None = None, *, guard: bool | None = None) -> int
     def run() -> int:
         try:
             apply_threads(args)
+            check_model(args)
             status = handler(args)
             sys.stdout.flush()  # here, not at exit: a closed pipe is reported below
             return status
@@ -108,6 +109,16 @@ def main(argv: Sequence[str] | None = None, *, guard: bool | None = None) -> int
     if limit is None:
         return run()
     return memory.supervise(limit, run, label=f"kgprobe {name}", created=new_store(args))
+
+
+def check_model(args) -> None:
+    """A `--model` that names nothing loadable fails here, in a second, before any data is read
+    or torch is imported (`models/names.py`)."""
+    model = getattr(args, "model", None)
+    if isinstance(model, str) and not getattr(args, "dry_run", False):
+        from kgprobe.models.names import check_model_name
+
+        check_model_name(model, extra=studies.BASELINES)
 
 
 def new_store(args) -> Path | None:

@@ -8,6 +8,7 @@ written to `summary.json`.
 from __future__ import annotations
 
 import argparse
+import contextlib
 from collections import Counter
 from pathlib import Path
 
@@ -17,7 +18,7 @@ from kgprobe.ontology.model import Ontology
 from kgprobe.reasoning.rdfs import RULES
 from kgprobe.studies.options import comma_list
 
-from .kg import memory_arg, open_reader, open_store, print_reason, reader_args, writer_args
+from .kg import memory_arg, open_reader, open_store, print_reason, writer_args
 from .model_options import model_args, model_options
 from .registry import command, warn
 
@@ -48,6 +49,33 @@ def _skipped_summary(onto: Ontology, skipped: Counter) -> dict:
     return {"terms": onto.excluded_counts, "records": left_out}
 
 
+@contextlib.contextmanager
+def fresh_reader(args: argparse.Namespace):
+    """The store (or endpoint) to generate from, its inferences fresh: with --reason, stale
+    ones are computed again first (the store opened for writing, --wait applies); without it,
+    stale inferences are refused, naming both fixes."""
+    if args.reason and getattr(args, "endpoint", None):
+        raise KgprobeError("--reason writes the store; with --endpoint, run `kgprobe reason` "
+                           "on the store behind the endpoint instead")
+    with (open_store(args, write=True) if args.reason else open_reader(args)) as kg:
+        if args.reason and kg.inferred_state() == "stale":
+            print_reason(kg)
+        if not getattr(args, "endpoint", None):
+            kg.stale_fix = "run `kgprobe reason` (or pass --reason)"
+        kg.require_fresh()
+        yield kg
+
+
+def generation_args(p: argparse.ArgumentParser) -> None:
+    """What `generate memorizing` and `generate reasoning` read from, the same way."""
+    p.add_argument("--reason", action="store_true", help="re-run `kgprobe reason` first if the "
+                   "inferences are stale (as it last ran: its --rules and --owl)")
+    model_args(p)
+    writer_args(p)
+    memory_arg(p)
+    endpoint_options(p)
+
+
 @command("generate memorizing")
 def cmd_generate_memorizing(args: argparse.Namespace) -> int:
     from kgprobe.atomic import write_json, write_jsonl
@@ -59,13 +87,8 @@ def cmd_generate_memorizing(args: argparse.Namespace) -> int:
 
     train, dev = parse_split(args.split)
     options = model_options(args)
-    if args.reason and getattr(args, "endpoint", None):
-        raise KgprobeError("--reason writes the store; with --endpoint, run `kgprobe reason` "
-                           "on the store behind the endpoint instead")
-    with (open_store(args, write=True) if args.reason else open_reader(args)) as kg:
-        if args.reason and kg.inferred_state() == "stale":
-            print_reason(kg)
-        onto = kg.ontology("store", options=options)  # refuses stale inferences
+    with fresh_reader(args) as kg:
+        onto = kg.ontology("store", options=options)
     skipped: Counter = Counter()
     records = generate_memorizing(onto, seed=args.seed, train=train, dev=dev,
                                   instances_per_class=args.instances_per_class, skipped=skipped)
@@ -101,7 +124,7 @@ def cmd_generate_reasoning(args: argparse.Namespace) -> int:
 
     options = model_options(args)
     templates = load_templates(args.templates, lang=prompt_language(options.langs))
-    with open_reader(args) as kg:
+    with fresh_reader(args) as kg:
         asserted, owl = reasoning_base(kg)  # owl: HermiT's conclusions (`reason --owl`)
     triples = sorted(asserted | owl)
     onto = build_ontology("store", triples, options)
@@ -137,12 +160,7 @@ def add_parsers(sub) -> None:
     p.add_argument("--instances-per-class", type=int, default=None, metavar="N",
                    help="at most N seeded instances per most specific class in TP (the paper "
                         "samples 20; default: all)")
-    p.add_argument("--reason", action="store_true", help="re-run `kgprobe reason` first if the "
-                   "inferences are stale (as it last ran: its --rules and --owl)")
-    model_args(p)
-    writer_args(p)
-    memory_arg(p)
-    endpoint_options(p)
+    generation_args(p)
     p = gen_sub.add_parser("reasoning", help="premise/hypothesis items, one JSONL per rule")
     p.add_argument("--out", required=True, type=Path)
     p.add_argument("--rules", default=",".join(RULES))
@@ -150,6 +168,4 @@ def add_parsers(sub) -> None:
                    help="write real labels instead of the [X]/[Y] slots (confound analysis)")
     p.add_argument("--templates", type=Path, default=None,
                    help="a template TOML file (default: the paper's templates)")
-    model_args(p)
-    reader_args(p)
-    memory_arg(p)
+    generation_args(p)

@@ -22,6 +22,8 @@ from .registry import command
 #: gemma3-270m is ~1.4x slower per prompt (bench/study.py), too close to the budget.
 DEFAULT_MODEL = "smollm2-135m"
 DEMO_LIMIT = 30
+#: The names `study memorization --model` takes for its baselines instead of a model.
+BASELINES = ("frequency", "random")
 DEMO_CANDIDATES = "20"
 DEMO_SOFT_EPOCHS = 5
 #: `kgprobe study NAME` → the study package whose ``cli.register_cli(sub, name)`` adds it.

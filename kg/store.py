@@ -365,7 +365,9 @@ class KnowledgeGraph(ModelReader):
         try:
             return self._store.query(sparql, prefixes=PREFIXES, **self._union())
         except SyntaxError as err:
-            raise QueryError(f"invalid SPARQL query ({_first_line(err)}); check the syntax") from None
+            from kgprobe.kg.query_errors import explain
+
+            raise QueryError(explain(sparql, _first_line(err), PREFIXES)) from None
         except OSError as err:
             raise StoreError(f"query failed while reading the store ({_first_line(err)})") from None
 

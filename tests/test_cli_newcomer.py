@@ -1,0 +1,130 @@
+"""Issue 26, "a newcomer's first hour": what a first user meets is one line naming the input
+and the fix (exit 2), fast, never a traceback, nothing written; help on every option."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from kgprobe.cli import main
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def kgprobe(*argv: str, env: dict | None = None, timeout: float = 120):
+    """`python -m kgprobe.cli ARGV` as a user runs it: (exit status, stdout, stderr)."""
+    full = {**os.environ, **(env or {})}
+    proc = subprocess.run([sys.executable, "-m", "kgprobe.cli", *argv], capture_output=True,
+                          text=True, timeout=timeout, env=full)
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+def one_line_error(err: str) -> str:
+    lines = [line for line in err.splitlines() if line.startswith("kgprobe: error:")]
+    assert len(lines) == 1, err
+    assert "Traceback" not in err, err
+    return lines[0]
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("store") / "s"
+    assert main(["kg", "load", "--default", "--reason", "--store", str(path)]) == 0
+    return path
+
+
+# ------------------------------------------------------------------ 1. slow or misleading errors
+
+
+def test_unknown_model_fails_fast_with_the_presets_and_a_suggestion(tmp_path):
+    start = time.perf_counter()
+    status, _, err = kgprobe("study", "memorization", "--model", "smollm2-13m",
+                             "--out", str(tmp_path / "run"), "--limit", "2")
+    took = time.perf_counter() - start
+    line = one_line_error(err)
+    assert status == 2
+    assert "smollm2-135m" in line and "gemma3-270m" in line
+    assert "did you mean 'smollm2-135m'" in line
+    assert "Retrying" not in err
+    assert took < 5, took  # the hub's retries took 30 s; the interpreter's start is ~1 s
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_cached_hub_id_is_kept_and_an_uncached_one_refused_offline(tmp_path):
+    cache = tmp_path / "hub"
+    snap = cache / "models--someone--tiny" / "snapshots" / ("0" * 40)
+    snap.mkdir(parents=True)
+    (snap / "config.json").write_text("{}")
+    (cache / "models--someone--tiny" / "refs").mkdir()
+    (cache / "models--someone--tiny" / "refs" / "main").write_text("0" * 40)
+    code = ("from kgprobe.models.names import check_model_name as c\n"
+            "c('someone/tiny')\n"
+            "try:\n    c('someone/tinny')\nexcept Exception as e:\n    print(e)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env={**os.environ, "HF_HUB_CACHE": str(cache), "HF_HUB_OFFLINE": "1"},
+                         timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert "unknown model 'someone/tinny'" in out.stdout and "HF_HUB_OFFLINE" in out.stdout
+
+
+def test_preset_names_match_the_presets():
+    from kgprobe.models.gguf import PRESETS
+    from kgprobe.models.names import PRESET_NAMES
+
+    assert sorted(PRESETS) == sorted(PRESET_NAMES)
+
+
+@pytest.mark.parametrize("query,expected", [
+    ("SELEC ?s WHERE { ?s ?p ?o }", "not a SPARQL query: it starts with 'SELEC'"),
+    ("INSERT DATA { <urn:a> <urn:b> <urn:c> }", "SPARQL update (INSERT), and this command only "
+                                                "reads"),
+    ("SELECT ?s WHERE { ?s foo:bar ?o }", "unknown prefix 'foo:'"),
+])
+def test_query_errors_say_what_is_wrong(store, capsys, query, expected):
+    assert main(["kg", "query", "--store", str(store), query]) == 2
+    line = one_line_error(capsys.readouterr().err)
+    assert expected in line
+    assert "expected CONSTRUCT" not in line
+    if "prefix" in expected:
+        assert "rdfs:" in line and "\\u{" not in line
+
+
+def test_a_declared_prefix_and_prefixes_in_strings_are_not_unknown(store, capsys):
+    query = ("PREFIX foo: <http://x/> SELECT ?s WHERE { ?s foo:bar ?o . "
+             "?s rdfs:label 'a:b'@en . ?s ?p <http://a:1/x> }")
+    assert main(["kg", "query", "--store", str(store), query]) == 0
+
+
+@pytest.mark.parametrize("bind", ["7879", ":7879", "localhost:http"])
+def test_serve_bind_takes_host_and_port(store, capsys, bind):
+    assert main(["kg", "serve", "--bind", bind, "--store", str(store)]) == 2
+    assert "takes HOST:PORT" in one_line_error(capsys.readouterr().err)
+
+
+def test_stale_store_messages_name_options_that_exist(tmp_path, capsys):
+    path = tmp_path / "s"
+    assert main(["kg", "load", "--default", "--reason", "--store", str(path)]) == 0
+    extra = tmp_path / "extra.ttl"
+    extra.write_text("@prefix rdfs: <http://www.w3.org/2000/01/rdf-schema#> .\n"
+                     "<urn:x:A> rdfs:subClassOf <urn:x:B> .\n<urn:x:B> rdfs:subClassOf <urn:x:C> .\n")
+    assert main(["kg", "load", str(extra), "--store", str(path)]) == 0
+    capsys.readouterr()
+    assert main(["kg", "stats", "--store", str(path)]) == 2
+    line = one_line_error(capsys.readouterr().err)
+    assert "kgprobe reason" in line and "--reason" not in line
+    # generate reasoning refuses the stale store as generate memorizing does ...
+    for kind in ("memorizing", "reasoning"):
+        out = tmp_path / kind
+        assert main(["generate", kind, "--store", str(path), "--out", str(out)]) == 2
+        assert "(or pass --reason)" in one_line_error(capsys.readouterr().err)
+        assert not out.exists()
+    # ... and takes --reason (and --wait) like it
+    out = tmp_path / "items"
+    assert main(["generate", "reasoning", "--store", str(path), "--out", str(out), "--reason",
+                 "--wait", "--rules", "rdfs9"]) == 0
+    assert (out / "rdfs9.jsonl").stat().st_size > 0
