@@ -62,6 +62,9 @@ def fresh_reader(args: argparse.Namespace):
             print_reason(kg)
         if not getattr(args, "endpoint", None):
             kg.stale_fix = "run `kgprobe reason` (or pass --reason)"
+            if not kg.asserted_graphs():  # every source removed: nothing to generate from
+                raise KgprobeError(f"{kg.path}: the store holds no sources; load one first "
+                                   "(`kgprobe kg load FILE`, or --default)")
         kg.require_fresh()
         yield kg
 

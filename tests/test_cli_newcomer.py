@@ -128,3 +128,47 @@ def test_stale_store_messages_name_options_that_exist(tmp_path, capsys):
     assert main(["generate", "reasoning", "--store", str(path), "--out", str(out), "--reason",
                  "--wait", "--rules", "rdfs9"]) == 0
     assert (out / "rdfs9.jsonl").stat().st_size > 0
+
+
+# ------------------------------------------------------------------ 2. silent success on nonsense
+
+
+@pytest.mark.parametrize("text", ["", "# only a comment\n@prefix ex: <urn:x:> .\n"])
+def test_an_empty_source_is_refused(tmp_path, capsys, text):
+    empty = tmp_path / "empty.ttl"
+    empty.write_text(text)
+    store = tmp_path / "s"
+    assert main(["kg", "load", str(empty), "--store", str(store)]) == 2
+    assert "holds no RDF statements" in one_line_error(capsys.readouterr().err)
+    assert not store.exists()
+
+
+def test_generate_refuses_a_store_without_sources(tmp_path, capsys):
+    store = tmp_path / "s"
+    assert main(["kg", "load", "--default", "--store", str(store)]) == 0
+    assert main(["kg", "remove", "ontoprobe", "--store", str(store)]) == 0
+    capsys.readouterr()
+    out = tmp_path / "probes"
+    assert main(["generate", "memorizing", "--store", str(store), "--out", str(out)]) == 2
+    assert "holds no sources" in one_line_error(capsys.readouterr().err)
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("argv", [
+    ["study", "memorization", "--model", "frequency", "--limit", "3"],
+    ["study", "memorization", "--dry-run", "--limit", "3"],
+    ["study", "premise-ablation", "--dry-run", "--limit", "2"],
+])
+def test_more_candidates_than_there_are_is_refused(tmp_path, capsys, argv):
+    out = tmp_path / "run"
+    assert main([*argv, "--candidates", "100000", "--out", str(out)]) == 2
+    line = one_line_error(capsys.readouterr().err)
+    assert "only 785 candidates" in line and "K ≤ 785" in line
+    assert not out.exists()
+
+
+def test_a_k_within_the_pool_still_runs(tmp_path):
+    out = tmp_path / "run"
+    assert main(["study", "premise-ablation", "--dry-run", "--limit", "2", "--candidates", "20",
+                 "--out", str(out)]) == 0
+    assert (out / "prompts.jsonl").stat().st_size > 0

@@ -63,7 +63,7 @@ def default_records(config: AblationConfig, ontology: Path | None = None) -> lis
     from kgprobe.reasoning.items import Verbalizer, item_closure, reasoning_items
     from kgprobe.reasoning.memorizing import candidate_sets
 
-    from .candidates import item_candidates, premise_candidates
+    from .candidates import item_candidates, premise_others, probe_candidates
     from .cells import variants
     from .study import Study, memorization_prompt, reasoning_prompt, select_items
 
@@ -83,8 +83,11 @@ def default_records(config: AblationConfig, ontology: Path | None = None) -> lis
             for role in ("P1", "P2"):
                 text, kind = memorization_prompt(study, item, role)
                 premise = item.premises[0 if role == "P1" else 1]
-                n = len(premise_candidates(study, kind, premise.answer,
-                                           PremiseKey.of(item, role, 0).seed))
+                # as the study's one probe a prompt (`study.classify_premises`) ranks them
+                pair = PremiseKey.of(item, role, 0).pair
+                true = frozenset([premise.answer]) | premise_others(study, premise)
+                n = len(probe_candidates(study, kind, true,
+                                         f"{text}|{'-' if pair is None else pair}"))
                 out.append(PromptRecord(STUDY, text, (premise.answer,), n, rule=rule,
                                         task=premise.relation, template="manual", extra={
                                             "kind": "premise probe", "role": role,

@@ -105,13 +105,16 @@ def build_study(config: AblationConfig, source: Source | None = None, *, cache: 
     from kgprobe.models.score_cache import cached_scorer
 
     protocol = parse_protocol(config.candidates)
+    pools = candidate_sets(onto)
+    for key in {i.candidates_key for rule_items in items.values() for i in rule_items}:
+        protocol.check_pool(pools[key])  # a K above a pool fails before the model loads
     loaded = load_model(config.model, device=config.device, dtype=config.dtype)
     # pooling: the model's default_pooling; scores persist across studies and runs (--no-cache)
     scorer = cached_scorer(loaded.scorer(masks="multi"), loaded, enabled=cache)
     pseudowords = sample_pseudoword_sets(loaded, config.pairs, seed=config.seed)
     verbalizer = Verbalizer(onto, templates)
     truth = TrueAnswers.of(verbalizer, closure) if parse_ranking(config.ranking) == "filtered" else None
-    return Study(config, items, all_items, candidate_sets(onto), templates,
+    return Study(config, items, all_items, pools, templates,
                  verbalizer, memorizing, loaded, scorer, pseudowords, protocol, truth, population)
 
 
