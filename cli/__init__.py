@@ -79,6 +79,7 @@ def main(argv: Sequence[str] | None = None, *, guard: bool | None = None) -> int
         try:
             apply_threads(args)
             check_model(args)
+            check_outputs(args, name)
             status = handler(args)
             sys.stdout.flush()  # here, not at exit: a closed pipe is reported below
             return status
@@ -119,6 +120,21 @@ def check_model(args) -> None:
         from kgprobe.models.names import check_model_name
 
         check_model_name(model, extra=studies.BASELINES)
+
+
+#: The commands whose `--out` is one file (every other `--out` is a folder).
+FILE_OUTPUTS = ("kg export",)
+
+
+def check_outputs(args, name: str) -> None:
+    """Every output path is checked before any work: a study's scores, a reasoner's commit
+    are not spent on an --out that cannot be written."""
+    from kgprobe.atomic import check_output
+
+    if getattr(args, "out", None) is not None:
+        check_output(args.out, "--out", folder=name not in FILE_OUTPUTS)
+    if getattr(args, "provenance", None) is not None:
+        check_output(args.provenance, "--provenance", folder=False)
 
 
 def new_store(args) -> Path | None:

@@ -172,3 +172,35 @@ def test_a_k_within_the_pool_still_runs(tmp_path):
     assert main(["study", "premise-ablation", "--dry-run", "--limit", "2", "--candidates", "20",
                  "--out", str(out)]) == 0
     assert (out / "prompts.jsonl").stat().st_size > 0
+
+
+# ------------------------------------------------------------------ 3. tracebacks
+
+
+def test_outputs_are_checked_before_any_work(tmp_path, capsys):
+    store = tmp_path / "s"
+    assert main(["kg", "load", "--default", "--store", str(store)]) == 0
+    capsys.readouterr()
+    assert main(["kg", "export", "--out", str(tmp_path), "--store", str(store)]) == 2
+    assert "takes a file name" in one_line_error(capsys.readouterr().err)
+    assert main(["reason", "--provenance", str(tmp_path), "--store", str(store)]) == 2
+    assert "--provenance" in one_line_error(capsys.readouterr().err)
+    assert main(["kg", "stats", "--store", str(store)]) == 0  # nothing was committed
+    assert "urn:kgprobe:inferred" not in capsys.readouterr().out
+    a_file = tmp_path / "a-file"
+    a_file.write_text("mine")
+    assert main(["study", "memorization", "--model", "frequency", "--limit", "2",
+                 "--out", str(a_file)]) == 2
+    assert "takes a folder" in one_line_error(capsys.readouterr().err)
+    assert a_file.read_text() == "mine"
+    assert main(["kg", "export", "--out", str(a_file / "x.ttl"), "--store", str(store)]) == 2
+    assert "is a file, not a folder" in one_line_error(capsys.readouterr().err)
+    assert main(["kg", "export", "--out", str(tmp_path / "new" / "x.ttl"), "--store",
+                 str(store)]) == 0
+    assert (tmp_path / "new" / "x.ttl").stat().st_size > 0
+
+
+def test_kg_export_to_a_folder_is_one_line_as_a_user_runs_it(tmp_path):
+    status, _, err = kgprobe("kg", "export", "--out", str(tmp_path), "--store",
+                             str(tmp_path / "none"))
+    assert status == 2 and "takes a file name" in one_line_error(err)

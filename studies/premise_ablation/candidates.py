@@ -46,7 +46,6 @@ def probe_candidates(study, candidates_key: str, true: frozenset[str], key: str)
     pool = study.candidates[candidates_key]
     if study.protocol.k is None:
         return list(pool)
-    study.protocol.check_pool(pool)
     golds = sorted(true)
     return distractor_candidates(pool, golds, study.protocol.k - 1 + len(golds),
                                  seed=f"{study.config.seed}:{key}")

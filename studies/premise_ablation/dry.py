@@ -75,6 +75,8 @@ def default_records(config: AblationConfig, ontology: Path | None = None) -> lis
     study = Study(config, items, all_items, candidate_sets(onto), templates,
                   Verbalizer(onto, templates), {}, None, None, [],
                   parse_protocol(config.candidates))
+    study.protocol.check_pools(study.candidates[i.candidates_key]
+                               for rule_items in items.values() for i in rule_items)
     from .study import PremiseKey
 
     out = []

@@ -106,8 +106,9 @@ def build_study(config: AblationConfig, source: Source | None = None, *, cache: 
 
     protocol = parse_protocol(config.candidates)
     pools = candidate_sets(onto)
-    for key in {i.candidates_key for rule_items in items.values() for i in rule_items}:
-        protocol.check_pool(pools[key])  # a K above a pool fails before the model loads
+    # a K above every pool the items rank fails before the model loads
+    protocol.check_pools(pools[key] for key in {i.candidates_key for rule_items in items.values()
+                                                for i in rule_items})
     loaded = load_model(config.model, device=config.device, dtype=config.dtype)
     # pooling: the model's default_pooling; scores persist across studies and runs (--no-cache)
     scorer = cached_scorer(loaded.scorer(masks="multi"), loaded, enabled=cache)
