@@ -155,7 +155,7 @@ def add_parsers(sub) -> None:
     gen = sub.add_parser("generate", help="write probe sets from the knowledge graph")
     gen_sub = gen.add_subparsers(dest="generate_command", required=True)
     p = gen_sub.add_parser("memorizing", help="TP/SCO/SPO/DM/RG records, one JSONL per relation")
-    p.add_argument("--out", required=True, type=Path)
+    p.add_argument("--out", required=True, type=Path, help="the folder to write the sets into")
     p.add_argument("--seed", type=int, default=0, help="seed of the train/dev/test split and "
                    "of --instances-per-class")
     p.add_argument("--split", default="10,10", help="TRAIN,DEV records per relation, as counts "
@@ -165,8 +165,9 @@ def add_parsers(sub) -> None:
                         "samples 20; default: all)")
     generation_args(p)
     p = gen_sub.add_parser("reasoning", help="premise/hypothesis items, one JSONL per rule")
-    p.add_argument("--out", required=True, type=Path)
-    p.add_argument("--rules", default=",".join(RULES))
+    p.add_argument("--out", required=True, type=Path, help="the folder to write the items into")
+    p.add_argument("--rules", default=",".join(RULES), help="comma-separated rules to write "
+                   "items for")
     p.add_argument("--no-pseudowords", action="store_true",
                    help="write real labels instead of the [X]/[Y] slots (confound analysis)")
     p.add_argument("--templates", type=Path, default=None,

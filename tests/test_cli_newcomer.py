@@ -204,3 +204,78 @@ def test_kg_export_to_a_folder_is_one_line_as_a_user_runs_it(tmp_path):
     status, _, err = kgprobe("kg", "export", "--out", str(tmp_path), "--store",
                              str(tmp_path / "none"))
     assert status == 2 and "takes a file name" in one_line_error(err)
+
+
+# ------------------------------------------------------------------ 4. help
+
+
+#: Options of files another engineer owns at the time of writing (studies/copen); remove the
+#: entries once they have help.
+WITHOUT_HELP_YET = {("study copen", "--method"), ("study copen", "--out")}
+
+
+def all_options():
+    import argparse
+
+    from kgprobe.cli import build_parser
+
+    def walk(parser, path):
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, child in action.choices.items():
+                    yield from walk(child, [*path, name])
+            else:
+                yield " ".join(path), action
+
+    return list(walk(build_parser(), []))
+
+
+def test_every_option_has_help():
+    import argparse
+
+    options = all_options()
+    assert len(options) > 150  # every subcommand was walked
+    missing = {(cmd, (a.option_strings or [a.dest])[0]) for cmd, a in options
+               if not a.help and a.help != argparse.SUPPRESS}
+    assert missing <= WITHOUT_HELP_YET, sorted(missing - WITHOUT_HELP_YET)
+
+
+def test_help_shows_defaults_and_every_kg_command(capsys):
+    with pytest.raises(SystemExit):
+        main(["demo", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    for shown in ("(default: smollm2-135m)", "(default: 30)", "(default: 5)",
+                  "(default: out/premise-ablation)"):
+        assert shown in text
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    from kgprobe.cli import build_parser
+
+    kg_parser = next(a for a in build_parser()._actions if a.dest == "command").choices["kg"]
+    kg_commands = next(a for a in kg_parser._actions if a.dest == "kg_command").choices
+    assert "remove" in kg_commands
+    assert "the knowledge graph: " + ", ".join(kg_commands) in text
+
+
+def test_version():
+    status, out, err = kgprobe("--version")
+    assert status == 0, err
+    assert out.strip().startswith("kgprobe ") and out.strip().split()[1][0].isdigit()
+
+
+def test_one_spelling_shown_the_old_one_still_read(capsys):
+    from kgprobe.cli import build_parser
+
+    parser = build_parser()
+    old = parser.parse_args(["export", "lm-eval", "--out", "x", "--tasks", "reasoning"])
+    new = parser.parse_args(["export", "lm-eval", "--out", "x", "--studies", "reasoning"])
+    plain = parser.parse_args(["export", "lm-eval", "--out", "x"])
+    assert old.tasks == new.tasks == "reasoning" and plain.tasks == "memorizing,reasoning"
+    with pytest.raises(SystemExit):
+        main(["export", "lm-eval", "--help"])
+    text = capsys.readouterr().out
+    assert "--studies" in text and "--tasks" not in text
+    args = parser.parse_args(["study", "memorization", "--out", "x", "--templates", "1"])
+    assert args.template == "1"
+    assert parser.parse_args(["study", "memorization", "--out", "x"]).template == "all"
