@@ -279,3 +279,14 @@ def test_one_spelling_shown_the_old_one_still_read(capsys):
     args = parser.parse_args(["study", "memorization", "--out", "x", "--templates", "1"])
     assert args.template == "1"
     assert parser.parse_args(["study", "memorization", "--out", "x"]).template == "all"
+
+
+def test_a_refused_k_leaves_a_new_run_folder_as_it_was(tmp_path, tiny_gpt2_dir, capsys):
+    """premise-ablation pins its settings before it reads the ontology: a K found too large
+    there must not leave a config.json that refuses the corrected rerun."""
+    out = tmp_path / "run"
+    argv = ["study", "premise-ablation", "--model", str(tiny_gpt2_dir), "--rules", "rdfs9",
+            "--limit", "1", "--templates", "manual", "--out", str(out)]
+    assert main([*argv, "--candidates", "100000"]) == 2
+    assert "only 785 candidates" in one_line_error(capsys.readouterr().err)
+    assert not out.exists()
