@@ -42,14 +42,16 @@ def _offline() -> bool:
 def _on_hub(name: str) -> str | None:
     """None if the hub knows `name` (or answers otherwise than "no such model"), else why not."""
     from huggingface_hub import model_info
-    from huggingface_hub.errors import HFValidationError, RepositoryNotFoundError
+    from huggingface_hub.errors import GatedRepoError, HFValidationError, RepositoryNotFoundError
 
     try:
         model_info(name, timeout=HUB_TIMEOUT)
+    except GatedRepoError:  # it exists; loading says what access it needs
+        return None
     except (RepositoryNotFoundError, HFValidationError):
         return "not on the Hugging Face hub"
-    except Exception as err:  # noqa: BLE001 - a gated model, a server error: let loading tell
-        if type(err).__name__ in ("GatedRepoError",) or getattr(err, "response", None) is not None:
+    except Exception as err:  # noqa: BLE001 - a server error (it answered): let loading tell
+        if getattr(err, "response", None) is not None:
             return None
         return "not in the local hub cache, and the hub cannot be reached"
     return None

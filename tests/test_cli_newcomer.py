@@ -290,3 +290,36 @@ def test_a_refused_k_leaves_a_new_run_folder_as_it_was(tmp_path, tiny_gpt2_dir, 
     assert main([*argv, "--candidates", "100000"]) == 2
     assert "only 785 candidates" in one_line_error(capsys.readouterr().err)
     assert not out.exists()
+
+
+@pytest.mark.parametrize("answer,refused", [("missing", True), ("gated", False),
+                                            ("found", False), ("unreachable", True)])
+def test_an_uncached_hub_id_is_looked_up_once(monkeypatch, answer, refused):
+    import huggingface_hub
+    from huggingface_hub.errors import GatedRepoError, RepositoryNotFoundError
+
+    from kgprobe.errors import ModelError
+    from kgprobe.models import names
+
+    class Response:
+        headers: dict = {}
+        status_code = 404
+        request = None
+
+    def model_info(name, timeout):
+        assert timeout <= names.HUB_TIMEOUT
+        if answer == "missing":
+            raise RepositoryNotFoundError("404", response=Response())
+        if answer == "gated":
+            raise GatedRepoError("403", response=Response())
+        if answer == "unreachable":
+            raise ConnectionError("Name or service not known")
+
+    monkeypatch.setattr(huggingface_hub, "model_info", model_info)
+    monkeypatch.setattr(names, "_cached", lambda name: False)
+    monkeypatch.setattr(names, "_offline", lambda: False)
+    if refused:
+        with pytest.raises(ModelError, match="unknown model 'someone/model'"):
+            names.check_model_name("someone/model")
+    else:
+        names.check_model_name("someone/model")
