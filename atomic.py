@@ -90,5 +90,7 @@ def check_output(path: str | Path, option: str, *, folder: bool) -> None:
     if not base.is_dir():
         raise OutputError(f"{option} {path}: {base} is a file, not a folder; write it somewhere "
                           "else")
-    if not os.access(base, os.W_OK):
-        raise OutputError(f"{option} {path}: {base} is not writable; write it somewhere else")
+    if not os.access(base, os.W_OK):  # said as the write itself would say it
+        code = errno.EROFS if os.statvfs(base).f_flag & os.ST_RDONLY else errno.EACCES
+        raise OutputError(f"{option} {path}: cannot be written ({os.strerror(code)}); "
+                          f"{_HINTS[code]}")
