@@ -71,3 +71,26 @@ def write_jsonl(path: str | Path, rows: Iterable[dict]) -> int:
 
 def write_json(path: str | Path, data) -> None:
     write_text(path, json.dumps(data, ensure_ascii=False, indent=1) + "\n")
+
+
+def check_output(path: str | Path, option: str, *, folder: bool) -> None:
+    """Refuse, before any work is done, an output `path` (given as `option`) that cannot be
+    written: a folder where a file is asked for or a file where a folder is, a file in the way
+    of a folder to create, a folder that is not writable. (Writing still checks again.)"""
+    path = Path(path)
+    if folder and path.exists() and not path.is_dir():
+        raise OutputError(f"{option} {path}: is a file, and {option} takes a folder; pass a new "
+                          "folder (or a run's folder to resume it)")
+    if not folder and path.is_dir():
+        raise OutputError(f"{option} {path}: is a folder, and {option} takes a file name; pass "
+                          f"a file such as {path / 'out'}")
+    base = path if folder and path.exists() else path.absolute().parent
+    while not base.exists() and base != base.parent:
+        base = base.parent
+    if not base.is_dir():
+        raise OutputError(f"{option} {path}: {base} is a file, not a folder; write it somewhere "
+                          "else")
+    if not os.access(base, os.W_OK):  # said as the write itself would say it
+        code = errno.EROFS if os.statvfs(base).f_flag & os.ST_RDONLY else errno.EACCES
+        raise OutputError(f"{option} {path}: cannot be written ({os.strerror(code)}); "
+                          f"{_HINTS[code]}")

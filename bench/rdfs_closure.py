@@ -22,8 +22,14 @@ timed call (interpreter, imports and the input graph) for scale.  What is timed:
 
 Agreement: each worker reduces its engine's output to the triples the six RDFS
 rules can derive and reports a count and a SHA-256 of the sorted N-Triples-ish
-lines; "agree" is true when all engines that ran give the same digest.  The
-reduction removes only consequences of rules kgprobe does not implement, which on
+lines; "agree" is true when all engines that ran give the same digest.  A
+disagreement fails the bench: the JSON line is still printed, then one line per engine
+on stderr saying how many triples each side has that the other lacks (with examples),
+and the exit status is 1.  Both sides are compared as legal RDF: generalized triples
+with a literal subject (``"name 1" rdf:type ex:Text``, rdfs3 on a literal object, which
+kgprobe and owlrl both derive) are left out of both, so kgprobe's side is
+`Closure.asserted | Closure.rdf_inferred`, the triples a store holds.  The reduction
+otherwise removes only consequences of rules kgprobe does not implement, which on
 this graph cannot feed the six rules (no vocabulary class is used as a class, and
 rdf:type / rdfs:subPropertyOf have no domain, range or super-property):
 
@@ -31,8 +37,8 @@ rdf:type / rdfs:subPropertyOf have no domain, range or super-property):
   rdfs:Literal, rdfs:Datatype or rdfs:ContainerMembershipProperty (rdf1, rdfs4,
   rdfs8, rdfs12, rdfs13); ``p rdfs:subPropertyOf p`` (rdfs6) unless kgprobe also
   derives it, which it does exactly for p on a subPropertyOf cycle (the generator
-  knows which those are); triples with a literal subject (owlrl applies rdfs3 to
-  literal objects, kgprobe skips them).
+  knows which those are); triples with a literal subject (not legal RDF, left out of
+  kgprobe's side too).
 * reasonable: triples mentioning an owl: term (owl:Thing typing, owl:Class ...),
   and rdfs:domain / rdfs:range triples that were not asserted (OWL 2 RL rules
   scm-dom1/2 and scm-rng1/2 propagate them along the hierarchies; RDFS does not).
@@ -199,7 +205,27 @@ def rss_mb() -> float:
         return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
-def worker(engine: str, size: int, seed: int) -> dict:
+def dump(triples, path: str | None, suffix: str = "") -> None:
+    """Write the compared triples, one a line, so a disagreement can name them."""
+    if path:
+        with open(path + suffix, "w", encoding="utf-8") as fh:
+            fh.writelines(" ".join(t) + "\n" for t in sorted(set(triples)))
+
+
+def differences(engine: str, theirs: str, ours: str, size: int, shown: int = 3) -> str:
+    """One line: the triples `engine` and kgprobe disagree on, counted, with examples."""
+    def read(path):
+        with open(path, encoding="utf-8") as fh:
+            return set(fh.read().splitlines())
+
+    a, b = read(ours), read(theirs)
+    only_k, only_e = sorted(a - b), sorted(b - a)
+    return (f"rdfs_closure: DISAGREEMENT at {label(size)}: kgprobe has {len(only_k)} triples "
+            f"{engine} lacks (e.g. {only_k[:shown]}), {engine} has {len(only_e)} kgprobe lacks "
+            f"(e.g. {only_e[:shown]})")
+
+
+def worker(engine: str, size: int, seed: int, dump_to: str | None = None) -> dict:
     triples = make_graph(size, seed)
     asserted = set(triples)
     if engine == "kgprobe":
@@ -210,9 +236,11 @@ def worker(engine: str, size: int, seed: int) -> dict:
         c = closure(triples)
         dt = time.perf_counter() - t0
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-        out = c.asserted | c.inferred
+        out = c.asserted | c.rdf_inferred  # legal RDF, as the others' outputs
+        vs_reasonable = [t for t in out if t[1] != SPO or t in asserted]
         extra = {"inferred": len(c.inferred),
-                 "digest_vs_reasonable": digest(t for t in out if t[1] != SPO or t in asserted)[1]}
+                 "digest_vs_reasonable": digest(vs_reasonable)[1]}
+        dump(vs_reasonable, dump_to, ".vs-reasonable")
     elif engine == "owlrl":
         import owlrl
 
@@ -241,13 +269,16 @@ def worker(engine: str, size: int, seed: int) -> dict:
         extra = {"reason_only_s": reason_only}
     else:
         raise SystemExit(f"unknown engine {engine}")
+    out = set(out)
+    dump(out, dump_to)
     n, h = digest(out)
     return {"engine": engine, "seconds": dt, "peak_mb": round(peak, 1), "input_mb": round(base, 1),
             "closure_triples": n, "digest": h, **extra}
 
 
-def run_worker(engine: str, size: int, seed: int) -> dict:
-    cmd = [sys.executable, os.path.abspath(__file__), "--worker", engine, "--sizes", str(size), "--seed", str(seed)]
+def run_worker(engine: str, size: int, seed: int, dump_to: str) -> dict:
+    cmd = [sys.executable, os.path.abspath(__file__), "--worker", engine, "--sizes", str(size),
+           "--seed", str(seed), "--dump", dump_to]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
         sys.stderr.write(proc.stderr)
@@ -262,17 +293,23 @@ def main(argv=None) -> int:
     ap.add_argument("--skip-owlrl", action="store_true")
     ap.add_argument("--skip-reasonable", action="store_true")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
+    ap.add_argument("--dump", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     sizes = [parse_size(s) for s in args.sizes.split(",") if s.strip()]
     if args.worker:
-        print(json.dumps(worker(args.worker, sizes[0], args.seed)))
+        print(json.dumps(worker(args.worker, sizes[0], args.seed, args.dump)))
         return 0
+    import tempfile
+
+    failed = False
+    tmp = tempfile.TemporaryDirectory(prefix="rdfs-closure-")
     for size in sizes:
-        res = {"kgprobe": run_worker("kgprobe", size, args.seed)}
+        out = {e: os.path.join(tmp.name, f"{e}-{size}.nt") for e in ("kgprobe", "owlrl", "reasonable")}
+        res = {"kgprobe": run_worker("kgprobe", size, args.seed, out["kgprobe"])}
         if not args.skip_owlrl and size <= OWLRL_MAX:
-            res["owlrl"] = run_worker("owlrl", size, args.seed)
+            res["owlrl"] = run_worker("owlrl", size, args.seed, out["owlrl"])
         if not args.skip_reasonable:
-            res["reasonable"] = run_worker("reasonable", size, args.seed)
+            res["reasonable"] = run_worker("reasonable", size, args.seed, out["reasonable"])
         k = res["kgprobe"]
         line = {"size": label(size), "triples": size, "closure_triples": k["closure_triples"],
                 "kgprobe_s": round(k["seconds"], 3), "owlrl_s": None, "reasonable_s": None,
@@ -294,7 +331,13 @@ def main(argv=None) -> int:
         if line["agree"] is False:
             line["counts"] = {e: r["closure_triples"] for e, r in res.items()}
         print(json.dumps(line), flush=True)
-    return 0
+        for e in others:
+            if res[e]["digest"] != agree[e]:
+                ours = out["kgprobe"] + (".vs-reasonable" if e == "reasonable" else "")
+                print(differences(e, out[e], ours, size), file=sys.stderr, flush=True)
+                failed = True
+    tmp.cleanup()
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

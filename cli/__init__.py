@@ -47,8 +47,56 @@ if _PREVIOUS_SIGINT is not None:
 __all__ = ["build_parser", "main"]
 
 
+class HelpFormatter(argparse.HelpFormatter):
+    """Every option's help ends with its default, unless the text already names it (or there
+    is none to name: a flag, an option without a default)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        default = action.default
+        if ("default" in text.lower() or default in (None, False, argparse.SUPPRESS)
+                or not action.option_strings or isinstance(default, bool)):
+            return text
+        return f"{text} (default: %(default)s)"
+
+
+class VersionAction(argparse.Action):
+    """`kgprobe --version`: the installed package's version, read only when asked."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, **kwargs):
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(f"kgprobe {package_version()}")
+        parser.exit()
+
+
+def package_version() -> str:
+    """From the package metadata; a checkout that is not installed reads its pyproject.toml."""
+    from importlib import metadata
+
+    try:
+        return metadata.version("kgprobe")
+    except metadata.PackageNotFoundError:
+        import tomllib
+
+        pyproject = Path(__file__).resolve().parents[1] / "pyproject.toml"
+        with open(pyproject, "rb") as fh:
+            return tomllib.load(fh)["project"]["version"]
+
+
+def subparsers(parser: argparse.ArgumentParser):
+    """`parser` and every parser below it, with the sub-parsers action each hangs from."""
+    yield parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in dict.fromkeys(action.choices.values()):  # aliases share a parser
+                yield from subparsers(child)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="kgprobe", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action=VersionAction, help="print the version and exit")
     sub = parser.add_subparsers(dest="command", required=True)
     kg_sub = kg.add_parsers(sub)
     kg_remote.add_parsers(kg_sub)
@@ -57,6 +105,11 @@ def build_parser() -> argparse.ArgumentParser:
     studies.add_parsers(sub)
     interop.add_parsers(sub)
     cache.add_parsers(sub)
+    for choice in sub._choices_actions:  # `kg`'s summary lists every kg command there is
+        if choice.dest == "kg":
+            choice.help = "the knowledge graph: " + ", ".join(kg_sub.choices)
+    for each in subparsers(parser):
+        each.formatter_class = HelpFormatter
     return parser
 
 
@@ -78,6 +131,8 @@ def main(argv: Sequence[str] | None = None, *, guard: bool | None = None) -> int
     def run() -> int:
         try:
             apply_threads(args)
+            check_model(args)
+            check_outputs(args, name)
             status = handler(args)
             sys.stdout.flush()  # here, not at exit: a closed pipe is reported below
             return status
@@ -108,6 +163,31 @@ def main(argv: Sequence[str] | None = None, *, guard: bool | None = None) -> int
     if limit is None:
         return run()
     return memory.supervise(limit, run, label=f"kgprobe {name}", created=new_store(args))
+
+
+def check_model(args) -> None:
+    """A `--model` that names nothing loadable fails here, in a second, before any data is read
+    or torch is imported (`models/names.py`)."""
+    model = getattr(args, "model", None)
+    if isinstance(model, str) and not getattr(args, "dry_run", False):
+        from kgprobe.models.names import check_model_name
+
+        check_model_name(model, extra=studies.BASELINES)
+
+
+#: The commands whose `--out` is one file (every other `--out` is a folder).
+FILE_OUTPUTS = ("kg export",)
+
+
+def check_outputs(args, name: str) -> None:
+    """Every output path is checked before any work: a study's scores, a reasoner's commit
+    are not spent on an --out that cannot be written."""
+    from kgprobe.atomic import check_output
+
+    if getattr(args, "out", None) is not None:
+        check_output(args.out, "--out", folder=name not in FILE_OUTPUTS)
+    if getattr(args, "provenance", None) is not None:
+        check_output(args.provenance, "--provenance", folder=False)
 
 
 def new_store(args) -> Path | None:

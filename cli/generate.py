@@ -8,6 +8,7 @@ written to `summary.json`.
 from __future__ import annotations
 
 import argparse
+import contextlib
 from collections import Counter
 from pathlib import Path
 
@@ -17,7 +18,7 @@ from kgprobe.ontology.model import Ontology
 from kgprobe.reasoning.rdfs import RULES
 from kgprobe.studies.options import comma_list
 
-from .kg import memory_arg, open_reader, open_store, print_reason, reader_args, writer_args
+from .kg import memory_arg, open_reader, open_store, print_reason, writer_args
 from .model_options import model_args, model_options
 from .registry import command, warn
 
@@ -38,19 +39,17 @@ def parse_split(text: str) -> tuple[float, float]:
     return tuple(int(x) if x.is_integer() else x for x in (train, dev))
 
 
-def _model(kg, options, fresh: bool = False) -> tuple[Ontology, set, set]:
+def _model(kg, options) -> tuple[Ontology, set, set]:
     """The typed model both `generate` commands write from: built from the asserted triples
     (and HermiT's conclusions, `reason --owl`) exactly as `kg load` builds each source's, so
     the three print the same counts of what they skipped. The RDFS inferred graph adds nothing
     a probe needs (answers come from the direct edges, ordered specific → general), but read
     into the model it made more "instances" (things typed by a domain) and "restrictions"
-    (subclass chains through a blank node) than were loaded. `fresh`: refuse stale
-    inferences (memorizing always did; reasoning reads HermiT's, checked where it does)."""
+    (subclass chains through a blank node) than were loaded. The caller checks the
+    inferences are fresh (`fresh_reader`)."""
     from kgprobe.ontology.from_triples import build_ontology
     from kgprobe.reasoning.materialize import reasoning_base
 
-    if fresh:
-        kg.require_fresh()
     asserted, owl = reasoning_base(kg)  # owl: HermiT's conclusions (`reason --owl`)
     return build_ontology("store", sorted(asserted | owl), options), asserted, owl
 
@@ -65,6 +64,36 @@ def _skipped_summary(onto: Ontology, skipped: Counter) -> dict:
     return {"terms": onto.excluded_counts, "records": left_out}
 
 
+@contextlib.contextmanager
+def fresh_reader(args: argparse.Namespace):
+    """The store (or endpoint) to generate from, its inferences fresh: with --reason, stale
+    ones are computed again first (the store opened for writing, --wait applies); without it,
+    stale inferences are refused, naming both fixes."""
+    if args.reason and getattr(args, "endpoint", None):
+        raise KgprobeError("--reason writes the store; with --endpoint, run `kgprobe reason` "
+                           "on the store behind the endpoint instead")
+    with (open_store(args, write=True) if args.reason else open_reader(args)) as kg:
+        if args.reason and kg.inferred_state() == "stale":
+            print_reason(kg)
+        if not getattr(args, "endpoint", None):
+            kg.stale_fix = "run `kgprobe reason` (or pass --reason)"
+            if not kg.asserted_graphs():  # every source removed: nothing to generate from
+                raise KgprobeError(f"{kg.path}: the store holds no sources; load one first "
+                                   "(`kgprobe kg load FILE`, or --default)")
+        kg.require_fresh()
+        yield kg
+
+
+def generation_args(p: argparse.ArgumentParser) -> None:
+    """What `generate memorizing` and `generate reasoning` read from, the same way."""
+    p.add_argument("--reason", action="store_true", help="re-run `kgprobe reason` first if the "
+                   "inferences are stale (as it last ran: its --rules and --owl)")
+    model_args(p)
+    writer_args(p)
+    memory_arg(p)
+    endpoint_options(p)
+
+
 @command("generate memorizing")
 def cmd_generate_memorizing(args: argparse.Namespace) -> int:
     from kgprobe.atomic import write_json, write_jsonl
@@ -76,13 +105,8 @@ def cmd_generate_memorizing(args: argparse.Namespace) -> int:
 
     train, dev = parse_split(args.split)
     options = model_options(args)
-    if args.reason and getattr(args, "endpoint", None):
-        raise KgprobeError("--reason writes the store; with --endpoint, run `kgprobe reason` "
-                           "on the store behind the endpoint instead")
-    with (open_store(args, write=True) if args.reason else open_reader(args)) as kg:
-        if args.reason and kg.inferred_state() == "stale":
-            print_reason(kg)
-        onto = _model(kg, options, fresh=True)[0]
+    with fresh_reader(args) as kg:
+        onto = _model(kg, options)[0]
     skipped: Counter = Counter()
     records = generate_memorizing(onto, seed=args.seed, train=train, dev=dev,
                                   instances_per_class=args.instances_per_class, skipped=skipped)
@@ -116,7 +140,7 @@ def cmd_generate_reasoning(args: argparse.Namespace) -> int:
 
     options = model_options(args)
     templates = load_templates(args.templates, lang=prompt_language(options.langs))
-    with open_reader(args) as kg:
+    with fresh_reader(args) as kg:
         onto, asserted, owl = _model(kg, options)
     triples = sorted(asserted | owl)
     skipped: Counter = Counter()
@@ -143,7 +167,7 @@ def add_parsers(sub) -> None:
     gen = sub.add_parser("generate", help="write probe sets from the knowledge graph")
     gen_sub = gen.add_subparsers(dest="generate_command", required=True)
     p = gen_sub.add_parser("memorizing", help="TP/SCO/SPO/DM/RG records, one JSONL per relation")
-    p.add_argument("--out", required=True, type=Path)
+    p.add_argument("--out", required=True, type=Path, help="the folder to write the sets into")
     p.add_argument("--seed", type=int, default=0, help="seed of the train/dev/test split and "
                    "of --instances-per-class")
     p.add_argument("--split", default="10,10", help="TRAIN,DEV records per relation, as counts "
@@ -151,19 +175,13 @@ def add_parsers(sub) -> None:
     p.add_argument("--instances-per-class", type=int, default=None, metavar="N",
                    help="at most N seeded instances per most specific class in TP (the paper "
                         "samples 20; default: all)")
-    p.add_argument("--reason", action="store_true", help="re-run `kgprobe reason` first if the "
-                   "inferences are stale (as it last ran: its --rules and --owl)")
-    model_args(p)
-    writer_args(p)
-    memory_arg(p)
-    endpoint_options(p)
+    generation_args(p)
     p = gen_sub.add_parser("reasoning", help="premise/hypothesis items, one JSONL per rule")
-    p.add_argument("--out", required=True, type=Path)
-    p.add_argument("--rules", default=",".join(RULES))
+    p.add_argument("--out", required=True, type=Path, help="the folder to write the items into")
+    p.add_argument("--rules", default=",".join(RULES), help="comma-separated rules to write "
+                   "items for")
     p.add_argument("--no-pseudowords", action="store_true",
                    help="write real labels instead of the [X]/[Y] slots (confound analysis)")
     p.add_argument("--templates", type=Path, default=None,
                    help="a template TOML file (default: the paper's templates)")
-    model_args(p)
-    reader_args(p)
-    memory_arg(p)
+    generation_args(p)

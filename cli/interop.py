@@ -24,7 +24,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 
     relations = None if args.task == "all" else tuple(relation_name(t) for t in comma_list(args.task))
     settings = ExportSettings(
-        studies=tuple(comma_list(args.tasks, choices=STUDIES, option="--tasks")),
+        studies=tuple(comma_list(args.tasks, choices=STUDIES, option="--studies")),
         relations=relations, templates=args.template,
         rules=tuple(comma_list(args.rules)) if args.rules != "all" else None,
         candidates=parse_protocol(args.candidates).k, split=args.split, limit=args.limit, seed=args.seed,
@@ -59,14 +59,17 @@ def add_parsers(sub) -> None:
     p = export_sub.add_parser("lm-eval", help="an lm-evaluation-harness task folder "
                               "(lm_eval --include_path DIR)")
     p.add_argument("--out", required=True, type=Path, help="the task folder to write")
-    p.add_argument("--tasks", default="memorizing,reasoning",
+    p.add_argument("--studies", dest="tasks", default="memorizing,reasoning", metavar="STUDIES",
                    help="which studies' probes: memorizing, reasoning (comma-separated)")
+    p.add_argument("--tasks", dest="tasks", default=argparse.SUPPRESS,
+                   help=argparse.SUPPRESS)  # the old spelling, beside --task
     candidates_option(p)
     ranking_option(p)
     p.add_argument("--task", default="all", help="memorizing relations: TP,SCO,SPO,DM,RG or all")
     p.add_argument("--template", default="all", help="memorizing manual template index, or all")
     p.add_argument("--rules", default="all", help="reasoning rules (rdfs2,…,rdfs11) or all")
-    p.add_argument("--split", choices=["train", "dev", "test"], default="test")
+    p.add_argument("--split", choices=["train", "dev", "test"], default="test",
+                   help="which memorizing records become tasks")
     p.add_argument("--limit", type=int, default=None,
                    help="probes per task (default: the paper's memorizing limits, every "
                         "reasoning item; reasoning items are the premise-ablation study's sample)")

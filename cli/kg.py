@@ -344,7 +344,8 @@ def add_parsers(sub) -> None:
     reader_args(p)
     memory_arg(p)
     p = kg_sub.add_parser("export", help="serialize the union graph, or one named graph")
-    p.add_argument("--format", choices=["turtle", "ntriples", "nquads", "jsonld"], default="turtle")
+    p.add_argument("--format", choices=["turtle", "ntriples", "nquads", "jsonld"], default="turtle",
+                   help="the RDF syntax to write")
     p.add_argument("--graph", default=None, help="only this named graph (its IRI, or a source "
                    "name as `kg stats` shows it after urn:kgprobe:source:)")
     p.add_argument("--out", type=Path, default=None, help="output file (default: stdout)")

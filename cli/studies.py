@@ -22,6 +22,8 @@ from .registry import command
 #: gemma3-270m is ~1.4x slower per prompt (bench/study.py), too close to the budget.
 DEFAULT_MODEL = "smollm2-135m"
 DEMO_LIMIT = 30
+#: The names `study memorization --model` takes for its baselines instead of a model.
+BASELINES = ("frequency", "random")
 DEMO_CANDIDATES = "20"
 DEMO_SOFT_EPOCHS = 5
 #: `kgprobe study NAME` → the study package whose ``cli.register_cli(sub, name)`` adds it.
@@ -119,17 +121,20 @@ def add_parsers(sub) -> None:
     study_cli("multiple-choice").register_cli(probe_sub, "multiple-choice")
 
     p = sub.add_parser("report", help="rebuild report.md and figures of a study's run folder")
-    p.add_argument("dir", type=Path)
+    p.add_argument("dir", type=Path, help="a study's run folder (its --out)")
 
     p = sub.add_parser("demo", help="the main job: the premise-ablation study, default model")
-    p.add_argument("--model", default=DEFAULT_MODEL)
+    p.add_argument("--model", default=DEFAULT_MODEL, help="a preset, HF id, local dir or .gguf "
+                   "file")
     p.add_argument("--limit", type=int, default=DEMO_LIMIT, help="items per rule")
     p.add_argument("--pairs", type=int, default=1, help="pseudoword pairs per item")
     candidates_option(p, DEMO_CANDIDATES)
     ranking_option(p)
-    p.add_argument("--soft-epochs", type=int, default=DEMO_SOFT_EPOCHS)
+    p.add_argument("--soft-epochs", type=int, default=DEMO_SOFT_EPOCHS,
+                   help="soft templates (with --templates manual,soft): training epochs")
     p.add_argument("--templates", default="manual",
                    help="manual (default: soft training takes about an hour on 2 cores), "
                         "or manual,soft")
     threads_option(p)
-    p.add_argument("--out", type=Path, default=Path("out") / "premise-ablation")
+    p.add_argument("--out", type=Path, default=Path("out") / "premise-ablation",
+                   help="the run folder (rerun into it to resume)")

@@ -20,7 +20,7 @@ class ModelReader:
 
     default_name = "store"
     #: what `require_fresh` tells the user to do about stale inferences
-    stale_fix = "run `kgprobe reason` (or pass --reason)"
+    stale_fix = "run `kgprobe reason`"  # commands with --reason add it (cli/generate.py)
 
     def triples(self, graph: str | None = None) -> Iterator[Triple]:
         raise NotImplementedError

@@ -214,6 +214,9 @@ def _check_bind(bind: str) -> tuple[int, tuple]:
     """Refuse an address in use before starting (another server there would answer, and we
     would announce an endpoint that is not ours); return the family and address to bind."""
     host, _, port = bind.rpartition(":")
+    if not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise StoreError(f"--bind {bind}: takes HOST:PORT (e.g. 127.0.0.1:{port if port.isdigit() else 7878})"
+                         "; give the host as well as the port") from None
     try:
         infos = socket.getaddrinfo(host.strip("[]") or None, int(port), type=socket.SOCK_STREAM)
         with socket.socket(infos[0][0], socket.SOCK_STREAM) as sock:

@@ -35,6 +35,7 @@ from kgprobe.kg.meta import (
     SourceRecord,
 )
 from kgprobe.kg.model_reader import ModelReader, StaleInferencesError  # noqa: F401 (re-exported)
+from kgprobe.kg.query_errors import explain
 from kgprobe.kg.results import QueryResult, query_result  # noqa: F401 (re-exported)
 from kgprobe.kg.terms import content_hash, data_block, scoped, to_ox
 from kgprobe.ontology.loaders import Source
@@ -365,7 +366,7 @@ class KnowledgeGraph(ModelReader):
         try:
             return self._store.query(sparql, prefixes=PREFIXES, **self._union())
         except SyntaxError as err:
-            raise QueryError(f"invalid SPARQL query ({_first_line(err)}); check the syntax") from None
+            raise QueryError(explain(sparql, _first_line(err), PREFIXES)) from None
         except OSError as err:
             raise StoreError(f"query failed while reading the store ({_first_line(err)})") from None
 

@@ -39,6 +39,7 @@ from kgprobe.errors import ModelError
 from kgprobe.models.causal_lm import CausalLM
 from kgprobe.models.language_model import LanguageModel
 from kgprobe.models.masked_lm import MaskedLM
+from kgprobe.models.names import check_model_name, unknown_model
 
 __all__ = [
     "PRESETS",
@@ -146,11 +147,8 @@ def _kind_of(config: Any, name: str) -> Kind:
 
 
 def _unknown(name: str) -> ModelError:
-    presets = ", ".join(sorted(PRESETS))
-    return ModelError(
-        f"unknown model '{name}': not a preset ({presets}), a local model directory, a .gguf file "
-        "or a reachable Hugging Face model id; pass one of those"
-    )
+    return unknown_model(name, "not a preset, a local model directory, a .gguf file or a "
+                               "reachable Hugging Face model id")
 
 
 @contextlib.contextmanager
@@ -255,7 +253,10 @@ def load_model(
         elif path.exists() or name.startswith((".", "/", "~")) or name.count("/") > 1 or not name.strip():
             raise _unknown(name)
         else:
-            source = name  # hub id (possibly already in the HF cache)
+            # a hub id: in the local hub cache, or known to the hub; decided before any
+            # download is tried (an unknown name fails at once, with a suggestion)
+            check_model_name(name, local_files_only=local_files_only)
+            source = name
 
     kind_, model, tokenizer = _load_hf(source, name, kind=kind, hub_kwargs=hub_kwargs,
                                        dtype=torch_dtype)

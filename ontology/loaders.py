@@ -60,7 +60,11 @@ def load_source(path: str | Path, fmt: str | None = None, *, lazy: bool = False,
     if lazy and rdf.ox_format in _BULK_FORMATS and p.stat().st_size >= BULK_MIN_BYTES:
         return Source(p.name.split(".")[0] if rdf.gz else p.stem, str(p), None, None, rdf=rdf,
                       options=options)
-    return load_rdf(p, fmt=fmt, rdf=rdf, options=options, allow_imports=allow_imports)
+    source = load_rdf(p, fmt=fmt, rdf=rdf, options=options, allow_imports=allow_imports)
+    if not source.triples:  # a 0-triple graph would load, and generate empty probe sets
+        raise OntologyError(f"{p}: holds no RDF statements (an empty or comment-only file); "
+                            "give a file with triples")
+    return source
 
 
 # --------------------------------------------------------------------------- RDF files

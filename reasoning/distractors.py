@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Iterable, Sequence
 
 from kgprobe.errors import KgprobeError
 
@@ -44,6 +44,15 @@ class Protocol:
         if self.k is None:
             return list(pool)
         return distractor_candidates(pool, gold, self.k, seed=seed, exclude=exclude)
+
+    def check_pools(self, pools: Iterable[Sequence[str]]) -> None:
+        """Refuse a K above the number of candidates of every kind the run ranks: results
+        labelled ``K=100000`` would have ranked far fewer, and read as the harder protocol they
+        are not. (A smaller kind, properties beside classes, ranks all of its candidates.)"""
+        sizes = [len(set(pool)) for pool in pools]
+        if self.k is not None and sizes and self.k > (n := max(sizes)):
+            raise KgprobeError(f"--candidates {self.k}: there are only {n} candidates to rank; "
+                               f"give K ≤ {n}, or all")
 
 
 def parse_protocol(text: str | int | None) -> Protocol:

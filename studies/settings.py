@@ -6,6 +6,7 @@ configurations in one table, so it is refused with one line naming the settings 
 
 from __future__ import annotations
 
+import contextlib
 import json
 from pathlib import Path
 
@@ -46,3 +47,22 @@ def _pinned(path: Path) -> dict | None:
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) else None
+
+
+@contextlib.contextmanager
+def first_pin(out: Path):
+    """Around pinning a folder's settings and the work before its first result (reading the
+    data, loading the model): if that fails (an option found wrong once the data is read),
+    a folder this run pinned first is left as it was, so a corrected rerun is not refused as
+    "another run's settings"."""
+    out = Path(out)
+    created, fresh = not out.exists(), not (out / "config.json").exists()
+    try:
+        yield
+    except BaseException:
+        if fresh:
+            (out / "config.json").unlink(missing_ok=True)
+            if created:
+                with contextlib.suppress(OSError):
+                    out.rmdir()
+        raise

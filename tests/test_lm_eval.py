@@ -210,6 +210,6 @@ def test_export_command(tmp_path, capsys):
     assert len(doc["choices"]) == 5 and doc["text"].startswith("One has to be a particular ")
     # a DM slot is followed by a clause: lm-eval scores each choice with it, as kgprobe does
     assert doc["suffix"].startswith(" if ") and doc["continuations"] == [c + doc["suffix"] for c in doc["choices"]]
-    assert main(["export", "lm-eval", "--out", str(out), "--tasks", "memorising"]) == 2
-    assert "--tasks memorising" in capsys.readouterr().err
+    assert main(["export", "lm-eval", "--out", str(out), "--studies", "memorising"]) == 2
+    assert "--studies memorising" in capsys.readouterr().err
     assert main(["export", "lm-eval", "--out", str(out), "--candidates", "1"]) == 2

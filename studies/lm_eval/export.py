@@ -155,7 +155,7 @@ def export_lm_eval(out: str | Path, settings: ExportSettings) -> dict[str, int]:
     out.mkdir(parents=True, exist_ok=True)
     unknown = [s for s in settings.studies if s not in STUDIES]
     if unknown:
-        raise KgprobeError(f"--tasks {','.join(unknown)}: use memorizing, reasoning or both")
+        raise KgprobeError(f"--studies {','.join(unknown)}: use memorizing, reasoning or both")
     counts: dict[str, int] = {}
     for study in settings.studies:
         if settings.protocol == "paper":

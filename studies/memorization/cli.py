@@ -20,8 +20,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "or a baseline: frequency, random (not needed with --dry-run)")
     p.add_argument("--task", default="all",
                    help="type|subClassOf|subPropertyOf|domain|range (or TP|SCO|SPO|DM|RG) or all")
-    p.add_argument("--template", "--templates", dest="template", default="all",
+    p.add_argument("--template", dest="template", default="all",
                    help="manual template index, or all")
+    p.add_argument("--templates", dest="template", default=argparse.SUPPRESS,
+                   help=argparse.SUPPRESS)  # the old spelling
     p.add_argument("--protocol", choices=["default", "paper"], default="default",
                    help="paper: the paper's prompts, test records and metrics as its official "
                         "code writes them (docs/fidelity.md)")
@@ -34,18 +36,20 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="pool the candidate's token log-probabilities (default: mean for masked, "
                         "sum for causal; a causal LM adds the log-probability of the text after "
                         "the slot where it is more than punctuation, docs/scoring.md)")
-    p.add_argument("--split", choices=["train", "dev", "test"], default="test")
+    p.add_argument("--split", choices=["train", "dev", "test"], default="test",
+                   help="which records of each set are asked")
     p.add_argument("--limit", type=int, default=None,
                    help="records per task (default: the paper's, 500 for TP and SCO, all others)")
     p.add_argument("--probes", type=Path, default=None,
                    help="a directory from `kgprobe generate memorizing` (default: the paper's sets)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="seed of the distractors and baselines")
     candidates_option(p)
     ranking_option(p)
     scale_options(p)
-    p.add_argument("--batch-size", type=int, default=64)
+    p.add_argument("--batch-size", type=int, default=64, help="prompts scored at once")
     threads_option(p)
-    p.add_argument("--out", required=True, type=Path)
+    p.add_argument("--out", required=True, type=Path,
+                   help="the run folder: results, report and every unit written as it finishes; rerun into it to resume")
 
 
 def run_cli(args: argparse.Namespace) -> int:

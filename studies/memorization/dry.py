@@ -26,6 +26,7 @@ def default_records(config: MemorizationConfig) -> list[PromptRecord]:
     templates = load_templates()
     sets = (generated_sets(config.probes, tasks=config.tasks) if config.probes
             else reference_sets(config.tasks))
+    protocol.check_pools(mset.candidates for mset in sets.values())
     out = []
     for relation, mset in sets.items():
         n = len(templates[relation].manual)
@@ -51,6 +52,7 @@ def paper_records(config: MemorizationConfig) -> list[PromptRecord]:
     from .paper import chosen_templates, task_candidates, task_prompts
 
     protocol = parse_protocol(config.candidates)
+    protocol.check_pools(task_candidates(relation) for relation in config.tasks)
     out = []
     for relation in config.tasks:
         pool = task_candidates(relation)

@@ -114,6 +114,8 @@ def run_config(config: MemorizationConfig, out: Path, *, progress: bool = True) 
     sets = generated_sets(probes, tasks=config.tasks) if probes else reference_sets(config.tasks)
     # a generated set's prompts are written in its labels' language (`generate --lang`)
     tmpl_set = load_templates(lang=next(iter(sets.values())).lang if sets else None)
+    # a K above every pool fails before the model loads
+    protocol.check_pools(mset.candidates for mset in sets.values())
     loaded = None
     if config.model not in BASELINES:
         from kgprobe.models.loading import load_model

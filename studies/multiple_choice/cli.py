@@ -30,9 +30,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--chat", choices=["auto", "on", "off"], default="auto",
                    help="wrap the question in the tokenizer's chat template (auto: if it has one)")
     p.add_argument("--device", default="cpu", help="cpu, cuda or auto")
-    p.add_argument("--batch-size", type=int, default=4)
+    p.add_argument("--batch-size", type=int, default=4, help="questions scored at once")
     threads_option(p)
-    p.add_argument("--out", required=True, type=Path)
+    p.add_argument("--out", required=True, type=Path,
+                   help="the run folder: results, report and every unit written as it finishes; rerun into it to resume")
     dry_run_option(p)
 
 

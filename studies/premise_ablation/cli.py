@@ -109,7 +109,7 @@ def add_arguments(p: argparse.ArgumentParser, *, default_model: str | None = Non
                         "loads no model")
     p.add_argument("--ontology", type=Path, default=None,
                    help="an RDF file or OntoProbe directory (default: the bundled ontology)")
-    p.add_argument("--rules", default=",".join(RULES))
+    p.add_argument("--rules", default=",".join(RULES), help="comma-separated rules to study")
     p.add_argument("--templates", default=None,
                    help="manual, soft, or manual,soft (default: manual,soft; paper: manual)")
     p.add_argument("--limit", type=int, default=None,
@@ -120,21 +120,23 @@ def add_arguments(p: argparse.ArgumentParser, *, default_model: str | None = Non
                    "(item, pair, template) prompt is one observation nested in its item")
     p.add_argument("--fraction", type=float, default=0.5,
                    help="share of premises (best reciprocal rank first) that count as known")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0,
+                   help="seed of the item sample, pseudowords, distractors and intervals")
     p.add_argument("--resamples", type=int, default=2000,
                    help="bootstrap resamples per 95%% interval and permutations per test")
     p.add_argument("--min-items", type=int, default=10,
                    help="cells with fewer items are shown but flagged")
-    p.add_argument("--soft-epochs", type=int, default=30)
+    p.add_argument("--soft-epochs", type=int, default=30, help="soft templates: training epochs")
     candidates_option(p)
     ranking_option(p)
     p.add_argument("--preset", choices=sorted(PRESETS), default=None,
                    help="paper: every item, 10 pairs, manual templates, --candidates all "
                         "(the GPU command; overrides those options)")
     scale_options(p)
-    p.add_argument("--batch-size", type=int, default=64)
+    p.add_argument("--batch-size", type=int, default=64, help="prompts scored at once")
     threads_option(p)
-    p.add_argument("--out", type=Path, required=True)
+    p.add_argument("--out", type=Path, required=True,
+                   help="the run folder: results, report and every unit written as it finishes; rerun into it to resume")
 
 
 def register_cli(sub, name: str = "premise-ablation") -> None:

@@ -40,7 +40,7 @@ from kgprobe.reasoning.memorizing import candidate_sets
 from kgprobe.reasoning.rdfs import RULES
 from kgprobe.studies.metrics import evaluate, gold_indices, ranks_of
 from kgprobe.studies.runner import Unit, run_units
-from kgprobe.studies.settings import pin_settings
+from kgprobe.studies.settings import first_pin, pin_settings
 
 from .cells import variants
 from .config import COLUMNS, SETTINGS, TEMPLATE_KINDS, UNIT_COLUMNS, AblationConfig  # noqa: F401
@@ -105,6 +105,10 @@ def build_study(config: AblationConfig, source: Source | None = None, *, cache: 
     all_items = {rule: population[rule] for rule in config.rules}
     items = select_items(all_items, config.limit, config.seed)
     protocol = parse_protocol(config.candidates)
+    pools = candidate_sets(onto)
+    # a K above every pool the items rank fails before the model loads
+    protocol.check_pools(pools[key] for key in {i.candidates_key for rule_items in items.values()
+                                                for i in rule_items})
     memorizing, loaded, scorer, pseudowords = {}, None, None, [{}] * config.pairs
     if load:
         from kgprobe.models.score_cache import cached_scorer
@@ -116,7 +120,7 @@ def build_study(config: AblationConfig, source: Source | None = None, *, cache: 
         pseudowords = sample_pseudoword_sets(loaded, config.pairs, seed=config.seed)
     verbalizer = Verbalizer(onto, templates)
     truth = TrueAnswers.of(verbalizer, closure) if parse_ranking(config.ranking) == "filtered" else None
-    return Study(config, items, all_items, candidate_sets(onto), templates,
+    return Study(config, items, all_items, pools, templates,
                  verbalizer, memorizing, loaded, scorer, pseudowords, protocol, truth, population)
 
 
@@ -359,13 +363,14 @@ def run_premise_ablation(config: AblationConfig, out: str | Path, *, source: Sou
     """Run (or resume) the study on `source` (the bundled ontology by default); `cache`: read
     and write the persistent score cache (`models.score_cache`)."""
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    pin_settings(out, config.pinned(), report=config.report_settings())
-    if config.protocol == "paper":
+    with first_pin(out):  # a bad --candidates found below leaves a new folder as it was
+        out.mkdir(parents=True, exist_ok=True)
+        pin_settings(out, config.pinned(), report=config.report_settings())
+        study = None if config.protocol == "paper" else build_study(config, source, cache=cache)
+    if study is None:
         from .paper import run_paper
 
         return run_paper(config, out, progress=progress, cache=cache)
-    study = build_study(config, source, cache=cache)
     premises = classify_premises(study, out, progress=progress)
     softs = {}
     if "soft" in config.templates:

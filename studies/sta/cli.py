@@ -20,7 +20,8 @@ def register_cli(sub, name: str = "sta") -> None:
                    help="feature norms: McRae's CONCS_FEATS_concstats_brm.txt or CSLB's norms.dat (or their folder)")
     p.add_argument("--format", choices=FORMATS, default="mcrae", help="layout of --norms (default mcrae)")
     p.add_argument("--model", default=None, help="a preset (smollm2-135m, gemma3-270m), HF directory, hub id or .gguf")
-    p.add_argument("--task", choices=["retrieval", "elicitation", "all"], default="all")
+    p.add_argument("--task", choices=["retrieval", "elicitation", "all"], default="all",
+                   help="which STA task to run")
     p.add_argument("--limit", type=int, default=None, help="concepts per task, a seeded sample (default: all)")
     p.add_argument("--elicitation-limit", type=int, default=None,
                    help="concepts for elicitation, if not --limit (elicitation prompts are cheaper)")
@@ -45,11 +46,12 @@ def register_cli(sub, name: str = "sta") -> None:
     p.add_argument("--random-permutations", type=int, default=ret.RANDOM_PERMUTATIONS,
                    help="random baseline: orders per set")
     p.add_argument("--device", default="cpu", help="cpu, cuda or auto")
-    p.add_argument("--batch-size", type=int, default=32)
+    p.add_argument("--batch-size", type=int, default=32, help="prompts scored at once")
     threads_option(p)
     p.add_argument("--compare", type=Path, nargs="+", default=None, metavar="RUN",
                    help="only draw figures comparing finished runs (their --out folders) into --out")
-    p.add_argument("--out", required=True, type=Path)
+    p.add_argument("--out", required=True, type=Path,
+                   help="the run folder: results, report and every unit written as it finishes; rerun into it to resume")
     dry_run_option(p)
     p.set_defaults(func=run_cli)
 

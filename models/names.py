@@ -1,0 +1,95 @@
+"""Is a model name loadable at all? Decided in well under a second, without torch.
+
+`load_model` accepts a preset, a ``.gguf`` file, a local Hugging Face directory or a hub id.
+A hub id that is not in the local hub cache used to be tried on the network, with retries
+(30 s and ten lines of noise offline) before failing; `check_model_name` decides first: an id
+in the local cache (`huggingface_hub.try_to_load_from_cache`, no network) is kept; an id that
+is not is looked up once on the hub (one request, no retries, a short timeout) unless the hub is
+switched off (``HF_HUB_OFFLINE``); an unknown name fails with the presets listed and the
+closest match suggested.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+from pathlib import Path
+
+from kgprobe.errors import ModelError
+
+#: The presets' names (`models.gguf.PRESETS`, which needs torch, has the same keys; tested).
+PRESET_NAMES = ("gemma3-270m", "smollm2-135m")
+#: Seconds the one hub look-up for an id that is not cached may take.
+HUB_TIMEOUT = 3.0
+
+
+def _cached(name: str) -> bool:
+    """True if the local hub cache holds `name`'s config.json (no network)."""
+    from huggingface_hub import try_to_load_from_cache
+
+    try:
+        return isinstance(try_to_load_from_cache(name, "config.json"), str)
+    except Exception:  # not a valid repo id (HFValidationError) and the like
+        return False
+
+
+def _offline() -> bool:
+    from huggingface_hub import constants
+
+    return bool(constants.HF_HUB_OFFLINE)
+
+
+def _on_hub(name: str) -> str | None:
+    """None if the hub knows `name` (or answers otherwise than "no such model"), else why not."""
+    from huggingface_hub import model_info
+    from huggingface_hub.errors import GatedRepoError, HFValidationError, RepositoryNotFoundError
+
+    try:
+        model_info(name, timeout=HUB_TIMEOUT)
+    except GatedRepoError:  # it exists; loading says what access it needs
+        return None
+    except (RepositoryNotFoundError, HFValidationError):
+        return "not on the Hugging Face hub"
+    except Exception as err:  # noqa: BLE001 - a server error (it answered): let loading tell
+        if getattr(err, "response", None) is not None:
+            return None
+        return "not in the local hub cache, and the hub cannot be reached"
+    return None
+
+
+def unknown_model(name: str, why: str, extra: tuple[str, ...] = ()) -> ModelError:
+    """One line: what `name` is not, the presets, and the closest known name."""
+    known = list(PRESET_NAMES) + list(extra)
+    close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+    hint = f"; did you mean '{close[0]}'?" if close else ""
+    return ModelError(
+        f"unknown model '{name}': {why}; pass a preset ({', '.join(PRESET_NAMES)}"
+        f"{', ' + ', '.join(extra) if extra else ''}), a local model directory, a .gguf file "
+        f"or a Hugging Face model id{hint}")
+
+
+def check_model_name(name: str, *, extra: tuple[str, ...] = (),
+                     local_files_only: bool | None = None) -> None:
+    """Raise `ModelError` (one line, with a suggestion) unless `name` can be loaded: a preset,
+    one of `extra` (baselines), an existing ``.gguf`` file, a local directory, a hub id in the
+    local hub cache, or (hub allowed) a hub id the hub knows."""
+    if name in PRESET_NAMES or name in extra:
+        return
+    path = Path(name).expanduser()
+    if name.lower().endswith(".gguf"):
+        if not path.is_file():
+            raise unknown_model(name, "no such .gguf file", extra)
+        return
+    if path.is_dir():
+        return
+    if (path.exists() or name.startswith((".", "/", "~")) or name.count("/") > 1
+            or not name.strip() or os.sep != "/" and os.sep in name):
+        raise unknown_model(name, "not a model directory", extra)
+    if _cached(name):
+        return
+    if local_files_only or _offline():
+        raise unknown_model(name, "not in the local hub cache (the hub is off: HF_HUB_OFFLINE)",
+                            extra)
+    why = _on_hub(name)
+    if why:
+        raise unknown_model(name, why, extra)
