@@ -28,6 +28,8 @@ FIXTURES = sorted(p.name for p in DATA.glob("*.ttl"))
 OBO_OBSOLETE = "http://www.geneontology.org/formats/oboInOwl#is_obsolete"
 #: schema.org marks a retired term by naming its replacement, not by owl:deprecated
 SUPERSEDED = ("http://schema.org/supersededBy", "https://schema.org/supersededBy")
+#: ... and FOAF by its vocabulary status
+TERM_STATUS = "http://www.w3.org/2003/06/sw-vocab-status/ns#term_status"
 LABELS = (RDFS + "label", SKOS + "prefLabel")
 META = (OWL, RDF, RDFS, SKOS)
 #: SKOS thesauri (tests/test_skos_languages.py): a concept scheme, no owl:Ontology header
@@ -53,7 +55,8 @@ class Published:
         self.annotation = declared | {p for p in used if p in table or p.startswith(prefixes)}
         self.deprecated = {s for s, p, o in triples if p in (OWL + "deprecated", OBO_OBSOLETE)
                            and o.startswith('"true"')}
-        self.deprecated |= {s for s, p, o in triples if p in SUPERSEDED}
+        self.deprecated |= {s for s, p, o in triples if p in SUPERSEDED or (
+            p == TERM_STATUS and o.startswith('"archaic"'))}
         self.deprecated |= {s for s, p, o in triples if p in LABELS and o.startswith('"')
                             and parse_literal(o)[0].lower().startswith("obsolete")}
 
@@ -145,6 +148,7 @@ def test_the_published_defects_are_in_the_slices():
     assert sum(bool(p.annotation) for p in found.values()) >= 6
     assert found["pato.ttl"].deprecated and found["iao.ttl"].deprecated
     assert found["ro.ttl"].deprecated and found["schemaorg.ttl"].deprecated  # supersededBy
+    assert found["foaf.ttl"].deprecated  # vs:term_status "archaic"
     # SKOS vocabulary as an answer: QUDT's "organized under" is a subproperty of skos:broader
     assert any(p == RDFS + "subPropertyOf" and o.startswith(SKOS)
                for _, p, o in parse_rdf(DATA / "qudt-schema.ttl"))
