@@ -44,16 +44,25 @@ _RDF_TYPE = "http://www.w3.org/1999/02/22-rdf-syntax-ns#type"
 DEPRECATION_PREDICATES = frozenset({
     _OWL + "deprecated", "http://www.geneontology.org/formats/oboInOwl#is_obsolete"})
 _DEPRECATED_TYPES = frozenset({_OWL + "DeprecatedClass", _OWL + "DeprecatedProperty"})
+#: Predicates that mark their subject deprecated whatever the value: schema.org's
+#: ``supersededBy`` (schema:Code → schema:SoftwareSourceCode) carries no owl:deprecated.
+SUPERSEDED_PREDICATES = frozenset({"http://schema.org/supersededBy",
+                                   "https://schema.org/supersededBy"})
+#: The W3C vocabulary-status term FOAF uses: ``vs:term_status "archaic"`` is a retired term
+#: (foaf:holdsAccount, a second "account").
+TERM_STATUS = "http://www.w3.org/2003/06/sw-vocab-status/ns#term_status"
 
 
 def deprecated_terms(triples, labels: dict[str, dict[str, list]],
                      types: dict[str, set[str]]) -> set[str]:
     """Terms the data marks deprecated: ``owl:deprecated true``, ``oboInOwl:is_obsolete
-    true``, typed owl:DeprecatedClass/Property, or any label beginning "obsolete" (OBO's
+    true``, typed owl:DeprecatedClass/Property, ``schema:supersededBy``, ``vs:term_status
+    "archaic"``, or any label beginning "obsolete" (OBO's
     convention, also on terms that carry no flag: IAO's "obsolete2_digital document")."""
     out = {s for s, ts in types.items() if ts & _DEPRECATED_TYPES}
     for s, p, o in triples:
-        if p in DEPRECATION_PREDICATES and o.startswith('"true"'):
+        if (p in DEPRECATION_PREDICATES and o.startswith('"true"')) or p in SUPERSEDED_PREDICATES \
+                or (p == TERM_STATUS and o.startswith('"archaic"')):
             out.add(s)
     for iri, by_prop in labels.items():
         if any(text.strip().lower().startswith("obsolete")

@@ -18,6 +18,8 @@ from rdflib import BNode, Graph, Literal, URIRef
 from rdflib.namespace import OWL, RDF, RDFS
 
 OBO_OBSOLETE = URIRef("http://www.geneontology.org/formats/oboInOwl#is_obsolete")
+SUPERSEDED = (URIRef("http://schema.org/supersededBy"), URIRef("https://schema.org/supersededBy"))
+TERM_STATUS = URIRef("http://www.w3.org/2003/06/sw-vocab-status/ns#term_status")
 
 
 def main() -> None:
@@ -43,6 +45,8 @@ def main() -> None:
     keep |= set(g.subjects(RDF.type, OWL.AnnotationProperty))
     deprecated = sorted({s for s in g.subjects(OWL.deprecated, None)} |
                         {s for s in g.subjects(OBO_OBSOLETE, None)} |
+                        {s for p in SUPERSEDED for s in g.subjects(p, None)} |
+                        {s for s, o in g.subject_objects(TERM_STATUS) if str(o) == "archaic"} |
                         {s for s, o in g.subject_objects(RDFS.label)
                          if str(o).lower().startswith("obsolete")}, key=str)
     keep |= set(rng.sample(deprecated, min(a.deprecated, len(deprecated))))
