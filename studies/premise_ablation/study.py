@@ -145,7 +145,7 @@ class PremiseKey:
         return cls(role, p.relation, p.subject, p.answer, pair if role == "P2" else None)
 
     @property
-    def kind(self) -> tuple[str, str]:
+    def stratum(self) -> tuple[str, str]:
         """The population the premise is ranked in: its relation, schema (P1) or pseudoword
         (P2) premises apart."""
         return self.role, self.relation
@@ -197,7 +197,7 @@ def premise_population(study: Study) -> dict[PremiseKey, tuple[ReasoningItem, st
     outcome is the same whatever ``--limit`` (or ``--rules``) a run takes. → (an item that
     has it, its role)."""
     pairs = range(len(study.pseudowords))
-    used = {PremiseKey.of(item, role, pair).kind for items in study.items.values()
+    used = {PremiseKey.of(item, role, pair).stratum for items in study.items.values()
             for item in items for role in ("P1", "P2") for pair in pairs}
     out: dict[PremiseKey, tuple[ReasoningItem, str]] = {}
     for items in (study.population or study.all_items).values():
@@ -205,7 +205,7 @@ def premise_population(study: Study) -> dict[PremiseKey, tuple[ReasoningItem, st
             for role in ("P1", "P2"):
                 for pair in pairs:
                     key = PremiseKey.of(item, role, pair)
-                    if key.kind in used and key not in out:
+                    if key.stratum in used and key not in out:
                         out[key] = (item, role)
     return out
 
@@ -277,7 +277,7 @@ def classify_premises(study: Study, out: Path, *,
     known: dict[PremiseKey, bool] = {}
     kinds: dict[tuple[str, str], list[PremiseKey]] = {}
     for key in rr:
-        kinds.setdefault(key.kind, []).append(key)
+        kinds.setdefault(key.stratum, []).append(key)
     for members in kinds.values():
         ranked = sorted(members, key=lambda k: (-rr[k], k.seed))
         cut = int(round(len(ranked) * study.config.memorized_fraction))
