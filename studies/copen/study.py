@@ -97,6 +97,7 @@ def kg_ontology(store: str | None, endpoint: str | None = None, *, reason: bool 
         if reason:
             _reason_if_stale(path, wait)
         with KnowledgeGraph(path, create=False, read_only=True) as kg:
+            kg.stale_fix = "run `kgprobe reason` (or pass --reason)"  # `study copen` has it
             if kg.count():
                 return _asserted_model(kg), str(path)
     _warn(f"store {path} is missing or empty; generating from the bundled OntoProbe ontology "
