@@ -171,7 +171,7 @@ def _die_with(parent: int) -> None:
         os._exit(137)
 
 
-def _forward_signals(pid: int) -> None:
+def _forward_signals(pid: int) -> dict:
     """SIGTERM/SIGHUP go to the child; SIGINT too unless the terminal already sent Ctrl-C to
     the whole foreground group (the child then has it once, as an unsupervised run would)."""
     def forward(signum, _frame):
@@ -184,15 +184,25 @@ def _forward_signals(pid: int) -> None:
         foreground = os.tcgetpgrp(sys.stdin.fileno()) == os.getpgrp()
     except (OSError, ValueError, AttributeError):
         foreground = False
+    previous = {}
     for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         if signal.getsignal(signum) == signal.SIG_IGN:  # inherited (a background job): keep it
             continue
-        signal.signal(signum, signal.SIG_IGN if foreground and signum == signal.SIGINT
-                      else forward)
+        previous[signum] = signal.signal(signum, signal.SIG_IGN if foreground and
+                                         signum == signal.SIGINT else forward)
+    return previous
 
 
 def _watch(pid: int, limit: MemoryLimit, label: str, created: Path | None) -> int:
-    _forward_signals(pid)
+    previous = _forward_signals(pid)
+    try:
+        return _wait(pid, limit, label, created)
+    finally:  # an in-process caller (a test) gets its own handlers back
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+def _wait(pid: int, limit: MemoryLimit, label: str, created: Path | None) -> int:
     try:
         waiter = os.pidfd_open(pid)
     except (AttributeError, OSError):

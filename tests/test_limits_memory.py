@@ -148,9 +148,12 @@ def test_guard_passes_signals_and_status_through(tmp_path):
         for i in range(300_000):
             fh.write(f'<http://ex.org/s{i}> <http://ex.org/p> "value {i} with padding text" .\n')
     env = dict(os.environ, KGPROBE_STORE=str(tmp_path / "store"), KGPROBE_MAX_MEMORY="1G")
+    # a command started from a terminal has SIGINT's default action; a test run started in the
+    # background of a non-interactive shell inherits SIGINT ignored, and so would the command
     proc = subprocess.Popen([sys.executable, "-m", "kgprobe.cli", "kg", "load", "big.nt"],
                             cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+                            text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         end = time.monotonic() + 60
         lock = tmp_path / "store" / "kgprobe.lock"  # the store is open: the load has begun

@@ -124,7 +124,7 @@ def test_no_cache_writes_nothing_and_the_cli_reports_and_clears(tmp_path, tiny_g
 
 @pytest.mark.parametrize("value", ["1", "0", "x", "-3"])
 def test_a_bad_candidates_value_is_one_line(value, capsys, tmp_path):
-    assert main(["study", "premise-ablation", "--model", "nope", "--candidates", value,
+    assert main(["study", "premise-ablation", "--model", "smollm2-135m", "--candidates", value,
                  "--out", str(tmp_path)]) == 2
     assert "--candidates" in capsys.readouterr().err
 
