@@ -59,6 +59,12 @@ def dry_run_option(parser: argparse.ArgumentParser) -> None:
                              "without loading a model (--model not needed)")
 
 
+def dry_run_done(out, n: int) -> int:
+    """What every study's ``--dry-run`` prints when it has written its prompts."""
+    print(f"wrote {out}/prompts.jsonl ({n} prompts; no model loaded)")
+    return 0
+
+
 def apply_threads(args: argparse.Namespace) -> None:
     threads = getattr(args, "threads", None)
     if threads is not None:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from kgprobe.errors import KgprobeError
 from kgprobe.reasoning.copen_items import TASKS
-from kgprobe.studies.options import comma_list, dry_run_option, threads_option
+from kgprobe.studies.options import comma_list, dry_run_done, dry_run_option, threads_option
 
 from .config import DEFAULT_SEEDS, METHODS, CopenConfig
 
@@ -125,9 +125,7 @@ def run_cli(args: argparse.Namespace) -> int:
     if args.dry_run:
         from .dry_run import dry_run
 
-        n = dry_run(cfg, args.out)
-        print(f"wrote {args.out}/prompts.jsonl ({n} prompts; no model loaded)")
-        return 0
+        return dry_run_done(args.out, dry_run(cfg, args.out))
     if not args.model:
         raise KgprobeError("kgprobe study copen needs --model NAME (or --dry-run to write the "
                            "prompts without one)")

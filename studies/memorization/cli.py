@@ -7,6 +7,8 @@ from pathlib import Path
 
 from kgprobe.studies.options import (
     candidates_option,
+    dry_run_done,
+    dry_run_option,
     finish,
     ranking_option,
     scale_options,
@@ -27,9 +29,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--protocol", choices=["default", "paper"], default="default",
                    help="paper: the paper's prompts, test records and metrics as its official "
                         "code writes them (docs/fidelity.md)")
-    p.add_argument("--dry-run", action="store_true",
-                   help="write OUT/prompts.jsonl (every prompt the run would score) and stop; "
-                        "loads no model")
+    dry_run_option(p)
     p.add_argument("--masks", choices=["multi", "single"], default="multi",
                    help="masked LMs: one [MASK] per candidate token, or a single one")
     p.add_argument("--pooling", choices=["mean", "max", "first", "sum"], default=None,
@@ -78,8 +78,7 @@ def run_cli(args: argparse.Namespace) -> int:
         from .dry import write_dry_run
 
         n = write_dry_run(MemorizationConfig(args.model or "-", **settings), args.out)
-        print(f"wrote {args.out}/prompts.jsonl ({n} prompts; no model loaded)")
-        return 0
+        return dry_run_done(args.out, n)
     rows = run_memorization(args.model, args.out, **settings)
     return finish(args.out, format_table(rows), write_report)
 

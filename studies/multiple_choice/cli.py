@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 from kgprobe.errors import StudyError
-from kgprobe.studies.options import dry_run_option, finish, threads_option
+from kgprobe.studies.options import dry_run_done, dry_run_option, finish, threads_option
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -46,9 +46,7 @@ def run_cli(args: argparse.Namespace) -> int:
         config = MultipleChoiceConfig(args.model or "-", tasks=args.task, data=args.data,
                                       limit=args.limit, instruction=args.instruction, chat=chat,
                                       answer=args.answer)
-        n = dry_run(config, args.out)
-        print(f"wrote {args.out}/prompts.jsonl ({n} prompts; no model loaded)")
-        return 0
+        return dry_run_done(args.out, dry_run(config, args.out))
     if not args.model:
         raise StudyError("kgprobe study multiple-choice needs --model NAME (or --dry-run to "
                          "write the prompts without one)")

@@ -9,6 +9,8 @@ from kgprobe.errors import StudyError
 from kgprobe.reasoning.rdfs import RULES
 from kgprobe.studies.options import (
     candidates_option,
+    dry_run_done,
+    dry_run_option,
     comma_list,
     ranking_option,
     scale_options,
@@ -80,9 +82,7 @@ def run_cli(args: argparse.Namespace) -> int:
     if args.dry_run:
         from .dry import write_dry_run
 
-        n = write_dry_run(config, args.out, ontology=args.ontology)
-        print(f"wrote {args.out}/prompts.jsonl ({n} prompts; no model loaded)")
-        return 0
+        return dry_run_done(args.out, write_dry_run(config, args.out, ontology=args.ontology))
     source = None
     if args.ontology is not None:
         from kgprobe.ontology.loaders import load_source
@@ -104,9 +104,7 @@ def add_arguments(p: argparse.ArgumentParser, *, default_model: str | None = Non
     p.add_argument("--memorized", choices=["top-half", "rank1"], default="top-half",
                    help="--protocol paper, P1: known when in the top half by reciprocal rank "
                         "(the paper) or when ranked first (the official code)")
-    p.add_argument("--dry-run", action="store_true",
-                   help="write OUT/prompts.jsonl (every prompt the study would score) and stop; "
-                        "loads no model")
+    dry_run_option(p)
     p.add_argument("--ontology", type=Path, default=None,
                    help="an RDF file or OntoProbe directory (default: the bundled ontology)")
     p.add_argument("--rules", default=",".join(RULES), help="comma-separated rules to study")

@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 from kgprobe.ontology.norms import FORMATS
-from kgprobe.studies.options import comma_list, dry_run_option, threads_option
+from kgprobe.studies.options import comma_list, dry_run_done, dry_run_option, threads_option
 from kgprobe.studies.sta import retrieval as ret
 
 from .config import TASKS, VOCABS, StaConfig, StaError, default_vocab_file
@@ -80,9 +80,7 @@ def run_cli(args: argparse.Namespace) -> int:
     if args.dry_run:
         from .dry_run import dry_run
 
-        n = dry_run(config, args.out)
-        print(f"wrote {args.out}/prompts.jsonl ({n} prompts; no model loaded)")
-        return 0
+        return dry_run_done(args.out, dry_run(config, args.out))
     rows = run_sta(config, args.out)
     from .report import format_tables
 
