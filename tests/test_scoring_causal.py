@@ -8,6 +8,9 @@ import numpy as np
 import pytest
 import torch
 
+import sys
+from pathlib import Path
+
 from kgprobe.errors import ModelError
 from kgprobe.models.causal import CausalScorer
 from kgprobe.models.scoring import Scorer, make_scorer
@@ -18,36 +21,13 @@ PROMPTS = [
     "Lionel Messi is a [MASK]",
     "[MASK] is the capital of Germany .",
 ]
+sys.path.insert(0, str(Path(__file__).parent))
+from naive_scoring import naive_scores  # noqa: E402
+
 CANDIDATES = ["France", "Germany", "soccer player", "sports event", "banana", "a particular agent", "x"]
 MODELS = ["tiny_gpt2", "tiny_llama", "tiny_gemma3"]
 
 
-def _pool(values, pooling):
-    return {"sum": sum(values), "mean": float(np.mean(values)), "first": values[0], "max": max(values)}[pooling]
-
-
-def naive_scores(loaded, scorer, prompt, candidates, *, pooling, include_suffix, vectors=None, model=None):
-    """One full forward per candidate over the SAME ids the scorer uses (scorer.encode)."""
-    model = model or loaded.model
-    prefix, cands, suffix = scorer.encode(prompt, candidates, vectors)
-    out = []
-    for cand in cands:
-        ids = prefix.ids + cand + (suffix.ids if include_suffix else [])
-        slots = prefix.slots + ([(len(prefix.ids) + len(cand) + p, n) for p, n in suffix.slots] if include_suffix else [])
-        with torch.no_grad():
-            embeds = model.get_input_embeddings()(torch.tensor([ids]))
-            for pos, name in slots:
-                embeds[0, pos] = vectors[name]
-            lp = torch.log_softmax(model(inputs_embeds=embeds).logits[0].double(), dim=-1)
-        p = len(prefix.ids)
-        values = [float(lp[p - 1 + t, cand[t]]) for t in range(len(cand))]
-        score = _pool(values, pooling)
-        if include_suffix:
-            skip = {pos for pos, _ in suffix.slots}
-            base = p + len(cand)
-            score += sum(float(lp[base - 1 + s, suffix.ids[s]]) for s in range(len(suffix.ids)) if s not in skip)
-        out.append(score)
-    return np.array(out)
 
 
 @pytest.mark.parametrize("model_name", MODELS)

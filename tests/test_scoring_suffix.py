@@ -4,6 +4,8 @@ than punctuation, and every scoring path equals one full forward per candidate."
 from __future__ import annotations
 
 import json
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -13,6 +15,9 @@ from kgprobe.models import trie
 from kgprobe.models.cloze import scores_suffix, uses_suffix
 from kgprobe.models.score_cache import CachedScorer, ScoreCache
 from kgprobe.models.scoring import make_scorer
+
+sys.path.insert(0, str(Path(__file__).parent))
+from naive_scoring import naive_scores  # noqa: E402
 
 # (prompt, whether the rule scores its suffix)
 PROMPTS = [
@@ -38,28 +43,9 @@ def test_the_rule_reads_more_than_final_punctuation():
 
 
 def naive(loaded, scorer, prompt, candidates, *, pooling, with_suffix, vectors=None):
-    """One full forward per candidate over prefix + candidate (+ suffix), float64 log-softmax."""
-    model = loaded.model
-    prefix, cands, suffix = scorer.encode(prompt, candidates, vectors)
-    out = []
-    for cand in cands:
-        tail = suffix.ids if with_suffix else []
-        ids = prefix.ids + cand + tail
-        slots = prefix.slots + ([(len(prefix.ids) + len(cand) + p, n) for p, n in suffix.slots]
-                                if with_suffix else [])
-        with torch.no_grad():
-            embeds = model.get_input_embeddings()(torch.tensor([ids]))
-            for pos, name in slots:
-                embeds[0, pos] = vectors[name]
-            lp = torch.log_softmax(model(inputs_embeds=embeds).logits[0].double(), dim=-1)
-        p = len(prefix.ids)
-        values = [float(lp[p - 1 + t, cand[t]]) for t in range(len(cand))]
-        score = {"sum": sum(values), "mean": float(np.mean(values)), "first": values[0]}[pooling]
-        skip = {pos for pos, _ in suffix.slots}
-        base = p + len(cand)
-        score += sum(float(lp[base - 1 + s, tail[s]]) for s in range(len(tail)) if s not in skip)
-        out.append(score)
-    return np.array(out)
+    """One full forward per candidate over prefix + candidate (+ suffix) (`naive_scoring`)."""
+    return naive_scores(loaded, scorer, prompt, candidates, pooling=pooling,
+                        include_suffix=with_suffix, vectors=vectors)
 
 
 @pytest.mark.parametrize("model_name", ["tiny_gpt2", "tiny_llama"])

@@ -4,8 +4,6 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -14,25 +12,12 @@ PREFIX = ("@prefix ex: <http://ex.org/> . @prefix rdf: <http://www.w3.org/1999/0
           "@prefix rdfs: <http://www.w3.org/2000/01/rdf-schema#> .\n")
 TYPE = "http://www.w3.org/1999/02/22-rdf-syntax-ns#type"
 
-
-def kgp(tmp: Path, *args: str) -> subprocess.CompletedProcess:
-    env = dict(os.environ, KGPROBE_STORE=str(tmp / "store"))
-    return subprocess.run([sys.executable, "-m", "kgprobe.cli", *args], cwd=tmp, env=env,
-                          capture_output=True, text=True, timeout=300)
-
-
-def ok(tmp: Path, *args: str) -> str:
-    r = kgp(tmp, *args)
-    assert r.returncode == 0, r.stderr
-    return r.stdout
+sys.path.insert(0, str(Path(__file__).parent))
+from cli_run import kgp, ok, one_line  # noqa: E402
 
 
 def fails(tmp: Path, *args: str) -> str:
-    r = kgp(tmp, *args)
-    assert r.returncode == 2, (r.returncode, r.stdout, r.stderr)
-    assert "Traceback" not in r.stderr
-    assert len(r.stderr.strip().splitlines()) == 1, r.stderr
-    return r.stderr
+    return one_line(kgp(tmp, *args))
 
 
 def write(path: Path, body: str) -> Path:
