@@ -114,11 +114,30 @@ def accuracy(scores, gold) -> float:
 def item_metrics(scores, gold, ks: Sequence[int] = DEFAULT_KS, *, filtered: bool = False,
                  also_true: Iterable[int] = ()) -> dict[str, float]:
     """All metrics of one item (``R@k`` for each k, ``MRR``, ``MRRa``, ``accuracy``)."""
-    ranks = ranks_of(scores, gold, filtered=filtered, also_true=also_true)
+    return rank_metrics(ranks_of(scores, gold, filtered=filtered, also_true=also_true), ks)
+
+
+def rank_metrics(ranks: Sequence[int] | np.ndarray, ks: Sequence[int] = DEFAULT_KS) -> dict[str, float]:
+    """The metrics of one item from its golds' ranks: the one place they are defined, for a
+    unit's row and for the per-item observations `kgprobe compare` pairs."""
+    ranks = np.asarray(ranks, dtype=float)
     out = {f"R@{k}": float(ranks.min() <= k) for k in ks}
     out["MRR"] = 1.0 / float(ranks.min())
     out["MRRa"] = 1.0 / float(ranks.mean())
     out["accuracy"] = float(ranks.min() <= 1)
+    return out
+
+
+def rank_observations(predictions: Iterable[Mapping], cells: Sequence[str], *,
+                      item: str = "id", ranks: str = "gold_ranks") -> list[dict]:
+    """One observation per prediction that has ranks: its cell's columns, ``item`` and
+    `rank_metrics` (``Study.observations`` of the ranking studies)."""
+    out = []
+    for p in predictions:
+        golds = p.get(ranks)
+        if not golds:
+            continue
+        out.append({**{c: p.get(c) for c in cells}, "item": str(p[item]), **rank_metrics(golds)})
     return out
 
 

@@ -7,12 +7,51 @@ configurations in one table, so it is refused with one line naming the settings 
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import json
 from pathlib import Path
 
 from kgprobe.atomic import write_json
 from kgprobe.errors import StudyError
 from kgprobe.studies.runner import holds_results
+
+
+#: The study a run belongs to, set by `contract.Study.run` around the study's work: pinned
+#: settings carry it as ``config.json``'s first key, which `kgprobe report` and
+#: `Results.from_path` read.
+_RUNNING: contextvars.ContextVar[str | None] = contextvars.ContextVar("study", default=None)
+STUDY_KEY = "study"
+
+
+@contextlib.contextmanager
+def running_study(name: str):
+    token = _RUNNING.set(name)
+    try:
+        yield
+    finally:
+        _RUNNING.reset(token)
+
+
+def study_of_folder(out: Path) -> str | None:
+    """The study named in ``out/config.json``; None if the file names none."""
+    pinned = _pinned(Path(out) / "config.json")
+    name = pinned.get(STUDY_KEY) if pinned else None
+    return name if isinstance(name, str) else None
+
+
+def require_study(out: Path) -> str:
+    """The study that wrote the run folder `out`, or a one-line error naming what is missing."""
+    out = Path(out)
+    if not (out / "results.csv").is_file():
+        raise StudyError(f"{out}: no results.csv; pass the --out folder of a kgprobe study run")
+    if not (out / "config.json").is_file():
+        raise StudyError(f"{out}: not written by a kgprobe study (no config.json); pass the "
+                         "--out folder of one")
+    name = study_of_folder(out)
+    if name is None:
+        raise StudyError(f"{out}/config.json: names no study; rerun the study into this folder "
+                         "with the same settings (it resumes without rescoring) to record it")
+    return name
 
 
 def pin_settings(out: Path, settings: dict, report: dict | None = None) -> None:
@@ -31,13 +70,18 @@ def pin_settings(out: Path, settings: dict, report: dict | None = None) -> None:
         raise StudyError(f"{out}: holds results but its config.json is {state}, so the settings "
                          "they came from are unknown; pass another --out, or delete the folder's "
                          "results to start over")
+    study = _RUNNING.get()
     if before is not None:
-        before = {k: v for k, v in before.items() if k not in report}
+        if study and before.get(STUDY_KEY) not in (None, study):
+            raise StudyError(f"{out}: holds a {before[STUDY_KEY]} run, not {study}; pass "
+                             "another --out")
+        before = {k: v for k, v in before.items() if k not in report and k != STUDY_KEY}
         diff = sorted(k for k in set(before) | set(settings) if before.get(k) != settings.get(k))
         if diff:
             raise StudyError(f"{out}: holds a run with other settings ({', '.join(diff)}); "
                              "rerun with the same settings to resume, or pass another --out")
-    write_json(path, {**settings, **report})
+    named = {STUDY_KEY: study} if study else {}
+    write_json(path, {**named, **settings, **report})
 
 
 def _pinned(path: Path) -> dict | None:

@@ -24,3 +24,6 @@ def test_report_refuses_a_folder_that_is_no_run(tmp_path, capsys):
     (tmp_path / "results.csv").write_text("a,b\n1,2\n", encoding="utf-8")
     assert main(["report", str(tmp_path)]) == 2
     assert "not written by a kgprobe study" in capsys.readouterr().err
+    (tmp_path / "config.json").write_text("{\"limit\": 3}", encoding="utf-8")
+    assert main(["report", str(tmp_path)]) == 2
+    assert "names no study" in capsys.readouterr().err

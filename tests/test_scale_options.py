@@ -3,15 +3,27 @@
 from __future__ import annotations
 
 from kgprobe.cli import build_parser
-from kgprobe.studies.premise_ablation.cli import apply_preset
+from kgprobe.studies.premise_ablation.config import apply_preset
 
 
 def test_preset_paper_is_the_paper_scale_study():
     args = build_parser().parse_args(["study", "premise-ablation", "--model", "m", "--out", "o",
-                                      "--limit", "3", "--candidates", "20", "--preset", "paper"])
+                                      "--preset", "paper"])
     apply_preset(args)
     assert (args.limit, args.pairs, args.templates, args.candidates) == (0, 10, "manual", "all")
     assert (args.device, args.dtype, args.no_cache) == ("auto", "float32", False)
+
+
+def test_a_preset_fills_only_the_options_left_at_their_defaults():
+    args = build_parser().parse_args(["study", "premise-ablation", "--model", "m", "--out", "o",
+                                      "--limit", "3", "--candidates", "20", "--preset", "paper"])
+    apply_preset(args)
+    assert (args.limit, args.pairs, args.templates, args.candidates) == (3, 10, "manual", "20")
+    args = build_parser().parse_args(["study", "premise-ablation", "--out", "o", "--preset",
+                                      "demo"])
+    apply_preset(args)
+    assert (args.model, args.limit, args.candidates, args.soft_epochs) == ("smollm2-135m", 30,
+                                                                            "20", 5)
 
 
 def test_memorization_takes_the_same_scale_options():

@@ -186,3 +186,29 @@ def markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
     lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
     return "\n".join(lines)
+
+
+#: The prediction fields that name a COPEN cell.
+CELLS = ("task", "method", "variant", "seed")
+
+
+def observations(out) -> list[dict]:
+    """Each labeled test item with its metrics (`Study.observations`): ``accuracy`` (the
+    study's pessimistic-tie judgement) and, for the choice tasks (CSJ, CiC), the gold's
+    pessimistic rank among the choices as ``MRR`` and ``R@k``."""
+    from pathlib import Path
+
+    from kgprobe.studies.metrics import rank_metrics
+    from kgprobe.studies.stats import read_predictions
+
+    rows = []
+    for p in read_predictions(Path(out)):
+        if p.get("label") is None:
+            continue
+        metrics: dict = {"accuracy": float(p["correct"])}
+        scores = p.get("scores") or []
+        if p["task"] != "cpj" and len(scores) > 1:
+            rank = gold_ranks(np.array(scores, dtype=np.float64), [p["label"]])
+            metrics = {**rank_metrics(rank), **metrics}
+        rows.append({**{c: p.get(c) for c in CELLS}, "item": p["id"], **metrics})
+    return rows

@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import argparse
+import json
+import os
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
+from kgprobe.errors import KgprobeError
 from kgprobe.reasoning.copen_items import TASKS
+from kgprobe.studies.options import comma_list, dry_run_option, threads_option
 
 METHODS = ("zero-shot", "linear", "finetune")
 DEFAULT_SEEDS = (42, 43, 44)
@@ -37,8 +43,114 @@ class CopenConfig:
         value = self.train_limit if train else self.limit
         return value.get(task) if isinstance(value, dict) else value
 
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> "CopenConfig":
+        return config_from_args(args)
+
     def pinned(self) -> dict:
         d = asdict(self)
         for key in ("device", "reason", "wait"):
             d.pop(key)
         return d
+
+
+DOC = "COPEN: conceptual knowledge (CSJ, CPJ, CiC) by zero-shot, linear probing or fine-tuning."
+
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--task", default="all", help="csj, cpj, cic or all (comma-separated list allowed)")
+    p.add_argument("--method", required=True, choices=METHODS)
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--data", type=Path, help="the official COPEN data (folder with task1/ task2/ "
+                     "task3/, or copen_data.zip)")
+    src.add_argument("--from-kg", action="store_true",
+                     help="generate CSJ and CiC from the knowledge graph (CPJ from --norms)")
+    p.add_argument("--norms", type=Path, default=None, help="McRae feature norms folder (CPJ with --from-kg)")
+    p.add_argument("--store", type=Path, default=None,
+                   help="store directory (default: $KGPROBE_STORE, else .kgprobe/store)")
+    p.add_argument("--reason", action="store_true", help="with --from-kg: re-run `kgprobe reason` "
+                   "first if the store's inferences are stale (as it last ran)")
+    p.add_argument("--wait", action="store_true", help="with --reason: if another kgprobe process "
+                   "is writing to the store, wait for it to finish (default: exit 2)")
+    p.add_argument("--endpoint", default=None, metavar="URL",
+                   help="with --from-kg: read the knowledge graph from this SPARQL endpoint")
+    p.add_argument("--model", default=None, help="a preset (smollm2-135m, gemma3-270m), HF directory, "
+                   "hub id or .gguf file; required unless --dry-run")
+    p.add_argument("--limit", type=_limit_arg, default=None,
+                   help="test items per task: N, or per task as csj=N,cpj=N,cic=N (default: all)")
+    p.add_argument("--train-limit", type=_limit_arg, default=None,
+                   help="train items per task for linear/finetune, N or csj=N,…; dev gets a quarter "
+                        "of it (default: all)")
+    threads_option(p)
+    p.add_argument("--seed", type=int, default=0, help="seed of data generation and item selection")
+    p.add_argument("--seeds", default=",".join(map(str, DEFAULT_SEEDS)),
+                   help="training seeds of linear probing and fine-tuning (default 42,43,44)")
+    p.add_argument("--parts", default=None, help="zero-shot scored parts, comma-separated: query, "
+                   "candidate, concept, answer, all (default: every part of each task)")
+    p.add_argument("--pooling", default="auto", choices=["auto", "first", "last", "mean"],
+                   help="feature token (auto: first for masked LMs, last for causal LMs)")
+    p.add_argument("--hparams", type=Path, default=None,
+                   help="JSON overriding hyperparameters, e.g. {\"finetune\": {\"epochs\": 2, "
+                        "\"cpj\": {\"lr\": 1e-5}}}")
+    p.add_argument("--epochs", type=int, default=None, help="shortcut for the method's epochs")
+    p.add_argument("--device", default="cpu", help="cpu, cuda or auto")
+    p.add_argument("--out", required=True, type=Path)
+    dry_run_option(p)
+
+
+def _limit_arg(text: str) -> int | dict:
+    """``200`` or ``csj=60,cpj=400,cic=200`` (tasks not named: no limit)."""
+    try:
+        if "=" not in text:
+            return int(text)
+        out = {}
+        for part in text.split(","):
+            task, n = part.split("=")
+            task = task.strip().lower()
+            if task not in TASKS:
+                raise ValueError(task)
+            out[task] = int(n)
+        return out
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: give N or csj=N,cpj=N,cic=N") from None
+
+
+def parse_tasks(text: str) -> list[str]:
+    if text == "all":
+        return list(TASKS)
+    return comma_list(text, choices=TASKS, option="--task", lower=True)
+
+
+def config_from_args(args: argparse.Namespace) -> CopenConfig:
+    """`CopenConfig.from_args`: every option checked before data is read or a model loads."""
+    hparams: dict = {}
+    if args.hparams:
+        try:
+            hparams = json.loads(Path(args.hparams).read_text(encoding="utf-8"))
+        except (OSError, ValueError) as err:
+            raise KgprobeError(f"{args.hparams}: cannot read hyperparameters as JSON ({err})") from None
+    if args.epochs is not None:
+        hparams.setdefault(args.method, {})["epochs"] = args.epochs
+    try:
+        seeds = [int(s) for s in comma_list(args.seeds)]
+    except ValueError:
+        raise KgprobeError(f"--seeds {args.seeds}: give integers separated by commas") from None
+    if (args.reason or args.wait) and not args.from_kg:
+        raise KgprobeError(f"{'--reason' if args.reason else '--wait'} applies to the store "
+                           "read with --from-kg; drop it with --data")
+    if args.wait and not args.reason:
+        raise KgprobeError("--wait applies to --reason (the only write to the store); add "
+                           "--reason or drop --wait")
+    if args.endpoint and args.store:
+        raise KgprobeError("--store and --endpoint both name a knowledge graph; give one")
+    return CopenConfig(
+        model=args.model or "-", method=args.method, tasks=parse_tasks(args.task),
+        data=str(args.data) if args.data else None, from_kg=args.from_kg,
+        store=None if args.endpoint else str(args.store) if args.store else os.environ.get("KGPROBE_STORE"),
+        endpoint=args.endpoint,
+        norms=str(args.norms) if args.norms else None, limit=args.limit,
+        train_limit=args.train_limit, seed=args.seed, seeds=seeds,
+        parts=comma_list(args.parts) if args.parts else None,
+        pooling=args.pooling, hparams=hparams, device=args.device,
+        reason=args.reason, wait=args.wait)

@@ -53,7 +53,7 @@ from kgprobe.studies.copen.methods import (
 )
 from kgprobe.studies.copen.report import build_report
 from kgprobe.studies.runner import Unit, run_units
-from kgprobe.studies.settings import pin_settings
+from kgprobe.studies.settings import STUDY_KEY, pin_settings
 
 from .config import DEFAULT_SEEDS, METHODS, CopenConfig  # noqa: F401
 
@@ -357,7 +357,8 @@ def write_report(out: str | Path) -> Path:
     """Rebuild ``report.md`` of a run folder from its pinned settings, data and unit files."""
     out = Path(out)
     try:
-        cfg = CopenConfig(**json.loads((out / "config.json").read_text(encoding="utf-8")))
+        pinned = json.loads((out / "config.json").read_text(encoding="utf-8"))
+        cfg = CopenConfig(**{k: v for k, v in pinned.items() if k != STUDY_KEY})
     except (OSError, ValueError, TypeError) as err:
         raise KgprobeError(f"{out}: no readable config.json of a COPEN run ({err})") from None
     sets, summary = load_sets(cfg, out)

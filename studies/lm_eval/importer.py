@@ -25,6 +25,7 @@ from kgprobe.ontology.verbalize import load_templates
 from kgprobe.reasoning.items import RULE_RELATIONS
 from kgprobe.studies.metrics import evaluate, ranks_of
 from kgprobe.studies.runner import Unit, run_units, unit_path
+from kgprobe.studies.settings import STUDY_KEY
 
 #: The unit rows of the memorization and premise-ablation studies (tested equal; a study
 #: package is not imported here: studies never import each other).
@@ -138,11 +139,15 @@ def import_lm_eval(results: str | Path, out: str | Path) -> dict[str, Path]:
     written = {}
     for study, units in by_study.items():
         folder = out / FOLDERS[study]
-        if study == "reasoning" and not (folder / "config.json").exists():
-            # what the premise-ablation report reads to name the protocol and the ranking
+        if not (folder / "config.json").exists():
+            # the study that reads the folder (`kgprobe report`, `Results.from_path`); for
+            # premise ablation, what its report reads to name the protocol and the ranking
             doc = docs[study]
-            write_json(folder / "config.json", {"candidates": doc.get("protocol", "all"),
-                                                "ranking": doc.get("ranking", "raw")})
+            pinned = {STUDY_KEY: FOLDERS[study]}  # the folders are named after the studies
+            if study == "reasoning":
+                pinned.update(candidates=doc.get("protocol", "all"),
+                              ranking=doc.get("ranking", "raw"))
+            write_json(folder / "config.json", pinned)
         columns = MEMORIZATION_COLUMNS if study == "memorizing" else ABLATION_COLUMNS
         for unit in units:  # a re-import replaces what an earlier one wrote
             unit_path(folder, unit).unlink(missing_ok=True)

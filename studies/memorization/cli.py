@@ -5,15 +5,16 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from kgprobe.studies.contract import Study, register_study
 from kgprobe.studies.options import (
     candidates_option,
-    dry_run_done,
     dry_run_option,
-    finish,
     ranking_option,
     scale_options,
     threads_option,
 )
+
+from .config import MemorizationConfig
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -52,38 +53,44 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="the run folder: results, report and every unit written as it finishes; rerun into it to resume")
 
 
-def run_cli(args: argparse.Namespace) -> int:
-    from kgprobe.reasoning.filtering import parse_ranking
-    from kgprobe.reasoning.memorizing import RELATIONS
+@register_study
+class Memorization(Study):
+    """TP, SCO, SPO, DM, RG cloze prompts ranked against each task's candidates."""
 
-    from .report import write_report
-    from .study import format_table, run_memorization
+    name = "memorization"
+    help = "the memorization study (TP, SCO, SPO, DM, RG)"
+    config = MemorizationConfig
+    aliases = (("probe", "memorizing"),)
+    cell_columns = ("task", "template", "masks", "pooling", "split", "protocol")
 
-    from kgprobe.errors import StudyError
-    from kgprobe.reasoning.distractors import parse_protocol
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        add_arguments(parser)
 
-    from .config import MemorizationConfig
+    def execute(self, config: MemorizationConfig, out: Path) -> None:
+        from .study import run_config
 
-    tasks = list(RELATIONS) if args.task == "all" else [args.task]
-    parse_protocol(args.candidates)  # a bad value fails before anything runs
-    if args.model is None and not args.dry_run:
-        raise StudyError("--model: give a model (a preset, HF id, local dir, .gguf file, "
-                         "frequency or random), or pass --dry-run to only write the prompts")
-    settings = dict(tasks=tasks, templates=args.template, masks=args.masks, pooling=args.pooling,
-                    split=args.split, limit=args.limit, seed=args.seed, probes=args.probes,
-                    device=args.device, batch_size=args.batch_size, dtype=args.dtype,
-                    cache=not args.no_cache, candidates=args.candidates, protocol=args.protocol,
-                    ranking=parse_ranking(args.ranking))
-    if args.dry_run:
+        run_config(config, out)
+        self.report(out)
+
+    def report(self, out: Path) -> Path:
+        from .report import write_report
+
+        return write_report(out)
+
+    def dry_run(self, config: MemorizationConfig, out: Path) -> int:
         from .dry import write_dry_run
 
-        n = write_dry_run(MemorizationConfig(args.model or "-", **settings), args.out)
-        return dry_run_done(args.out, n)
-    rows = run_memorization(args.model, args.out, **settings)
-    return finish(args.out, format_table(rows), write_report)
+        return write_dry_run(config, out)
 
+    def summary(self, out: Path) -> str:
+        from kgprobe.studies.runner import read_results
 
-def register_cli(sub, name: str = "memorization") -> None:
-    p = sub.add_parser(name, help="the memorization study (TP, SCO, SPO, DM, RG)")
-    add_arguments(p)
-    p.set_defaults(func=run_cli)
+        from .study import format_table
+
+        return (format_table(read_results(out / "results.csv"))
+                + f"\nwrote {out}/results.csv, predictions.jsonl and report.md")
+
+    def observations(self, out: Path) -> list[dict]:
+        from .report import observations
+
+        return observations(out)

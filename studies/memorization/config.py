@@ -52,6 +52,23 @@ class MemorizationConfig:
 
         self.ranking = parse_ranking(self.ranking)
 
+    @classmethod
+    def from_args(cls, args) -> "MemorizationConfig":
+        """The configuration of ``kgprobe study memorization`` (and `kgprobe.run`): every
+        option checked here, before any data is read or a model loads."""
+        from kgprobe.reasoning.distractors import parse_protocol
+
+        parse_protocol(args.candidates)
+        if args.model is None and not args.dry_run:
+            raise StudyError("--model: give a model (a preset, HF id, local dir, .gguf file, "
+                             "frequency or random), or pass --dry-run to only write the prompts")
+        tasks = list(RELATIONS) if args.task == "all" else [args.task]
+        return cls(args.model or "-", tasks=tasks, templates=args.template, masks=args.masks,
+                   pooling=args.pooling, split=args.split, limit=args.limit, seed=args.seed,
+                   probes=args.probes, device=args.device, batch_size=args.batch_size,
+                   dtype=args.dtype, cache=not args.no_cache, candidates=args.candidates,
+                   protocol=args.protocol, ranking=args.ranking)
+
     def pinned(self) -> dict:
         """The settings a run folder is pinned to.
 

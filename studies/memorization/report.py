@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from kgprobe.studies.metrics import rank_observations
 from kgprobe.studies.runner import write_table_report
 from kgprobe.studies.stats import grouped_intervals, interval_text, read_predictions
 
@@ -35,3 +36,12 @@ def ranking_note(rows) -> str:
 def write_report(out: str | Path) -> Path:
     return write_table_report(out, TITLE, lambda rows: format_table(rows) + ranking_note(rows)
                               + intervals(Path(out)))
+
+
+#: The prediction fields that name a memorization cell.
+CELLS = ("task", "template", "masks", "pooling", "split", "protocol")
+
+
+def observations(out: str | Path) -> list[dict]:
+    """Each scored record of each cell with its metrics (`Study.observations`)."""
+    return rank_observations(read_predictions(Path(out)), CELLS)

@@ -5,8 +5,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from kgprobe.errors import StudyError
-from kgprobe.studies.options import dry_run_done, dry_run_option, finish, threads_option
+from kgprobe.studies.contract import Study, register_study
+from kgprobe.studies.options import dry_run_option, threads_option
+
+from .config import MultipleChoiceConfig
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -37,29 +39,44 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     dry_run_option(p)
 
 
-def run_cli(args: argparse.Namespace) -> int:
-    chat = {"auto": None, "on": True, "off": False}[args.chat]
-    if args.dry_run:
-        from .config import MultipleChoiceConfig
+@register_study
+class MultipleChoice(Study):
+    """The paper's 20-option questions: the option letter (or text) the model prefers."""
+
+    name = "multiple-choice"
+    help = "the paper's 20-option questions (§5), accuracy"
+    config = MultipleChoiceConfig
+    aliases = (("probe", "multiple-choice"),)
+    cell_columns = ("set", "task", "p1", "answer")
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        add_arguments(parser)
+
+    def execute(self, config: MultipleChoiceConfig, out: Path) -> None:
+        from .study import run_config
+
+        run_config(config, out)
+        self.report(out)
+
+    def report(self, out: Path) -> Path:
+        from .report import write_report
+
+        return write_report(out)
+
+    def dry_run(self, config: MultipleChoiceConfig, out: Path) -> int:
         from .dry_run import dry_run
 
-        config = MultipleChoiceConfig(args.model or "-", tasks=args.task, data=args.data,
-                                      limit=args.limit, instruction=args.instruction, chat=chat,
-                                      answer=args.answer)
-        return dry_run_done(args.out, dry_run(config, args.out))
-    if not args.model:
-        raise StudyError("kgprobe study multiple-choice needs --model NAME (or --dry-run to "
-                         "write the prompts without one)")
-    from .report import write_report
-    from .study import format_table, run_multiple_choice
+        return dry_run(config, out)
 
-    rows = run_multiple_choice(args.model, args.out, tasks=args.task, data=args.data,
-                               limit=args.limit, instruction=args.instruction, chat=chat,
-                               answer=args.answer, device=args.device, batch_size=args.batch_size)
-    return finish(args.out, format_table(rows), write_report)
+    def summary(self, out: Path) -> str:
+        from kgprobe.studies.runner import read_results
 
+        from .study import format_table
 
-def register_cli(sub, name: str = "multiple-choice") -> None:
-    p = sub.add_parser(name, help="the paper's 20-option questions (§5), accuracy")
-    add_arguments(p)
-    p.set_defaults(func=run_cli)
+        return (format_table(read_results(out / "results.csv"))
+                + f"\nwrote {out}/results.csv, predictions.jsonl and report.md")
+
+    def observations(self, out: Path) -> list[dict]:
+        from .report import observations
+
+        return observations(out)

@@ -28,6 +28,17 @@ class MultipleChoiceConfig:
         if self.limit is not None and self.limit < 1:
             raise StudyError(f"--limit {self.limit}: give at least 1 question per file")
 
+    @classmethod
+    def from_args(cls, args) -> "MultipleChoiceConfig":
+        """The configuration of ``kgprobe study multiple-choice`` (and `kgprobe.run`)."""
+        if not args.model and not args.dry_run:
+            raise StudyError("kgprobe study multiple-choice needs --model NAME (or --dry-run to "
+                             "write the prompts without one)")
+        chat = {"auto": None, "on": True, "off": False}[args.chat]
+        return cls(args.model or "-", tasks=args.task, data=args.data, limit=args.limit,
+                   instruction=args.instruction, chat=chat, answer=args.answer,
+                   device=args.device, batch_size=args.batch_size)
+
     def pinned(self) -> dict:
         """The settings a run folder is pinned to.
 

@@ -24,3 +24,25 @@ def intervals(out: Path) -> str:
 
 def write_report(out: str | Path) -> Path:
     return write_table_report(out, TITLE, lambda rows: format_table(rows) + intervals(Path(out)))
+
+
+#: The prediction fields that name a multiple-choice cell.
+CELLS = ("set", "task", "p1", "answer")
+
+
+def observations(out: str | Path) -> list[dict]:
+    """Each question with its metrics (`Study.observations`): the gold option's rank among
+    the options' scores (ties counted against it) gives ``MRR`` and ``R@k``; ``accuracy`` is
+    the study's own (the predicted letter is the gold)."""
+    from kgprobe.studies.metrics import rank_metrics
+
+    out_rows = []
+    for p in read_predictions(Path(out)):
+        scores = p.get("scores") or {}
+        if p.get("gold") not in scores:
+            continue
+        rank = 1 + sum(v >= scores[p["gold"]] for k, v in scores.items() if k != p["gold"])
+        metrics = rank_metrics([rank])
+        metrics["accuracy"] = float(p["predicted"] == p["gold"])
+        out_rows.append({**{c: p.get(c) for c in CELLS}, "item": p["prompt"], **metrics})
+    return out_rows

@@ -225,3 +225,16 @@ def comparison_rows(prompts: list[Prompt], config: dict) -> list[dict]:
                      "difference_lo": c.lo, "difference_hi": c.hi, "p": c.p,
                      "p_holm": c.p_holm, "finding": "yes" if c.supported() else "no"})
     return rows
+
+
+#: The prediction fields that name a premise-ablation cell (one template variant).
+CELLS = ("rule", "p1", "p2", "template", "variant")
+
+
+def observations(out: str | Path) -> list[dict]:
+    """Each scored prompt (item, pseudoword pair, template variant) with its metrics
+    (`Study.observations`); ``item`` is the reasoning item, so a paired comparison averages
+    an item's pairs before it pairs items."""
+    from kgprobe.studies.metrics import rank_observations
+
+    return rank_observations(stats.read_predictions(Path(out)), CELLS, item="item")

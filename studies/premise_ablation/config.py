@@ -1,12 +1,27 @@
-"""The premise-ablation study's settings: everything that decides its numbers."""
+"""The premise-ablation study's settings: everything that decides its numbers, the options
+that set them (`add_arguments`) and their checks (`AblationConfig.from_args`), one place for
+`kgprobe study premise-ablation`, `kgprobe demo` and `kgprobe.run`."""
 
 from __future__ import annotations
 
+import argparse
 from dataclasses import dataclass, field
+from pathlib import Path
 
+from kgprobe.errors import StudyError
 from kgprobe.reasoning.rdfs import RULES
+from kgprobe.studies.options import (
+    candidates_option,
+    comma_list,
+    dry_run_option,
+    ranking_option,
+    scale_options,
+    threads_option,
+)
 
 SETTINGS = ("not", "implicit", "explicit")
+#: `--protocol paper`, P1 known: in the top half by reciprocal rank (the paper) or ranked first.
+MEMORIZED_RULES = ("top-half", "rank1")
 TEMPLATE_KINDS = ("manual", "soft")
 METRICS = ("R@1", "R@5", "MRR", "MRRa")
 #: A unit's row: one cell under one template ("variant": its index among the relation's manual
@@ -41,9 +56,31 @@ class AblationConfig:
     protocol: str = "default"  # "paper": the paper's items, split and metrics (paper.py)
     memorized: str = "top-half"  # paper protocol, P1: top-half (the paper) or rank1 (its code)
     ranking: str = "filtered"  # filtered: an item's other true answers never count (reasoning/filtering)
+    ontology: Path | None = None  # an RDF file or OntoProbe folder; None: the bundled ontology
+    cache: bool = True  # read and write the persistent score cache (models/score_cache)
+
+    #: Fields that say where data comes from or how it is stored, not what is computed: the
+    #: ontology is pinned through ``extra`` (as given), the cache never changes a number.
+    NOT_PINNED = ("ontology", "cache")
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> "AblationConfig":
+        return config_from_args(args)
+
+    def check_paper(self) -> None:
+        """The settings `--protocol paper` can reproduce (paper.py runs it)."""
+        if self.memorized not in MEMORIZED_RULES:
+            raise StudyError(f"--memorized {self.memorized}: use one of {', '.join(MEMORIZED_RULES)}")
+        if self.memorized_fraction != 0.5:
+            raise StudyError("--fraction: the paper protocol splits by --memorized top-half|rank1; "
+                             "drop --fraction")
+        if tuple(self.templates) != ("manual",):
+            raise StudyError("--protocol paper: soft templates are not reproduced yet; pass "
+                             "--templates manual")
 
     def to_json(self) -> dict:
-        return {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.__dict__.items()}
+        return {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.__dict__.items()
+                if k not in self.NOT_PINNED}
 
     #: Settings only the report reads: a rerun with other values keeps every unit.
     REPORT_ONLY = ("resamples", "min_items")
@@ -54,3 +91,118 @@ class AblationConfig:
 
     def report_settings(self) -> dict:
         return {k: getattr(self, k) for k in self.REPORT_ONLY}
+
+
+def template_kinds(text: str) -> tuple[str, ...]:
+    """``manual``, ``soft`` or ``manual,soft``; checked before anything runs (also for the demo)."""
+    return tuple(comma_list(text, choices=TEMPLATE_KINDS, option="--templates"))
+
+
+
+#: ``--preset paper``: the paper-scale study (OntoProbe §3: every item, 10 pairs, the manual
+#: templates, every candidate): the GPU command. It overrides these options.
+#: ``--preset demo``: `kgprobe demo`'s settings, so the study command resumes its folder.
+PRESETS = {"paper": {"limit": 0, "pairs": 10, "templates": "manual", "candidates": "all"},
+           "demo": {"model": "smollm2-135m", "limit": 30, "pairs": 1, "templates": "manual",
+                    "candidates": "20", "soft_epochs": 5}}
+
+
+def apply_preset(args: argparse.Namespace) -> None:
+    """Fill the options left at their defaults with the preset's values: ``--preset demo
+    --model X`` is the demo on model X."""
+    preset = PRESETS.get(getattr(args, "preset", None) or "", {})
+    if not preset:
+        return
+    parser = argparse.ArgumentParser(add_help=False)
+    add_arguments(parser)
+    for key, value in preset.items():
+        if getattr(args, key) == parser.get_default(key):
+            setattr(args, key, value)
+
+
+def config_from_args(args: argparse.Namespace) -> AblationConfig:
+    """`AblationConfig.from_args`: the preset applied, every option checked, before any data
+    is read or a model loads (for `kgprobe study premise-ablation`, `kgprobe demo` and
+    `kgprobe.run`)."""
+    from kgprobe.reasoning.distractors import parse_protocol
+    from kgprobe.reasoning.filtering import parse_ranking
+
+    apply_preset(args)
+    parse_protocol(args.candidates)  # a bad value fails before the model loads
+    paper = args.protocol == "paper"
+    if args.limit is None:  # the protocol's own: 10 items a rule, or every paper item
+        args.limit = 0 if paper else 10
+    if args.pairs is None:  # the paper samples 10 pseudoword pairs (Appendix A)
+        args.pairs = 10 if paper else 1
+    if args.templates is None:
+        args.templates = "manual" if paper else "manual,soft"
+    if args.model is None and not args.dry_run:
+        raise StudyError("--model: give a model (a preset, HF id, local dir or .gguf file), "
+                         "or pass --dry-run to only write the prompts")
+    if not paper and args.memorized != "top-half":
+        raise StudyError(f"--memorized {args.memorized}: applies to --protocol paper; the default "
+                         "protocol splits by --fraction")
+    if paper and args.ontology is not None:
+        raise StudyError("--protocol paper: the paper's items come from the bundled ontology; "
+                         "drop --ontology")
+    ranking = parse_ranking(args.ranking)
+    rules = tuple(comma_list(args.rules, choices=RULES, option="--rules"))
+    templates = template_kinds(args.templates)
+    if args.resamples < 1000 or args.min_items < 1:
+        raise StudyError(f"--resamples {args.resamples} / --min-items {args.min_items}: use at "
+                         "least 1000 resamples (a 95% interval's tails need them) and 1 item")
+    config = AblationConfig(args.model or "-", rules, templates, None if args.limit == 0 else args.limit,
+                            args.seed, args.pairs, args.fraction, args.device, args.batch_size,
+                            args.soft_epochs, resamples=args.resamples, min_items=args.min_items,
+                            extra={"ontology": str(args.ontology or "bundled")},
+                            candidates=str(args.candidates), dtype=args.dtype,
+                            protocol=args.protocol, memorized=args.memorized,
+                            ranking=ranking, ontology=args.ontology, cache=not args.no_cache)
+    if paper:
+        config.check_paper()
+    return config
+
+
+def add_arguments(p: argparse.ArgumentParser, *, default_model: str | None = None) -> None:
+    p.add_argument("--model", default=default_model,
+                   help="a preset (smollm2-135m, gemma3-270m), HF id, local dir or .gguf file "
+                        "(not needed with --dry-run)")
+    p.add_argument("--protocol", choices=["default", "paper"], default="default",
+                   help="paper: the paper's items, wording, memorized split and metrics as its "
+                        "official code implements them (docs/fidelity.md)")
+    p.add_argument("--memorized", choices=["top-half", "rank1"], default="top-half",
+                   help="--protocol paper, P1: known when in the top half by reciprocal rank "
+                        "(the paper) or when ranked first (the official code)")
+    dry_run_option(p)
+    p.add_argument("--ontology", type=Path, default=None,
+                   help="an RDF file or OntoProbe directory (default: the bundled ontology)")
+    p.add_argument("--rules", default=",".join(RULES), help="comma-separated rules to study")
+    p.add_argument("--templates", default=None,
+                   help="manual, soft, or manual,soft (default: manual,soft; paper: manual)")
+    p.add_argument("--limit", type=int, default=None,
+                   help="items per rule (0: all; default 10, with --protocol paper all)")
+    p.add_argument("--pairs", type=int, default=None,
+                   help="pseudoword pairs per item, averaged (default 1; with --protocol paper "
+                        "10, as the paper); each "
+                   "(item, pair, template) prompt is one observation nested in its item")
+    p.add_argument("--fraction", type=float, default=0.5,
+                   help="share of premises (best reciprocal rank first) that count as known")
+    p.add_argument("--seed", type=int, default=0,
+                   help="seed of the item sample, pseudowords, distractors and intervals")
+    p.add_argument("--resamples", type=int, default=2000,
+                   help="bootstrap resamples per 95%% interval and permutations per test")
+    p.add_argument("--min-items", type=int, default=10,
+                   help="cells with fewer items are shown but flagged")
+    p.add_argument("--soft-epochs", type=int, default=30, help="soft templates: training epochs")
+    candidates_option(p)
+    ranking_option(p)
+    p.add_argument("--preset", choices=sorted(PRESETS), default=None,
+                   help="paper: every item, 10 pairs, manual templates, --candidates all "
+                        "(the GPU command); demo: `kgprobe demo`'s settings (smollm2-135m, 30 "
+                        "items a rule, 1 pair, manual templates, K = 20); a preset fills the "
+                        "options left at their defaults")
+    scale_options(p)
+    p.add_argument("--batch-size", type=int, default=64, help="prompts scored at once")
+    threads_option(p)
+    p.add_argument("--out", type=Path, required=True,
+                   help="the run folder: results, report and every unit written as it finishes; rerun into it to resume")

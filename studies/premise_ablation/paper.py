@@ -17,7 +17,6 @@ from pathlib import Path
 
 import numpy as np
 from kgprobe.atomic import write_json
-from kgprobe.errors import StudyError
 from kgprobe.reasoning.paper_items import PaperItem, PaperPrompt, candidates_for, paper_items
 from kgprobe.studies.batches import Request, score_requests
 from kgprobe.studies.paper_metrics import (
@@ -32,7 +31,6 @@ from kgprobe.studies.runner import Unit
 from .config import SETTINGS, AblationConfig
 
 SLOTS = ("[X0]", "[Y0]")  # the official code's pseudoword tokens (PW_NUM = 1)
-MEMORIZED_RULES = ("top-half", "rank1")
 
 
 @dataclass
@@ -49,23 +47,12 @@ class PaperStudy:
         return self.items[rule][:limit] if limit else self.items[rule]
 
 
-def check_paper_config(config: AblationConfig) -> None:
-    if config.memorized not in MEMORIZED_RULES:
-        raise StudyError(f"--memorized {config.memorized}: use one of {', '.join(MEMORIZED_RULES)}")
-    if config.memorized_fraction != 0.5:
-        raise StudyError("--fraction: the paper protocol splits by --memorized top-half|rank1; "
-                         "drop --fraction")
-    if tuple(config.templates) != ("manual",):
-        raise StudyError("--protocol paper: soft templates are not reproduced yet; pass "
-                         "--templates manual")
-
-
 def build_paper_study(config: AblationConfig, *, cache: bool = True) -> PaperStudy:
     from kgprobe.models.loading import load_model
     from kgprobe.models.score_cache import cached_scorer
     from kgprobe.pseudowords.sampler import sample_pseudoword_sets
 
-    check_paper_config(config)
+    config.check_paper()
     items = paper_items(config.rules)
     loaded = load_model(config.model, device=config.device, dtype=config.dtype)
     scorer = cached_scorer(loaded.scorer(masks="multi"), loaded, enabled=cache)

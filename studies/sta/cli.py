@@ -6,16 +6,15 @@ import argparse
 from pathlib import Path
 
 from kgprobe.ontology.norms import FORMATS
-from kgprobe.studies.options import comma_list, dry_run_done, dry_run_option, threads_option
+from kgprobe.studies.contract import Study, register_study
+from kgprobe.studies.options import dry_run_option, threads_option
 from kgprobe.studies.sta import retrieval as ret
 
-from .config import TASKS, VOCABS, StaConfig, StaError, default_vocab_file
+from .config import VOCAB_ENV, VOCABS, StaConfig
 
 DOC = "Tacit assumptions: concept retrieval and property elicitation on feature norms (Weir et al. 2020)."
 
-def register_cli(sub, name: str = "sta") -> None:
-    p = sub.add_parser(name, help="tacit assumptions: concept retrieval and property elicitation "
-                       "on feature norms (Weir et al. 2020)", description=DOC)
+def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--norms", type=Path, default=None,
                    help="feature norms: McRae's CONCS_FEATS_concstats_brm.txt or CSLB's norms.dat (or their folder)")
     p.add_argument("--format", choices=FORMATS, default="mcrae", help="layout of --norms (default mcrae)")
@@ -30,7 +29,8 @@ def register_cli(sub, name: str = "sta") -> None:
                    help="retrieval candidates: lama (LAMA common vocabulary ∩ model single tokens) or concepts "
                    "(the norms' concepts); default lama, except concepts for causal LMs with --template statement")
     p.add_argument("--vocab-file", type=Path, default=None,
-                   help=f"LAMA common vocabulary (default {default_vocab_file()})")
+                   help=f"LAMA common vocabulary, common_vocab_cased.txt (default: ${VOCAB_ENV}; "
+                        "needed for --vocab lama)")
     p.add_argument("--determiner", choices=ret.DETERMINERS, default="a",
                    help="retrieval prompts start 'A [MASK]' (vowel-initial concepts skipped, as the paper) "
                    "or 'The [MASK]' (every concept kept)")
@@ -53,37 +53,55 @@ def register_cli(sub, name: str = "sta") -> None:
     p.add_argument("--out", required=True, type=Path,
                    help="the run folder: results, report and every unit written as it finishes; rerun into it to resume")
     dry_run_option(p)
-    p.set_defaults(func=run_cli)
 
 
-def run_cli(args: argparse.Namespace) -> int:
-    from .study import run_sta
+@register_study
+class Sta(Study):
+    """Stereotypic tacit assumptions: concept retrieval and property elicitation."""
 
-    if args.compare:
-        from .report import write_comparison
+    name = "sta"
+    help = ("tacit assumptions: concept retrieval and property elicitation on feature norms "
+            "(Weir et al. 2020)")
+    description = DOC
+    config = StaConfig
+    cell_columns = ("task", "condition", "n_properties", "relation", "context")
 
-        paths = write_comparison(args.compare, args.out)
-        for path in paths:
-            print(f"wrote {path}")
-        return 0
-    if args.norms is None or (args.model is None and not args.dry_run):
-        raise StaError("kgprobe study sta needs --norms PATH and --model NAME (or --compare RUN "
-                       "..., or --dry-run with --norms to write the prompts without a model)")
-    config = StaConfig(
-        norms=args.norms, model=args.model or "-", format=args.format,
-        tasks=TASKS if args.task == "all" else (args.task,), limit=args.limit,
-        elicitation_limit=args.elicitation_limit, seed=args.seed,
-        vocab=args.vocab, vocab_file=args.vocab_file, determiner=args.determiner, template=args.template,
-        conditions=tuple(comma_list(args.conditions)) if args.conditions else None, random_sets=args.random_sets,
-        random_permutations=args.random_permutations, device=args.device, batch_size=args.batch_size,
-    )
-    if args.dry_run:
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        add_arguments(parser)
+
+    def main(self, args: argparse.Namespace) -> int:
+        if args.compare:  # figures of finished runs, no study run
+            from .report import write_comparison
+
+            for path in write_comparison(args.compare, args.out):
+                print(f"wrote {path}")
+            return 0
+        return super().main(args)
+
+    def execute(self, config: StaConfig, out: Path) -> None:
+        from .study import run_sta
+
+        run_sta(config, out)
+
+    def report(self, out: Path) -> Path:
+        from .report import rebuild_report
+
+        return rebuild_report(out)
+
+    def dry_run(self, config: StaConfig, out: Path) -> int:
         from .dry_run import dry_run
 
-        return dry_run_done(args.out, dry_run(config, args.out))
-    rows = run_sta(config, args.out)
-    from .report import format_tables
+        return dry_run(config, out)
 
-    print(format_tables(rows))
-    print(f"wrote {args.out}/results.csv, predictions.jsonl, report.md and figures")
-    return 0
+    def summary(self, out: Path) -> str:
+        from kgprobe.studies.runner import read_results
+
+        from .report import format_tables
+
+        return (format_tables(read_results(out / "results.csv"))
+                + f"\nwrote {out}/results.csv, predictions.jsonl, report.md and figures")
+
+    def observations(self, out: Path) -> list[dict]:
+        from .study import observations
+
+        return observations(out)

@@ -14,9 +14,17 @@ class StaError(StudyError):
     """Bad settings for the STA study."""
 
 
-def default_vocab_file() -> Path:
-    """``../shared/data/lama/common_vocab_cased.txt`` next to the repository."""
-    return Path(__file__).resolve().parents[3] / "shared" / "data" / "lama" / "common_vocab_cased.txt"
+#: Where the LAMA common vocabulary is found when --vocab-file is not given.
+VOCAB_ENV = "KGPROBE_LAMA_VOCAB"
+
+
+def default_vocab_file() -> Path | None:
+    """``$KGPROBE_LAMA_VOCAB``: the LAMA list is not bundled (its licence is LAMA's), so the
+    package never guesses a path of its own."""
+    import os
+
+    value = os.environ.get(VOCAB_ENV)
+    return Path(value).expanduser() if value else None
 
 
 @dataclass
@@ -47,7 +55,7 @@ class StaConfig:
             "elicitation_limit": self.elicitation_concepts(),
             "vocab": self.retrieval_vocab(model.fills_masks), "determiner": self.determiner,
             "template": self.retrieval_template(model.fills_masks),
-            "vocab_file": str(self.lama_file()),
+            "vocab_file": str(self.vocab_file or default_vocab_file() or "") or None,
             "random": [self.random_sets, self.random_permutations],
         }
 
@@ -67,4 +75,27 @@ class StaConfig:
         return "concepts" if not fills_masks and statement else "lama"
 
     def lama_file(self) -> Path:
-        return Path(self.vocab_file).expanduser() if self.vocab_file else default_vocab_file()
+        path = Path(self.vocab_file).expanduser() if self.vocab_file else default_vocab_file()
+        if path is None:
+            raise StaError("--vocab lama needs the LAMA common vocabulary: pass --vocab-file "
+                           f"PATH/common_vocab_cased.txt (or set {VOCAB_ENV}), or use --vocab "
+                           "concepts")
+        return path
+
+    @classmethod
+    def from_args(cls, args) -> "StaConfig":
+        """The configuration of ``kgprobe study sta`` (and `kgprobe.run`)."""
+        from kgprobe.studies.options import comma_list
+
+        if args.norms is None or (args.model is None and not args.dry_run):
+            raise StaError("kgprobe study sta needs --norms PATH and --model NAME (or --compare "
+                           "RUN ..., or --dry-run with --norms to write the prompts without a "
+                           "model)")
+        return cls(
+            norms=args.norms, model=args.model or "-", format=args.format,
+            tasks=TASKS if args.task == "all" else (args.task,), limit=args.limit,
+            elicitation_limit=args.elicitation_limit, seed=args.seed, vocab=args.vocab,
+            vocab_file=args.vocab_file, determiner=args.determiner, template=args.template,
+            conditions=tuple(comma_list(args.conditions)) if args.conditions else None,
+            random_sets=args.random_sets, random_permutations=args.random_permutations,
+            device=args.device, batch_size=args.batch_size)

@@ -31,7 +31,7 @@ def prompt_records(config: StaConfig) -> list[PromptRecord]:
     _validate(config)
     conditions = _parse_conditions(config.conditions)
     norms = load_norms(config.norms, config.format)
-    lama = _lazy_words(config.lama_file())
+    lama = _lazy_words(config.lama_file)
     records: list[PromptRecord] = []
     if "retrieval" in config.tasks:
         template = config.retrieval_template(True)

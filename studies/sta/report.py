@@ -388,3 +388,4 @@ def rebuild_report(out: str | Path) -> Path:
     except (OSError, ValueError) as err:
         raise StudyError(f"{out}: no readable summary.json of an sta run ({err})") from None
     return write_report(out, read_results(out / "results.csv"), summary)
+

@@ -143,13 +143,14 @@ def _validate(config: StaConfig) -> None:
             raise StaError(f"{name} {value}: give a positive number of concepts")
 
 
-def _lazy_words(path: Path):
-    """The LAMA word list, read on first use (only the tasks that need it pay for it)."""
+def _lazy_words(path):
+    """The LAMA word list, read on first use (only the tasks that need it pay for it, and
+    only they need its file: `path` is a callable giving it)."""
     words: list[str] = []
 
     def get() -> list[str]:
         if not words:
-            words.extend(load_word_list(path))
+            words.extend(load_word_list(path()))
         return words
     return get
 
@@ -254,7 +255,7 @@ def run_sta(config: StaConfig, out: str | Path) -> list[dict]:
     out.mkdir(parents=True, exist_ok=True)
     pin_settings(out, fingerprint)
 
-    lama = _lazy_words(config.lama_file())
+    lama = _lazy_words(config.lama_file)
     units: list[Unit] = []
     summary: dict = {"settings": fingerprint, "model_load_seconds": round(time.perf_counter() - t0, 1)}
     random_kw = {"random_sets": config.random_sets, "random_permutations": config.random_permutations}
@@ -277,3 +278,25 @@ def run_sta(config: StaConfig, out: str | Path) -> list[dict]:
 # --------------------------------------------------------------------------------------
 # CLI
 # --------------------------------------------------------------------------------------
+
+
+#: The prediction fields that name an STA cell.
+CELLS = ("task", "condition", "n_properties", "relation", "context")
+
+
+def observations(out: str | Path) -> list[dict]:
+    """Each scored prompt with its metrics (`Study.observations`): retrieval's target rank as
+    ``MRR`` and ``R@k``; elicitation's average precisions where the gold is in the vocabulary."""
+    from kgprobe.studies.metrics import rank_metrics
+    from kgprobe.studies.stats import read_predictions
+
+    rows = []
+    for p in read_predictions(Path(out)):
+        cell = {c: p.get(c) for c in CELLS}
+        if p.get("task") == "retrieval" and p.get("rank"):
+            item = f"{p['concept']}#{p.get('sequence', 0)}"
+            rows.append({**cell, "item": item, **rank_metrics([p["rank"]])})
+        elif p.get("task") == "elicitation" and p.get("ap_vocab") is not None:
+            rows.append({**cell, "item": p["concept"], "mAP_vocab": p["ap_vocab"],
+                         "mAP_sens": p.get("ap_sens")})
+    return rows

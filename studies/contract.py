@@ -1,0 +1,143 @@
+"""The study contract: what every study declares (`Study`); `registry` finds them.
+
+A study is a sub-package of `kgprobe.studies` whose light ``cli`` module defines a subclass of
+`Study` and decorates it with `register_study`. That is all a new study touches: the CLI
+(`kgprobe study NAME`, `kgprobe report RUN`), the Python API (`kgprobe.run`) and
+`Results.from_path` find it through the registry, and the run folder's ``config.json`` records
+the study's name (`settings.pin_settings`), so nothing guesses which study wrote a folder.
+
+The sub-packages are discovered by listing `kgprobe.studies` (`discover`), importing only each
+one's ``cli`` module: options and a handler, no torch, so building the parser stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from kgprobe.studies.registry import (  # noqa: F401 (a study module needs only this one)
+    RegistryError,
+    get_study,
+    register_study,
+    studies,
+    study_names,
+    unregister_study,
+)
+
+from kgprobe.errors import StudyError
+
+if TYPE_CHECKING:
+    from kgprobe.studies.results import Results
+
+
+class Study:
+    """One study: its name, options, configuration, run and report.
+
+    Subclasses set `name`, `help` and `config` (a dataclass with a ``from_args(args)``
+    classmethod: every check of the settings happens there, once, for the CLI and the Python
+    API alike) and implement `add_arguments`, `execute` and `report`; `dry_run`, `summary` and
+    `observations` have defaults.
+    """
+
+    name: ClassVar[str]
+    help: ClassVar[str]
+    description: ClassVar[str | None] = None
+    config: ClassVar[type]
+    #: Other spellings on the command line, as (group, name): ``("probe", "memorizing")``.
+    aliases: ClassVar[tuple[tuple[str, str], ...]] = ()
+    #: The columns of ``results.csv`` that name a row's cell (the rest are its numbers).
+    cell_columns: ClassVar[tuple[str, ...]] = ()
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        raise NotImplementedError
+
+    def execute(self, config: Any, out: Path) -> None:
+        """Run (or resume) the study into `out`: ``results.csv``, ``predictions.jsonl``,
+        ``report.md`` and the unit files, each written as soon as it is known."""
+        raise NotImplementedError
+
+    def report(self, out: Path) -> Path:
+        """Rebuild ``report.md`` (and figures) from the files in `out`; return its path."""
+        raise NotImplementedError
+
+    def dry_run(self, config: Any, out: Path) -> int:
+        """Write ``out/prompts.jsonl`` without loading a model; return the number of prompts."""
+        raise StudyError(f"kgprobe study {self.name} has no --dry-run")
+
+    def summary(self, out: Path) -> str:
+        """What the command prints after a run (the results table)."""
+        return ""
+
+    def observations(self, out: Path) -> list[dict]:
+        """One dict per scored item and cell: the cell's columns, ``item`` and the item's
+        metrics (``MRR``: its reciprocal rank, ``R@1``…), read from the run's predictions.
+        `Results.get_metric` averages them where ``results.csv`` lacks a metric, and
+        `kgprobe compare` pairs them by cell and item."""
+        return []
+
+    # -- shared by every study ---------------------------------------------------------------
+
+    def config_from_args(self, args: argparse.Namespace) -> Any:
+        return self.config.from_args(args)
+
+    def parser(self) -> argparse.ArgumentParser:
+        parser = argparse.ArgumentParser(prog=f"kgprobe study {self.name}", add_help=False)
+        self.add_arguments(parser)
+        return parser
+
+    def config_from_settings(self, **settings: Any) -> tuple[Any, argparse.Namespace]:
+        """The configuration the command line would build from the same options:
+        ``model="smollm2-135m", limit=10, templates="manual"`` is
+        ``--model smollm2-135m --limit 10 --templates manual``, so Python callers get the
+        CLI's defaults and checks, not a second copy of them."""
+        args = self.parser().parse_args(settings_argv(self.parser(), settings))
+        return self.config_from_args(args), args
+
+    def run(self, config: Any, out: str | Path) -> "Results":
+        """Run (or resume) the study of `config` into `out`; its results, as a `Results`."""
+        from kgprobe.studies.results import Results
+        from kgprobe.studies.settings import running_study
+
+        with running_study(self.name):
+            self.execute(config, Path(out))
+        return Results.from_path(out)
+
+    def main(self, args: argparse.Namespace) -> int:
+        """``kgprobe study NAME …``: check the settings, dry-run or run, print the summary."""
+        config = self.config_from_args(args)
+        if getattr(args, "dry_run", False):
+            n = self.dry_run(config, args.out)
+            print(f"wrote {args.out}/prompts.jsonl ({n} prompts; no model loaded)")
+            return 0
+        self.run(config, args.out)
+        text = self.summary(Path(args.out))
+        if text:
+            print(text)
+        return 0
+
+
+def settings_argv(parser: argparse.ArgumentParser, settings: dict) -> list[str]:
+    """``{"limit": 10, "no_cache": True, "rules": ("rdfs9", "rdfs11")}`` as the options of
+    `parser`: ``--limit 10 --no-cache --rules rdfs9,rdfs11``. An unknown setting is an error
+    naming the study's settings."""
+    options = {a.dest: a for a in parser._actions if a.option_strings}
+    argv: list[str] = []
+    for key, value in settings.items():
+        action = options.get(key)
+        if action is None:
+            names = ", ".join(sorted(options))
+            raise StudyError(f"{key}={value!r}: not a setting of this study; use one of {names}")
+        flag = max(action.option_strings, key=len)
+        if isinstance(action, (argparse._StoreTrueAction, argparse._StoreFalseAction)):
+            if bool(value) != (action.default is True):
+                argv.append(flag)
+        elif value is None:
+            continue
+        elif action.nargs in ("+", "*"):
+            argv += [flag, *map(str, value if isinstance(value, (list, tuple)) else [value])]
+        elif isinstance(value, (list, tuple, set)):
+            argv += [flag, ",".join(map(str, value))]
+        else:
+            argv += [flag, str(value)]
+    return argv
