@@ -58,7 +58,10 @@ def _explained(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
 
 
 def test_ruff_reads_the_complexity_limit_from_pyproject():
-    import tomllib  # noqa: PLC0415 - 3.11+, as the test environment is
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10
+        import tomli as tomllib
 
     config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
     assert config["tool"]["ruff"]["lint"]["mccabe"]["max-complexity"] == 15
@@ -81,14 +84,21 @@ def test_no_function_over_complexity_15_without_a_reason():
 
 
 def test_the_complexity_check_sees_a_complex_function(tmp_path):
-    """The rule above passes vacuously if ruff finds nothing at all; it must find this."""
+    """The rule above passes vacuously if ruff finds nothing at all; it must find this, and
+    the escape must take a "Complexity:" line only."""
     branches = "\n".join(f"    if x == {i}:\n        return {i}" for i in range(20))
     (tmp_path / "deep.py").write_text(f"def deep(x):\n{branches}\n    return -1\n")
     (tmp_path / "pyproject.toml").write_text((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
     run = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache", "--select", "C901",
                           "--output-format", "json", "--exit-zero", "."],
                          cwd=tmp_path, capture_output=True, text=True)
-    assert [f["code"] for f in json.loads(run.stdout)] == ["C901"], run.stdout + run.stderr
+    found = json.loads(run.stdout)
+    assert [f["code"] for f in found] == ["C901"], run.stdout + run.stderr
+    node = _function_at(tmp_path / "deep.py", found[0]["location"]["row"])
+    assert node.name == "deep" and not _explained(node)
+    said = ast.parse('def f():\n    """Flat.\n\n    Complexity: one branch per rule."""\n')
+    mentioned = ast.parse('def f():\n    """Its complexity: high."""\n')
+    assert _explained(said.body[0]) and not _explained(mentioned.body[0])
 
 
 # --- private names across modules ------------------------------------------------------------
