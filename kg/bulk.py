@@ -50,9 +50,9 @@ def bulk_load(store: ox.Store, rdf: RdfInput, graph: str) -> None:
     except SyntaxError as err:
         line = err.lineno
         if line is None and rdf.rdflib_format:  # RDF/XML errors carry no position: ask rdflib
-            from kgprobe.ontology.loaders import _rdflib_triples
+            from kgprobe.ontology.loaders import rdflib_triples
 
-            _rdflib_triples(rdf.path, rdf.rdflib_format, rdf)
+            rdflib_triples(rdf.path, rdf.rdflib_format, rdf)
         raise malformed(rdf.path, line, str(err.msg)) from None
     except UnicodeDecodeError as err:
         raise OntologyError(f"{rdf.path}: cannot read ({err}); check the path and encoding") from None

@@ -113,7 +113,7 @@ def _compare_meta(store, per_graph: dict[str, int], report: CheckReport,
                   pending: set[str]) -> None:
     """Each source graph against its meta record: present, same triple count, same hash."""
     records = {r["g"].value: r["hash"].value for r in store.query(
-        f"SELECT ?g ?hash WHERE {{ GRAPH <{kgmeta.META_GRAPH}> {{ ?g <{kgmeta._HASH}> ?hash }} }}")}
+        f"SELECT ?g ?hash WHERE {{ GRAPH <{kgmeta.META_GRAPH}> {{ ?g <{kgmeta.SOURCE_HASH}> ?hash }} }}")}
     stats = kgmeta.cached_stats(store.query(kgmeta.stats_query()))
     for g in sorted(set(per_graph) | set(records)):
         if g.startswith(STAGING_NS) or g in pending:

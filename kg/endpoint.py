@@ -24,9 +24,9 @@ from typing import Iterator
 
 from kgprobe.kg.bulk import PENDING, GraphStats, stats_of
 from kgprobe.kg.meta import (
-    _FROM,
-    _HASH,
-    _PATH,
+    COMPUTED_FROM,
+    SOURCE_HASH,
+    SOURCE_PATH,
     cached_stats,
     fingerprint,
     provenance_query,
@@ -172,7 +172,7 @@ class SparqlEndpoint(ModelReader):
         if not self.kgprobe_store:
             return {}
         rows = self.client.select(f"SELECT ?g ?path ?hash WHERE {{ GRAPH <{META_GRAPH}> {{ "
-                                  f"?g <{_PATH}> ?path ; <{_HASH}> ?hash }} }}")
+                                  f"?g <{SOURCE_PATH}> ?path ; <{SOURCE_HASH}> ?hash }} }}")
         return {r["g"].value: SourceRecord(r["g"].value, r["path"].value, r["hash"].value)
                 for r in rows}
 
@@ -181,7 +181,7 @@ class SparqlEndpoint(ModelReader):
         if not self.kgprobe_store:
             return "none"
         rows = list(self.client.select(f"SELECT ?f WHERE {{ GRAPH <{META_GRAPH}> {{ "
-                                       f"<{INFERRED_GRAPH}> <{_FROM}> ?f }} }}"))
+                                       f"<{INFERRED_GRAPH}> <{COMPUTED_FROM}> ?f }} }}"))
         if not rows:
             return "stale" if INFERRED_GRAPH in self._graphs else "none"
         records = self.source_records()

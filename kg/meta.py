@@ -18,15 +18,18 @@ from kgprobe.ontology.model import KGP, RDF, Triple, nt_term
 
 INFERRED_GRAPH = "urn:kgprobe:inferred"
 META_GRAPH = "urn:kgprobe:meta"
-_PATH, _HASH, _FROM = (KGP + "sourcePath", KGP + "sourceHash", KGP + "computedFrom")
+#: per source graph, in the meta graph: the file it was loaded from and its content hash
+SOURCE_PATH, SOURCE_HASH = KGP + "sourcePath", KGP + "sourceHash"
+#: the fingerprint of the sources the inferred graph was computed from
+COMPUTED_FROM = KGP + "computedFrom"
 _BY = KGP + "derivedBy"
 #: what the inferred graph was computed with ("rdfs2,rdfs3,…", plus "owl:hermit" after
 #: `reason --owl`): `--reason` on a stale store re-runs exactly that
 _WITH = KGP + "reasonedWith"
 #: `kg stats` figures of a bulk-loaded source graph, recorded after it is published and
 #: deleted with its path and hash whenever the graph is replaced or removed.
-_STATS = {name: KGP + "stat" + name.title() for name in ("triples", "classes", "properties",
-                                                       "instances")}
+STAT_PREDICATES = {name: KGP + "stat" + name.title()
+                   for name in ("triples", "classes", "properties", "instances")}
 
 
 @dataclass(frozen=True)
@@ -58,16 +61,16 @@ def meta_updates(ops: list[str], meta: dict[str, SourceRecord], drop: Iterable[s
     """
     for graph in [*meta, *drop]:
         ops.append(f"DELETE WHERE {{ GRAPH <{META_GRAPH}> {{ <{graph}> ?p ?a }} }}")
-    rows = [f"<{r.graph}> <{_PATH}> {lit(r.path)} . <{r.graph}> <{_HASH}> {lit(r.content_hash)} ."
+    rows = [f"<{r.graph}> <{SOURCE_PATH}> {lit(r.path)} . <{r.graph}> <{SOURCE_HASH}> {lit(r.content_hash)} ."
             for r in meta.values()]
     rows += [f"<{g}> <{p}> {o} ." for g, facts in (source_facts or {}).items() for p, o in facts]
     if fingerprint is not None:
-        for pred in (_FROM, _WITH):
+        for pred in (COMPUTED_FROM, _WITH):
             ops.append(f"DELETE WHERE {{ GRAPH <{META_GRAPH}> {{ <{INFERRED_GRAPH}> <{pred}> ?c }} }}")
         ops.append(f"DELETE WHERE {{ GRAPH <{META_GRAPH}> {{ ?r <{_BY}> ?by ; "
                    f"<{RDF}subject> ?s ; <{RDF}predicate> ?p ; <{RDF}object> ?o }} }}")
         if fingerprint:
-            rows.append(f"<{INFERRED_GRAPH}> <{_FROM}> {lit(fingerprint)} .")
+            rows.append(f"<{INFERRED_GRAPH}> <{COMPUTED_FROM}> {lit(fingerprint)} .")
         if fingerprint and reasoned_with:
             rows.append(f"<{INFERRED_GRAPH}> <{_WITH}> {lit(','.join(reasoned_with))} .")
         rows += [_reified(name, t) for name, ts in (provenance or {}).items() for t in ts]
@@ -105,7 +108,7 @@ def record_stats(store: ox.Store, stats: list) -> None:
     """Remember `GraphStats` of freshly published graphs (one small update; a crash before it
     only means `kg stats` computes them)."""
     rows = [f"<{st.graph}> <{iri}> {getattr(st, name)} ." for st in stats
-            for name, iri in _STATS.items()]
+            for name, iri in STAT_PREDICATES.items()]
     if rows:
         store.update(f"INSERT DATA {{ GRAPH <{META_GRAPH}> {{ {' '.join(rows)} }} }}")
 
@@ -113,7 +116,7 @@ def record_stats(store: ox.Store, stats: list) -> None:
 def stats_query() -> str:
     """The SELECT (?g ?p ?n) of the figures `record_stats` wrote: one query for the store and
     an endpoint serving one."""
-    preds = " ".join(f"<{iri}>" for iri in _STATS.values())
+    preds = " ".join(f"<{iri}>" for iri in STAT_PREDICATES.values())
     return (f"SELECT ?g ?p ?n WHERE {{ GRAPH <{META_GRAPH}> {{ ?g ?p ?n }} "
             f"VALUES ?p {{ {preds} }} }}")
 
@@ -122,8 +125,8 @@ def cached_stats(rows) -> dict:
     """graph → `GraphStats` from `stats_query`'s answer (graphs with all four figures)."""
     from kgprobe.kg.bulk import GraphStats
 
-    names = {iri: name for name, iri in _STATS.items()}
+    names = {iri: name for name, iri in STAT_PREDICATES.items()}
     found: dict[str, dict[str, int]] = {}
     for row in rows:
         found.setdefault(row["g"].value, {})[names[row["p"].value]] = int(row["n"].value)
-    return {g: GraphStats(g, **v) for g, v in found.items() if len(v) == len(_STATS)}
+    return {g: GraphStats(g, **v) for g, v in found.items() if len(v) == len(STAT_PREDICATES)}

@@ -35,7 +35,13 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qsl, urlsplit
 
-from kgprobe.kg.meta import _FROM, _HASH, _STATS, INFERRED_GRAPH, META_GRAPH
+from kgprobe.kg.meta import (
+    COMPUTED_FROM,
+    INFERRED_GRAPH,
+    META_GRAPH,
+    SOURCE_HASH,
+    STAT_PREDICATES,
+)
 from kgprobe.kg.sparql_guard import federation
 
 FORM = "application/x-www-form-urlencoded"
@@ -183,22 +189,22 @@ class SparqlProxy(ThreadingHTTPServer):
 
     def mark_stale(self) -> None:
         """Make the served store's inferences stale and forget its load-time figures."""
-        preds = " ".join(f"<{iri}>" for iri in _STATS.values())
+        preds = " ".join(f"<{iri}>" for iri in STAT_PREDICATES.values())
         stamp = f"{time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} #{time.time_ns()}"
         update = (
             # every source's recorded hash changes, as `kg load` changes one: inferences
             # computed after this write must go stale when a source is reloaded as it was
-            f"DELETE {{ GRAPH <{META_GRAPH}> {{ ?g <{_HASH}> ?h }} }} "
-            f"INSERT {{ GRAPH <{META_GRAPH}> {{ ?g <{_HASH}> ?written }} }} "
-            f"WHERE {{ GRAPH <{META_GRAPH}> {{ ?g <{_HASH}> ?h }} "
+            f"DELETE {{ GRAPH <{META_GRAPH}> {{ ?g <{SOURCE_HASH}> ?h }} }} "
+            f"INSERT {{ GRAPH <{META_GRAPH}> {{ ?g <{SOURCE_HASH}> ?written }} }} "
+            f"WHERE {{ GRAPH <{META_GRAPH}> {{ ?g <{SOURCE_HASH}> ?h }} "
             f"BIND(CONCAT(IF(CONTAINS(?h, \" \"), STRBEFORE(?h, \" \"), ?h), "
             f"\" written through kg serve {stamp}\") AS ?written) }} ;\n"
             # and the inferred graph's fingerprint matches nothing (a new graph, a write to the
             # inferred or meta graph change no recorded hash)
-            f"DELETE {{ GRAPH <{META_GRAPH}> {{ <{INFERRED_GRAPH}> <{_FROM}> ?f }} }} "
-            f"INSERT {{ GRAPH <{META_GRAPH}> {{ <{INFERRED_GRAPH}> <{_FROM}> "
+            f"DELETE {{ GRAPH <{META_GRAPH}> {{ <{INFERRED_GRAPH}> <{COMPUTED_FROM}> ?f }} }} "
+            f"INSERT {{ GRAPH <{META_GRAPH}> {{ <{INFERRED_GRAPH}> <{COMPUTED_FROM}> "
             f"\"stale: written through kg serve at {stamp}\" }} }} "
-            f"WHERE {{ GRAPH <{META_GRAPH}> {{ <{INFERRED_GRAPH}> <{_FROM}> ?f }} }} ;\n"
+            f"WHERE {{ GRAPH <{META_GRAPH}> {{ <{INFERRED_GRAPH}> <{COMPUTED_FROM}> ?f }} }} ;\n"
             f"DELETE {{ GRAPH <{META_GRAPH}> {{ ?g ?p ?n }} }} WHERE {{ GRAPH <{META_GRAPH}> "
             f"{{ ?g ?p ?n }} VALUES ?p {{ {preds} }} }}")
         conn = http.client.HTTPConnection(*self.policy.upstream, timeout=60)

@@ -27,11 +27,11 @@ from kgprobe.kg import bulk, integrity
 from kgprobe.kg import meta as kgmeta
 from kgprobe.kg.lock import LOCK_NAME, WriterLock
 from kgprobe.kg.meta import (
-    _FROM,
-    _HASH,
-    _PATH,
+    COMPUTED_FROM,
     INFERRED_GRAPH,
     META_GRAPH,
+    SOURCE_HASH,
+    SOURCE_PATH,
     SourceRecord,
 )
 from kgprobe.kg.model_reader import ModelReader, StaleInferencesError  # noqa: F401 (re-exported)
@@ -298,8 +298,8 @@ class KnowledgeGraph(ModelReader):
 
     def source_records(self) -> dict[str, SourceRecord]:
         rows = self._store.query(
-            f"SELECT ?g ?path ?hash WHERE {{ GRAPH <{META_GRAPH}> {{ ?g <{_PATH}> ?path ; "
-            f"<{_HASH}> ?hash }} }}")
+            f"SELECT ?g ?path ?hash WHERE {{ GRAPH <{META_GRAPH}> {{ ?g <{SOURCE_PATH}> ?path ; "
+            f"<{SOURCE_HASH}> ?hash }} }}")
         return {r["g"].value: SourceRecord(r["g"].value, r["path"].value, r["hash"].value)
                 for r in rows}
 
@@ -312,7 +312,7 @@ class KnowledgeGraph(ModelReader):
 
     def inferred_state(self) -> str:
         """'none' (never reasoned), 'fresh', or 'stale' (sources changed since `reason`)."""
-        rows = list(self._store.quads_for_pattern(ox.NamedNode(INFERRED_GRAPH), ox.NamedNode(_FROM),
+        rows = list(self._store.quads_for_pattern(ox.NamedNode(INFERRED_GRAPH), ox.NamedNode(COMPUTED_FROM),
                                                   None, ox.NamedNode(META_GRAPH)))
         if not rows:
             return "stale" if INFERRED_GRAPH in self.graphs() else "none"

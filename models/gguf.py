@@ -178,7 +178,7 @@ def _gguf_provenance(gguf: Path, **extra: Any) -> dict:
     return {"source": str(gguf.resolve()), "size": st.st_size, **extra}
 
 
-def _preset_entry(name: str, cache_dir: Path) -> tuple[Path, bool]:
+def preset_entry(name: str, cache_dir: Path) -> tuple[Path, bool]:
     """Return the converted directory of preset `name`, converting on first use."""
     preset = PRESETS[name]
     entry = cache_dir / name
@@ -198,7 +198,7 @@ def _preset_entry(name: str, cache_dir: Path) -> tuple[Path, bool]:
     return entry, True
 
 
-def _gguf_entry(gguf: Path, cache_dir: Path) -> tuple[Path, bool]:
+def gguf_entry(gguf: Path, cache_dir: Path) -> tuple[Path, bool]:
     prov = _gguf_provenance(gguf, mtime=int(gguf.stat().st_mtime))
     key = hashlib.sha256(json.dumps(prov, sort_keys=True).encode()).hexdigest()[:12]
     entry = cache_dir / f"gguf-{gguf.stem}-{key}"

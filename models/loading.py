@@ -59,14 +59,7 @@ Kind = Literal["masked", "causal"]
 #: The model families `load_model` can return, by `kind`.
 FAMILIES: dict[str, type[LanguageModel]] = {cls.kind: cls for cls in (MaskedLM, CausalLM)}
 
-from .gguf import (  # noqa: F401
-    _CONVERSION_VERSION,
-    _MARKER,
-    PRESETS,
-    _gguf_entry,
-    _preset_entry,
-    _publish,
-)
+from .gguf import PRESETS, gguf_entry, preset_entry
 
 
 def default_cache_dir() -> Path:
@@ -235,14 +228,14 @@ def load_model(
         raise ModelError(f"unknown model kind '{kind}'; use masked or causal")
 
     if name in PRESETS:
-        entry, converted = _preset_entry(name, cache)
+        entry, converted = preset_entry(name, cache)
         source = str(entry)
         hub_kwargs = {"local_files_only": True}
     elif name.lower().endswith(".gguf"):
         gguf = Path(name).expanduser()
         if not gguf.is_file():
             raise ModelError(f"GGUF file '{name}' does not exist; pass an existing .gguf path or a preset ({', '.join(PRESETS)})")
-        entry, converted = _gguf_entry(gguf, cache)
+        entry, converted = gguf_entry(gguf, cache)
         source = str(entry)
         hub_kwargs = {"local_files_only": True}
     else:

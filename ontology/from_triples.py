@@ -8,11 +8,9 @@ from typing import Iterable
 
 import networkx as nx
 from kgprobe.ontology.exclusions import (
-    ADJECTIVE,
     ANNOTATION,
     DEPRECATED,
     HEADER,
-    ID_LIKE,
     KEEPABLE,
     WHY,
     Exclusions,
@@ -23,7 +21,6 @@ from kgprobe.ontology.exclusions import (
 from kgprobe.ontology.labels import (
     LABEL_PROPERTIES,
     common_case,
-    is_adjective_label,
     lowered_words,
     pick_label,
 )
@@ -40,9 +37,7 @@ from kgprobe.ontology.model import (
     META_TYPES,
     ONTOPROBE_NS,
     OWL,
-    OWL_DATATYPE_PROPERTY,
     OWL_EQUIVALENT_PROPERTY,
-    OWL_OBJECT_PROPERTY,
     PROPERTY_TYPES,
     RDF,
     RDF_TYPE,
@@ -62,7 +57,8 @@ from kgprobe.ontology.model import (
     parse_literal,
 )
 from kgprobe.ontology.owl_axioms import lower
-from kgprobe.ontology.skos import apply_mapping, singular_labels, skos_mapping
+from kgprobe.ontology.prune import RELATIONS, exclude_terms
+from kgprobe.ontology.skos import SkosMapping, apply_mapping, singular_labels, skos_mapping
 
 #: Predicates whose triples describe the schema or labels, not facts about instances.
 _SCHEMA_NAMESPACES = (RDF, RDFS, OWL, SKOS, KGP_PATTERN.rsplit("#", 1)[0])
@@ -195,15 +191,14 @@ def build_ontology(name: str, triples: Iterable[Triple],
     non-schema type; facts are other triples about instances. OWL class expressions keep
     what RDFS can say of them (`owl_axioms.lower`); the rest is counted in a warning.
     Terms without a label usable as words, datatypes and top/meta classes are taken out
-    (`_exclude`) and listed in `Ontology.excluded`.
+    (`prune.exclude_terms`) and listed in `Ontology.excluded`.
     """
     options = options or BuildOptions()
     triples = triples if isinstance(triples, list) else list(triples)
     header = header_nodes(triples)
+    n_all = len(triples)
     if header:
-        n_all = len(triples)
         triples = [t for t in triples if t[0] not in header]
-        n_header = n_all - len(triples)
     lowering = lower(triples, options.schema_includes)
     src = _sort(triples)
     skos = skos_mapping(triples, options.skos)
@@ -212,41 +207,18 @@ def build_ontology(name: str, triples: Iterable[Triple],
     for t in lowering.model_triples():
         src.edges[t[1]].append(t)
     class_iris, prop_iris = _schema_terms(src)
-    types = src.types
-    instance_iris = {s for s, ts in types.items()
-                     if is_iri(s) and any(not _is_meta_type(t) for t in ts)}
-    for s in instance_iris:
-        class_iris.update(t for t in types[s] if is_iri(t) and not _is_meta_type(t))
+    instance_iris = _instances(src, class_iris)
     exclusions = options.exclusions or load_exclusions()
-    annotations = set() if ANNOTATION in options.kept else {
-        p for p in {t[1] for t in src.other} | prop_iris
-        if exclusions.reason(p, types.get(p, set())) == ANNOTATION
-        and not types.get(p, set()) & _RELATIONS}
+    annotations = (set() if ANNOTATION in options.kept
+                   else _annotation_properties(src, prop_iris, exclusions))
     facts = _facts(src, class_iris, prop_iris, instance_iris, annotations)
-    onto = Ontology(name=name)
     split = options.split_identifier_labels
     if split is None:
         split = not any(i.startswith(ONTOPROBE_NS) for i in instance_iris)
-    schema = class_iris | prop_iris
-    labels = {iri: src.label(iri, options.langs, split, iri not in schema)
-              for iri in schema | instance_iris}
     lang = prompt_language(options.langs, False)  # labels in the prompts' language only
-    labels, no_label = language_labels(labels, src.labels, lang)
-    if skos and lang == ENGLISH:
-        labels = singular_labels(labels, skos.concepts)
-    if split and lang == ENGLISH:  # a word written in lower case somewhere is a common noun
-        lowercase = lowered_words(labels[i] for i in schema)
-        labels.update({i: common_case(labels[i], lowercase) for i in schema if labels[i]})
-    # An OWL file may type a term both as class and as individual (punning); keep both.
-    for iri in sorted(class_iris):
-        onto.classes[iri] = OntClass(iri, labels[iri] or "")
-    for iri in sorted(prop_iris):
-        onto.properties[iri] = OntProperty(iri, labels[iri] or "", pattern=src.patterns.get(iri))
-    for iri in sorted(instance_iris):
-        onto.instances[iri] = Instance(
-            iri, labels[iri] or "",
-            sorted(t for t in types[iri] if is_iri(t) and not _is_meta_type(t)))
-    _link(onto, src)
+    labels, no_label = _labels(src, options.langs, lang, split, class_iris | prop_iris,
+                               instance_iris, skos)
+    onto = _populate(Ontology(name=name), src, labels, class_iris, prop_iris, instance_iris)
     onto.facts.extend(facts)
     onto.warnings.extend(lowering.warnings())
     onto.closure_edges = lowering.closure_triples()
@@ -255,128 +227,73 @@ def build_ontology(name: str, triples: Iterable[Triple],
         onto.closure_edges += skos.triples
         onto.skos_triples = skos.triples
     if header:
-        onto.header = frozenset(header)
-        onto.excluded.update({h: HEADER for h in header if is_iri(h)})
-        onto.excluded_counts[HEADER] = {"triple": n_header}
-        onto.warnings.append(f"skipped {n_header} triple{'s' * (n_header > 1)}: {WHY[HEADER]}")
-    deprecated = set() if DEPRECATED in options.kept else deprecated_terms(src.other, src.labels, types)
+        _record_header(onto, header, n_all - len(triples))
+    deprecated = (set() if DEPRECATED in options.kept
+                  else deprecated_terms(src.other, src.labels, src.types))
     if no_label:  # terms without a label in the prompts' language are skipped and counted too
         exclusions = MissingLabels(exclusions, no_label, lang)
-    _exclude(onto, types, exclusions, deprecated, options, split)
+    exclude_terms(onto, src.types, exclusions, deprecated, options.kept, split)
     localize_patterns(onto, lang, triples)
     check_cycles(onto)
     return onto
 
 
-def _excluded_terms(onto: Ontology, types: dict[str, set[str]], exclusions: Exclusions,
-                    deprecated: set[str], kept: frozenset[str],
-                    adjectives: bool) -> dict[str, str]:
-    """iri → reason for every class, property and instance that is not a word or answer."""
-    out: dict[str, str] = {}
-    for table in (onto.classes, onto.properties, onto.instances):
-        for iri, term in table.items():
-            reason = exclusions.reason(iri, types.get(iri, set()))
-            if reason in kept or (reason == ANNOTATION and (
-                    table is not onto.properties or types.get(iri, set()) & _RELATIONS)):
-                # dcterms:Location is a class, dcterms:title an annotation; PROV-O's
-                # wasRevisionOf, an object property too, a relation
-                reason = None
-            if reason is None and iri in deprecated:
-                reason = DEPRECATED
-            if reason is None and not term.label:
-                reason = ID_LIKE
-            if (reason is None and adjectives and table is onto.classes
-                    and is_adjective_label(term.label)):
-                reason = ADJECTIVE
-            if reason is not None:
-                out.setdefault(iri, reason)
-    # Subclasses of a datatype are datatypes (schema:URL ⊑ schema:Text).
-    datatypes = {i for i, r in out.items() if r == "datatype"}
-    changed = True
-    while changed:
-        changed = False
-        for iri, c in onto.classes.items():
-            if iri not in datatypes and datatypes.intersection(c.parents):
-                datatypes.add(iri)
-                out[iri] = "datatype"
-                changed = True
-    return out
+def _instances(src: _Sorted, class_iris: set[str]) -> set[str]:
+    """Subjects typed with a class (not only a schema type such as owl:Class); their types
+    join `class_iris`."""
+    types = src.types
+    instance_iris = {s for s, ts in types.items()
+                     if is_iri(s) and any(not _is_meta_type(t) for t in ts)}
+    for s in instance_iris:
+        class_iris.update(t for t in types[s] if is_iri(t) and not _is_meta_type(t))
+    return instance_iris
 
 
-def _bypass(iri: str, parents: dict[str, list[str]], excluded: dict[str, str],
-            seen: frozenset[str] = frozenset()) -> list[str]:
-    """The nearest kept ancestors of `iri` (itself when kept): an edge to an excluded term
-    is replaced by edges to that term's own parents, so no entailment is lost."""
-    if iri not in excluded:
-        return [iri]
-    if iri in seen:
-        return []
-    out: list[str] = []
-    for parent in parents.get(iri, []):
-        out.extend(p for p in _bypass(parent, parents, excluded, seen | {iri}) if p not in out)
-    return out
+def _annotation_properties(src: _Sorted, prop_iris: set[str], exclusions: Exclusions) -> set[str]:
+    """Predicates the exclusion list calls annotations, unless also declared relations."""
+    types = src.types
+    return {p for p in {t[1] for t in src.other} | prop_iris
+            if exclusions.reason(p, types.get(p, set())) == ANNOTATION
+            and not types.get(p, set()) & RELATIONS}
 
 
-def _exclude(onto: Ontology, types: dict[str, set[str]], exclusions: Exclusions,
-             deprecated: set[str], options: BuildOptions, adjectives: bool) -> None:
-    """Take excluded terms out of the model, reconnecting around them, and count them.
-    Facts using an excluded property or naming an excluded term go too (an annotation
-    property's values are not facts about things)."""
-    excluded = _excluded_terms(onto, types, exclusions, deprecated, options.kept, adjectives)
-    if not excluded:
-        return
-    onto.facts = [t for t in onto.facts
-                  if t[0] not in excluded and t[1] not in excluded and t[2] not in excluded]
-    class_parents = {i: c.parents for i, c in onto.classes.items()}
-    prop_parents = {i: p.parents for i, p in onto.properties.items()}
-
-    bypassed: dict[tuple[int, str], list[str]] = {}  # 150k instances share a few classes
-
-    def around(iri: str, parents: dict[str, list[str]]) -> list[str]:
-        if iri not in excluded:
-            return [iri]
-        key = (id(parents), iri)
-        if key not in bypassed:
-            bypassed[key] = _bypass(iri, parents, excluded)
-        return bypassed[key]
-
-    def lift(iris: list[str], parents: dict[str, list[str]], own: str = "") -> list[str]:
-        return list(dict.fromkeys(p for i in iris for p in around(i, parents) if p != own))
-
-    emptied = onto.emptied
-    for c in onto.classes.values():
-        had = bool(c.parents)
-        c.parents = lift(c.parents, class_parents, c.iri)
-        emptied["subClassOf"] += had and not c.parents and c.iri not in excluded
-    for p in onto.properties.values():
-        had = (bool(p.domain), bool(p.range))
-        p.parents = lift(p.parents, prop_parents, p.iri)
-        p.domain, p.range = lift(p.domain, class_parents), lift(p.range, class_parents)
-        if p.iri not in excluded:
-            emptied["domain"] += had[0] and not p.domain
-            emptied["range"] += had[1] and not p.range
-    for i in onto.instances.values():
-        i.types = sorted(lift(i.types, class_parents))
-        emptied["type"] += not i.types and i.iri not in excluded
-    counts: dict[str, dict[str, int]] = {}
-    for kind, table in (("class", onto.classes), ("property", onto.properties),
-                        ("instance", onto.instances)):
-        for iri in [i for i in table if i in excluded]:
-            del table[iri]
-            reason = counts.setdefault(excluded[iri], {})
-            reason[kind] = reason.get(kind, 0) + 1
-    onto.excluded.update(excluded)
-    onto.excluded_counts.update(counts)
-    for reason, by_kind in sorted(counts.items()):
-        what = ", ".join(f"{n} {_PLURAL.get(k, k + 's') if n > 1 else k}"
-                         for k, n in by_kind.items())
-        onto.warnings.append(f"skipped {what}: {WHY.get(reason, reason + ' terms')}")
+def _labels(src: _Sorted, langs: tuple[str, ...], lang: str, split: bool, schema: set[str],
+            instance_iris: set[str], skos: SkosMapping | None
+            ) -> tuple[dict[str, str | None], set[str]]:
+    """Every term's label in the prompts' language, and the terms that have none there."""
+    labels = {iri: src.label(iri, langs, split, iri not in schema)
+              for iri in schema | instance_iris}
+    labels, no_label = language_labels(labels, src.labels, lang)
+    if skos and lang == ENGLISH:
+        labels = singular_labels(labels, skos.concepts)
+    if split and lang == ENGLISH:  # a word written in lower case somewhere is a common noun
+        lowercase = lowered_words(labels[i] for i in schema)
+        labels.update({i: common_case(labels[i], lowercase) for i in schema if labels[i]})
+    return labels, no_label
 
 
-_PLURAL = {"class": "classes", "property": "properties"}
-#: A property declared an object or datatype property is a relation, even when it is an
-#: annotation property too (punning).
-_RELATIONS = frozenset({OWL_OBJECT_PROPERTY, OWL_DATATYPE_PROPERTY})
+def _populate(onto: Ontology, src: _Sorted, labels: dict[str, str | None], class_iris: set[str],
+              prop_iris: set[str], instance_iris: set[str]) -> Ontology:
+    """The model's classes, properties and instances, linked (`_link`)."""
+    # An OWL file may type a term both as class and as individual (punning); keep both.
+    for iri in sorted(class_iris):
+        onto.classes[iri] = OntClass(iri, labels[iri] or "")
+    for iri in sorted(prop_iris):
+        onto.properties[iri] = OntProperty(iri, labels[iri] or "", pattern=src.patterns.get(iri))
+    for iri in sorted(instance_iris):
+        onto.instances[iri] = Instance(
+            iri, labels[iri] or "",
+            sorted(t for t in src.types[iri] if is_iri(t) and not _is_meta_type(t)))
+    _link(onto, src)
+    return onto
+
+
+def _record_header(onto: Ontology, header: set[str], n_header: int) -> None:
+    """The ontology header's nodes, kept out of the model and counted."""
+    onto.header = frozenset(header)
+    onto.excluded.update({h: HEADER for h in header if is_iri(h)})
+    onto.excluded_counts[HEADER] = {"triple": n_header}
+    onto.warnings.append(f"skipped {n_header} triple{'s' * (n_header > 1)}: {WHY[HEADER]}")
 
 
 def check_cycles(onto: Ontology) -> None:

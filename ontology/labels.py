@@ -208,7 +208,9 @@ def _as_words(label: str, split_identifiers: bool, names: bool) -> str:
 
 
 @lru_cache(maxsize=1)
-def _engine():
+def inflect_engine() -> "inflect.engine":  # noqa: F821 - imported lazily: inflect is slow to import
+    """One shared inflect engine (articles here, singular nouns in `skos`), imported on first
+    use so that a command which never inflects a label does not import inflect."""
     import inflect
 
     return inflect.engine()
@@ -232,7 +234,7 @@ def starts_with_vowel_sound(phrase: str, phoneme: str | None = None) -> bool:
         return phoneme.strip() not in _CONSONANTS
     if not phrase.strip():
         return False
-    return _engine().a(phrase).split(" ", 1)[0].lower() == "an"
+    return inflect_engine().a(phrase).split(" ", 1)[0].lower() == "an"
 
 
 def article(phrase: str, vowel_sound: bool | None = None) -> str:

@@ -91,7 +91,10 @@ def _rdflib_term(node) -> str:
     return str(node)
 
 
-def _rdflib_triples(path: Path, fmt: str, rdf: RdfInput | None = None) -> list[Triple]:
+def rdflib_triples(path: Path, fmt: str, rdf: RdfInput | None = None) -> list[Triple]:
+    """The file's triples as rdflib reads them, for what pyoxigraph does not parse (JSON-LD
+    contexts, quads) and to name the line of an RDF/XML error pyoxigraph reports without one
+    (`kg.bulk`); a syntax error is one `malformed` line."""
     import rdflib
 
     graph = rdflib.Dataset(default_union=True)  # quad formats (TriX) fill named graphs
@@ -137,7 +140,7 @@ def parse_rdf(path: Path, fmt: str | None = None, rdf: RdfInput | None = None, *
     rdf = rdf or open_rdf(path, fmt, allow_imports=allow_imports)
     ox_format, rdflib_format = rdf.ox_format, rdf.rdflib_format
     if ox_format is None or (allow_imports and ox_format == "JSON_LD"):
-        return _rdflib_triples(path, rdflib_format, rdf)  # rdflib fetches JSON-LD contexts
+        return rdflib_triples(path, rdflib_format, rdf)  # rdflib fetches JSON-LD contexts
     try:
         with rdf.quads() as quads:
             triples = {(ox_term(q.subject), q.predicate.value, ox_term(q.object)) for q in quads}
@@ -147,7 +150,7 @@ def parse_rdf(path: Path, fmt: str | None = None, rdf: RdfInput | None = None, *
                                 "does not fetch unless asked; inline the context, or pass "
                                 "--allow-imports to let rdflib fetch it") from None
         if err.lineno is None and ox_format == "RDF_XML":  # no position: ask rdflib where
-            _rdflib_triples(path, rdflib_format, rdf)
+            rdflib_triples(path, rdflib_format, rdf)
         raise malformed(path, err.lineno, str(err.msg)) from None
     except (OSError, UnicodeDecodeError) as err:
         raise OntologyError(f"{path}: cannot read ({err}); check the path and encoding") from None

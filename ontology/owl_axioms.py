@@ -149,32 +149,44 @@ def lower(triples: Iterable[Triple], schema_includes: bool | None = None) -> Low
             uses_schema = True
             if is_iri(s) and is_iri(o):
                 out.includes.append((s, _INCLUDES[p], o))
-        elif not is_iri(s):
-            continue
-        elif p in (RDFS_SUBCLASSOF, OWL_EQUIVALENT_CLASS) and is_iri(o) is False:
-            _class_axiom(graph, out, s, p, o)
-        elif p in (OWL_INTERSECTION, OWL_UNION):
-            # OWL 1: `WhiteWine owl:intersectionOf (Wine …)` on the named class itself
-            kind = "intersection" if p == OWL_INTERSECTION else "union"
-            _lower_expression(graph, out, s, "equivalentClass", kind, graph.members(o))
-        elif p == OWL_EQUIVALENT_CLASS:
-            # Mutual subclasses say nothing a probe can ask ("a person is a person") and
-            # mostly point to other vocabularies (DBpedia: wikidata Q5, schema:Person).
-            out.dropped["owl:equivalentClass between named classes"] += 1
-        elif p in (RDFS_DOMAIN, RDFS_RANGE) and not is_iri(o):
-            kind, members = graph.kind(o)
-            named = [m for m in members if is_iri(m)]
-            if kind == "union" and named:
-                out.unions += [(s, p, m) for m in named]
-                out.kept[f"union {p.rsplit('#', 1)[1]} expanded to members"] += 1
-            else:
-                out.dropped[f"{kind} {p.rsplit('#', 1)[1]}"] += 1
-        elif p.startswith(OWL) and p[len(OWL):] in _IGNORED:
-            out.dropped[f"owl:{p[len(OWL):]}"] += 1
-        elif p == RDF_TYPE and o.startswith(OWL) and o[len(OWL):] in _CHARACTERISTICS:
-            out.dropped[f"owl:{o[len(OWL):]}"] += 1
+        elif is_iri(s):
+            _lower_axiom(graph, out, s, p, o)
     out.schema_includes = uses_schema if schema_includes is None else schema_includes
     return out
+
+
+def _lower_axiom(graph: _Graph, out: Lowering, s: str, p: str, o: str) -> None:
+    """One OWL statement about the named term `s`: its sound RDFS edges kept, or counted
+    as dropped (what RDFS cannot say)."""
+    if p in (RDFS_SUBCLASSOF, OWL_EQUIVALENT_CLASS) and is_iri(o) is False:
+        _class_axiom(graph, out, s, p, o)
+    elif p in (OWL_INTERSECTION, OWL_UNION):
+        # OWL 1: `WhiteWine owl:intersectionOf (Wine …)` on the named class itself
+        kind = "intersection" if p == OWL_INTERSECTION else "union"
+        _lower_expression(graph, out, s, "equivalentClass", kind, graph.members(o))
+    elif p == OWL_EQUIVALENT_CLASS:
+        # Mutual subclasses say nothing a probe can ask ("a person is a person") and
+        # mostly point to other vocabularies (DBpedia: wikidata Q5, schema:Person).
+        out.dropped["owl:equivalentClass between named classes"] += 1
+    elif p in (RDFS_DOMAIN, RDFS_RANGE) and not is_iri(o):
+        _domain_range(graph, out, s, p, o)
+    elif p.startswith(OWL) and p[len(OWL):] in _IGNORED:
+        out.dropped[f"owl:{p[len(OWL):]}"] += 1
+    elif p == RDF_TYPE and o.startswith(OWL) and o[len(OWL):] in _CHARACTERISTICS:
+        out.dropped[f"owl:{o[len(OWL):]}"] += 1
+
+
+def _domain_range(graph: _Graph, out: Lowering, prop: str, pred: str, expr: str) -> None:
+    """A domain or range that is a class expression: a union's named members become the
+    model's domains (ranges), never the closure's (`Lowering.unions`: not sound); any other
+    expression is counted as dropped."""
+    kind, members = graph.kind(expr)
+    named = [m for m in members if is_iri(m)]
+    if kind == "union" and named:
+        out.unions += [(prop, pred, m) for m in named]
+        out.kept[f"union {pred.rsplit('#', 1)[1]} expanded to members"] += 1
+    else:
+        out.dropped[f"{kind} {pred.rsplit('#', 1)[1]}"] += 1
 
 
 def _class_axiom(graph: _Graph, out: Lowering, cls: str, pred: str, expr: str) -> None:

@@ -138,9 +138,9 @@ def singular_label(label: str) -> str:
     head = label.split(" of ", 1)[0].split()  # "Sciences of education": the head noun
     if not head or " and " in f" {label.lower()} " or _KEEP.search(head[-1]):
         return label
-    from kgprobe.ontology.labels import _engine
+    from kgprobe.ontology.labels import inflect_engine
 
-    singular = _engine().singular_noun(label)
+    singular = inflect_engine().singular_noun(label)
     return singular if isinstance(singular, str) and singular else label
 
 

@@ -83,27 +83,10 @@ def parse_template(text: str) -> Template:
         except (ValueError, SyntaxError):
             raise TemplateError(f"template '{text}': cannot read {m.group(0)}; write parts as "
                                 '{"mask"}, {"placeholder":"text_a"}, {"soft"} or {"meta":"name"}') from None
-        if isinstance(spec, set) and spec == {"mask"}:
-            parts.append(Part("mask"))
-        elif isinstance(spec, set) and spec == {"soft"}:
-            parts.append(Part("soft"))
-        elif isinstance(spec, dict) and len(spec) >= 1:
-            key = next(iter(spec))
-            if key == "placeholder" and spec[key] in ("text_a", "text_b"):
-                parts.append(Part("placeholder", spec[key]))
-            elif key == "mask":
-                parts.append(Part("mask"))
-            elif key == "soft":
-                for _ in range(int(spec.get("duplicate", 1))):
-                    parts.append(Part("soft", spec[key] or None))
-            elif key == "meta":
-                parts.append(Part("meta", str(spec[key])))
-            elif key == "text":
-                parts.append(Part("text", str(spec[key])))
-            else:
-                raise TemplateError(f"template '{text}': unsupported part {m.group(0)}")
-        else:
+        found = _parts(spec)
+        if found is None:
             raise TemplateError(f"template '{text}': unsupported part {m.group(0)}")
+        parts += found
         pos = m.end()
     if pos < len(text):
         parts.append(Part("text", text[pos:]))
@@ -112,6 +95,25 @@ def parse_template(text: str) -> Template:
         raise TemplateError(f"template '{text}': has {n_masks} mask slots, needs exactly one; "
                             'add {"mask"} where the answer goes')
     return Template(text, tuple(parts))
+
+
+def _parts(spec: object) -> list[Part] | None:
+    """The parts one ``{…}`` of a template stands for (a soft part may be duplicated), or
+    None for one OpenPrompt has but kgprobe does not read."""
+    if isinstance(spec, set) and spec in ({"mask"}, {"soft"}):
+        return [Part(next(iter(spec)))]
+    if not isinstance(spec, dict) or not spec:
+        return None
+    key = next(iter(spec))
+    if key == "placeholder" and spec[key] in ("text_a", "text_b"):
+        return [Part("placeholder", spec[key])]
+    if key == "mask":
+        return [Part("mask")]
+    if key == "soft":
+        return [Part("soft", spec[key] or None) for _ in range(int(spec.get("duplicate", 1)))]
+    if key in ("meta", "text"):
+        return [Part(key, str(spec[key]))]
+    return None
 
 
 @dataclass

@@ -203,67 +203,26 @@ def _chain_labels(concept: str, feature: str, chain: list[str], norms: NormIndex
 def generate_cpj(loaded: Norms, *, seed: int = 0) -> tuple[list[CPJItem], GenerationReport]:
     """CPJ items from the norms (see the module docstring)."""
     norms = NormIndex.of(loaded)
-    report = GenerationReport()
     members, parent = category_parents(norms)
     concepts = sorted(norms.features)
     chains = {c: concept_chain(c, norms, members, parent) for c in concepts}
-    def root(cat: str) -> str:
-        seen = {cat}
-        while parent.get(cat) and parent[cat] not in seen:
-            cat = parent[cat]
-            seen.add(cat)
-        return cat
-
-    # The split unit is the root of the category hierarchy, even where a concept does not
-    # list it (a bird that lists only a_bird still falls under animal).
-    top = {c: (root(chains[c][-1]) if len(chains[c]) > 1 else "(no category)") for c in concepts}
+    top = _top_levels(chains, parent)
     weights: dict[str, int] = defaultdict(int)
     for c in concepts:
         weights[top[c]] += 1
     sides = split_top_levels(weights, seed=seed)
-    items: list[CPJItem] = []
-
-    def add(text_concept: str, feature: str, label: int, group: str, chain_ids: list[str],
-            prov: dict, split: str) -> None:
-        text, span = statement(text_concept, feature)
-        items.append(CPJItem("", split, text, span, label, chain_ids, text_concept, prov, group))
-
     by_side: dict[str, list[str]] = defaultdict(list)
     for c in concepts:
         by_side[sides[top[c]]].append(c)
+    run = _CpjRun(norms, members)
     for c in concepts:
         side = sides[top[c]]
         rng = random.Random(f"{seed}|cpj|{c}")
-        name = concept_word(c)
-        chain = chains[c]
+        # negatives: concepts of another top-level category on the same side of the split
+        peers = [o for o in by_side[side] if o != c and top[o] != top[c]]
         for feature, row in sorted(norms.features[c].items()):
-            chain_rows = _chain_labels(c, feature, chain, norms, members) if len(chain) > 1 else None
-            chain_id = ">".join(chain) + "|" + feature if chain_rows is not None else ""
-            if chain_rows is None:
-                if len(chain) > 1:
-                    report.add("chains left out: a category's label is undecided or not monotone")
-                chain_rows = []
-            group = f"{c}|{feature}"  # the statement, its chain and its negative go together
-            add(name, feature, 1, group, [chain_id] if chain_id else [],
-                {"rule": "feature listed in the norms", "norm_rows": [row_json(row)]}, side)
-            for cat, lab, info in chain_rows:
-                rule = (f"{int(TRUE_SHARE * 100)}%+ of the category's concepts list the feature" if lab
-                        else f"under {int(FALSE_SHARE * 100)}% of the category's concepts list it")
-                add(cat, feature, lab, group, [chain_id], {"rule": rule, "norm_rows": [row_json(row)],
-                                                       **info}, side)
-            if chain_id:
-                report.add("chains")
-            # a negative: another concept that lacks the feature, from another top-level category
-            others = [o for o in by_side[side] if o != c and top[o] != top[c]
-                      and feature not in norms.features.get(o, {})]
-            if not others:
-                report.add("negatives skipped: no concept of another category lacks the feature")
-                continue
-            other = rng.choice(others)
-            add(concept_word(other), feature, 0, group, [],
-                {"rule": "concept swapped for one that lacks the feature",
-                 "norm_rows": [row_json(row)], "swapped_from": c, "swapped_to": other,
-                 "lacking_concept_features": len(norms.features.get(other, {}))}, side)
+            run.feature_items(c, feature, row, chains[c], side, peers, rng)
+    items, report = run.items, run.report
     split_train_dev(items, seed=seed)
     for i, it in enumerate(items):
         it.id = f"cpj-{it.split}-{i:05d}"
@@ -273,3 +232,64 @@ def generate_cpj(loaded: Norms, *, seed: int = 0) -> tuple[list[CPJItem], Genera
         f"{k}={v}" for k, v in sorted(sides.items(), key=lambda x: (x[1], x[0]))))
     report.notes.append("category parents: " + ", ".join(f"{k} < {v}" for k, v in sorted(parent.items())))
     return items, report
+
+
+def _top_levels(chains: dict[str, list[str]], parent: dict[str, str]) -> dict[str, str]:
+    """Each concept's split unit: the root of the category hierarchy above its chain, even
+    where the concept does not list it (a bird that lists only a_bird still falls under
+    animal)."""
+    def root(cat: str) -> str:
+        seen = {cat}
+        while parent.get(cat) and parent[cat] not in seen:
+            cat = parent[cat]
+            seen.add(cat)
+        return cat
+
+    return {c: (root(chain[-1]) if len(chain) > 1 else "(no category)")
+            for c, chain in chains.items()}
+
+
+@dataclass
+class _CpjRun:
+    """The items and report of one `generate_cpj` run, filled one listed feature at a time."""
+
+    norms: NormIndex
+    members: dict[str, set[str]]
+    items: list[CPJItem] = field(default_factory=list)
+    report: GenerationReport = field(default_factory=GenerationReport)
+
+    def add(self, text_concept: str, feature: str, label: int, group: str, chain_ids: list[str],
+            prov: dict, split: str) -> None:
+        text, span = statement(text_concept, feature)
+        self.items.append(CPJItem("", split, text, span, label, chain_ids, text_concept, prov, group))
+
+    def feature_items(self, c: str, feature: str, row: Feature, chain: list[str], side: str,
+                      peers: list[str], rng: random.Random) -> None:
+        """The statement that `c` has `feature`, the same of each category in its chain
+        (labelled by how many members list it), and a negative: a peer that lacks it."""
+        norms, report = self.norms, self.report
+        chain_rows = _chain_labels(c, feature, chain, norms, self.members) if len(chain) > 1 else None
+        chain_id = ">".join(chain) + "|" + feature if chain_rows is not None else ""
+        if chain_rows is None:
+            if len(chain) > 1:
+                report.add("chains left out: a category's label is undecided or not monotone")
+            chain_rows = []
+        group = f"{c}|{feature}"  # the statement, its chain and its negative go together
+        self.add(concept_word(c), feature, 1, group, [chain_id] if chain_id else [],
+                 {"rule": "feature listed in the norms", "norm_rows": [row_json(row)]}, side)
+        for cat, lab, info in chain_rows:
+            rule = (f"{int(TRUE_SHARE * 100)}%+ of the category's concepts list the feature" if lab
+                    else f"under {int(FALSE_SHARE * 100)}% of the category's concepts list it")
+            self.add(cat, feature, lab, group, [chain_id], {"rule": rule, "norm_rows": [row_json(row)],
+                                                           **info}, side)
+        if chain_id:
+            report.add("chains")
+        others = [o for o in peers if feature not in norms.features.get(o, {})]
+        if not others:
+            report.add("negatives skipped: no concept of another category lacks the feature")
+            return
+        other = rng.choice(others)
+        self.add(concept_word(other), feature, 0, group, [],
+                 {"rule": "concept swapped for one that lacks the feature",
+                  "norm_rows": [row_json(row)], "swapped_from": c, "swapped_to": other,
+                  "lacking_concept_features": len(norms.features.get(other, {}))}, side)

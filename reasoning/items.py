@@ -194,42 +194,57 @@ def reasoning_items(onto: Ontology, closure: Closure, templates: TemplateSet, *,
     for rule in rules:
         if rule not in RULE_RELATIONS:
             raise UnknownRuleError(rule)
-        by_text: dict[tuple, ReasoningItem] = {}
-        by_shape: dict[tuple, ReasoningItem | None] = {}
-        for d in closure.derivations(rule):
-            if any(t[0].startswith('"') for t in (d.conclusion, *d.premises)):
-                continue  # generalized triples (a literal subject) have no words
-            if pseudowords:
-                # Derivations that differ only in the entity behind a slot read the same:
-                # count them without rendering each one again.
-                shape = _shape(d)
-                if shape in by_shape:
-                    if by_shape[shape] is not None:
-                        by_shape[shape].count += 1
-                    continue
-            reason = _unspeakable(onto, d, pseudowords)
-            item = None if reason else _item(verb, d, asserted)
-            if item is not None and not reason:
-                reason = (RESTATED if restates_premise(item) else
-                          UNWORDED if unworded(item) else None)
-                item = None if reason else item
-            if reason:
-                skipped[f"{rule}: {reason}"] += 1
-            if pseudowords:
-                by_shape[shape] = item
-            if item is None:
-                continue
-            key = (tuple(p.text for p in item.premises), item.conclusion["text"], tuple(item.answers))
-            if key in by_text:
-                by_text[key].count += 1
-            else:
-                by_text[key] = item
-        items = sorted(by_text.values(), key=lambda i: (i.conclusion["text"], i.answers,
-                                                        [p.text for p in i.premises]))
+        items = _rule_items(onto, verb, closure.derivations(rule), asserted, pseudowords, skipped)
         for n, item in enumerate(items):
             item.id = f"{rule}-{n:05d}"
         out[rule] = items
     return out
+
+
+def _rule_items(onto: Ontology, verb: Verbalizer, derivations: Iterable[Derivation], asserted,
+                pseudowords: bool, skipped: Counter) -> list[ReasoningItem]:
+    """One rule's items, sorted by their text; items that read the same are one, counted."""
+    by_text: dict[tuple, ReasoningItem] = {}
+    by_shape: dict[tuple, ReasoningItem | None] = {}
+    for d in derivations:
+        if any(t[0].startswith('"') for t in (d.conclusion, *d.premises)):
+            continue  # generalized triples (a literal subject) have no words
+        if pseudowords:
+            # Derivations that differ only in the entity behind a slot read the same:
+            # count them without rendering each one again.
+            shape = _shape(d)
+            if shape in by_shape:
+                if by_shape[shape] is not None:
+                    by_shape[shape].count += 1
+                continue
+        item, reason = _written(onto, verb, d, asserted, pseudowords)
+        if reason:
+            skipped[f"{d.rule}: {reason}"] += 1
+        if pseudowords:
+            by_shape[shape] = item
+        if item is None:
+            continue
+        key = (tuple(p.text for p in item.premises), item.conclusion["text"], tuple(item.answers))
+        if key in by_text:
+            by_text[key].count += 1
+        else:
+            by_text[key] = item
+    return sorted(by_text.values(), key=lambda i: (i.conclusion["text"], i.answers,
+                                                  [p.text for p in i.premises]))
+
+
+def _written(onto: Ontology, verb: Verbalizer, d: Derivation, asserted,
+             pseudowords: bool) -> tuple[ReasoningItem | None, str | None]:
+    """(the item of `d`, None), or (None, why it is not written) — or (None, None) for a
+    derivation that says nothing in words (`_item`)."""
+    reason = _unspeakable(onto, d, pseudowords)
+    if reason:
+        return None, reason
+    item = _item(verb, d, asserted)
+    if item is None:
+        return None, None
+    reason = RESTATED if restates_premise(item) else UNWORDED if unworded(item) else None
+    return (None, reason) if reason else (item, None)
 
 
 def _unspeakable(onto: Ontology, d: Derivation, pseudowords: bool) -> str | None:

@@ -13,7 +13,7 @@ from collections import Counter, deque
 from dataclasses import asdict, dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Iterable
+from typing import Callable, Iterable
 
 from kgprobe.errors import KgprobeError
 from kgprobe.ontology.model import Ontology
@@ -157,56 +157,80 @@ def generate_memorizing(onto: Ontology, tasks: Iterable[str] = RELATIONS, *, see
             skipped[f"{relation}: only excluded answers"] += n
     class_parents = direct_parents({iri: c.parents for iri, c in onto.classes.items()})
     prop_parents = direct_parents({iri: p.parents for iri, p in onto.properties.items()})
-    label = onto.label
     class_ancestors = functools.cache(lambda c: tuple(ancestors(c, class_parents)))
     out: dict[str, list[MemorizingRecord]] = {}
     for relation in (relation_name(t) for t in tasks):
-        rows: list[tuple[str, str, list[str], str | None]] = []
         if relation == "type":
             rows = _type_rows(onto, class_ancestors, seed=seed,
                               instances_per_class=instances_per_class, skipped=skipped)
         elif relation in ("subClassOf", "subPropertyOf"):
-            table, parents = ((onto.classes, class_parents) if relation == "subClassOf"
-                              else (onto.properties, prop_parents))
-            for iri in sorted(table, key=lambda i: (table[i].label, i)):
-                chain = ancestors(iri, parents)
-                if chain:
-                    rows.append((table[iri].label, iri, chain, getattr(table[iri], "pattern", None)))
+            rows = (_hierarchy_rows(onto.classes, class_parents) if relation == "subClassOf"
+                    else _hierarchy_rows(onto.properties, prop_parents))
         else:
-            for prop in sorted(onto.properties.values(), key=lambda p: (p.label, p.iri)):
-                targets = prop.domain if relation == "domain" else prop.range
-                if targets:
-                    rows.append((prop.label, prop.iri, list(targets), prop.pattern))
-        records = [
-            MemorizingRecord(
-                id=f"{relation}-{n:05d}", task=relation, subject=subject, subject_iri=iri,
-                answers=list(dict.fromkeys(normalize_label(label(a)) for a in chain)),
-                split="test", answer_iris=chain,
-                pattern=(pattern or default_pattern(subject)) if relation in
-                ("subPropertyOf", "domain", "range") else None)
-            for n, (subject, iri, chain, pattern) in enumerate(rows)
-        ]
-        for r in records:  # "first implies first": a superterm written as its own subject
-            # (the property "architect" with the range "architect" is two terms: kept)
-            if relation in ("subClassOf", "subPropertyOf") and \
-                    normalize_label(r.subject) in r.answers:
-                r.answers = [a for a in r.answers if a != normalize_label(r.subject)]
-                r.answer_iris = [a for a in r.answer_iris if normalize_label(label(a))
-                                 != normalize_label(r.subject)]
-        selfsame = sum(not r.answers for r in records)
-        if selfsame:
-            skipped[f"{relation}: answer is its own subject"] += selfsame
-        worded = [r for r in records if r.answers and not any(
-            "://" in t or "_" in t for t in (r.subject, *r.answers))]
-        if len(worded) < len(records):  # a safety net: labels are made hygienic when read
-            skipped[f"{relation}: IRI or underscore in the text"] += \
-                len(records) - len(worded) - selfsame
-            records = worded
-            for n, r in enumerate(records):
-                r.id = f"{relation}-{n:05d}"
+            rows = _domain_range_rows(onto, relation)
+        records = _records(relation, rows, onto.label, skipped)
         assign_splits(records, seed=seed, train=train, dev=dev)
         out[relation] = records
     return out
+
+
+def _hierarchy_rows(table: dict, parents: dict[str, list[str]]) -> list[tuple]:
+    """SCO / SPO rows: each term with its (direct, then further) ancestors."""
+    rows = []
+    for iri in sorted(table, key=lambda i: (table[i].label, i)):
+        chain = ancestors(iri, parents)
+        if chain:
+            rows.append((table[iri].label, iri, chain, getattr(table[iri], "pattern", None)))
+    return rows
+
+
+def _domain_range_rows(onto: Ontology, relation: str) -> list[tuple]:
+    """Domain or range rows: each property with its declared classes."""
+    rows = []
+    for prop in sorted(onto.properties.values(), key=lambda p: (p.label, p.iri)):
+        targets = prop.domain if relation == "domain" else prop.range
+        if targets:
+            rows.append((prop.label, prop.iri, list(targets), prop.pattern))
+    return rows
+
+
+def _records(relation: str, rows: list[tuple], label: Callable[[str], str],
+             skipped: Counter) -> list[MemorizingRecord]:
+    """The records of `rows`, less those left without an answer (a superterm written as its
+    own subject) or with text that is no words; both counted in `skipped`."""
+    records = [
+        MemorizingRecord(
+            id=f"{relation}-{n:05d}", task=relation, subject=subject, subject_iri=iri,
+            answers=list(dict.fromkeys(normalize_label(label(a)) for a in chain)),
+            split="test", answer_iris=chain,
+            pattern=(pattern or default_pattern(subject)) if relation in
+            ("subPropertyOf", "domain", "range") else None)
+        for n, (subject, iri, chain, pattern) in enumerate(rows)
+    ]
+    if relation in ("subClassOf", "subPropertyOf"):
+        _drop_selfsame(records, label)
+    selfsame = sum(not r.answers for r in records)
+    if selfsame:
+        skipped[f"{relation}: answer is its own subject"] += selfsame
+    worded = [r for r in records if r.answers and not any(
+        "://" in t or "_" in t for t in (r.subject, *r.answers))]
+    if len(worded) < len(records):  # a safety net: labels are made hygienic when read
+        skipped[f"{relation}: IRI or underscore in the text"] += \
+            len(records) - len(worded) - selfsame
+        records = worded
+        for n, r in enumerate(records):
+            r.id = f"{relation}-{n:05d}"
+    return records
+
+
+def _drop_selfsame(records: list[MemorizingRecord], label: Callable[[str], str]) -> None:
+    """A superterm written as its own subject is no answer ("first implies first"). Only
+    in the hierarchies: the property "architect" with the range "architect" is two terms."""
+    for r in records:
+        subject = normalize_label(r.subject)
+        if subject in r.answers:
+            r.answers = [a for a in r.answers if a != subject]
+            r.answer_iris = [a for a in r.answer_iris if normalize_label(label(a)) != subject]
 
 
 def split_sizes(n: int, train: float, dev: float) -> tuple[int, int]:

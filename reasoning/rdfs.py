@@ -227,68 +227,10 @@ class Closure:
         return self._iter_derivations(wanted)
 
     def _iter_derivations(self, wanted: tuple[str, ...]) -> Iterator[Derivation]:
-        """One-step derivations of the wanted rules, rebuilt from the closure's indexes.
-
-        Complexity above 15 on purpose: one branch per RDFS rule over shared local indexes
-        (by-object maps of the closure); splitting it per rule would rebuild those indexes.
-        """
+        """One-step derivations of the wanted rules, rebuilt from the closure's indexes."""
         eng, _ = self._index()
-        st, n, T = eng.store, eng.store.n, eng.terms
-        TYPE, DOM, RNG, SCO, SPO = RDF_TYPE, RDFS_DOMAIN, RDFS_RANGE, RDFS_SUBCLASSOF, RDFS_SUBPROPERTYOF
-
-        def by_object(p):
-            """object id -> subject ids (sorted), for predicate p."""
-            s, o = st.pairs(p)
-            order = np.argsort(o, kind="stable")
-            s, o = s[order], o[order]
-            if o.size == 0:
-                return {}
-            cut = np.flatnonzero(o[1:] != o[:-1]) + 1
-            return {int(g[0]): ss for g, ss in zip(np.split(o, cut), np.split(s, cut))}
-
         for rule in wanted:
-            if rule in ("rdfs2", "rdfs3"):
-                decl_p = DOM if rule == "rdfs2" else RNG
-                for a, classes in eng.grouped(eng.DOM if rule == "rdfs2" else eng.RNG).items():
-                    facts = st.get(a).tolist()
-                    ta = T[a]
-                    for x in classes.tolist():
-                        p1 = (ta, decl_p, T[x])
-                        for k in facts:
-                            u, v = divmod(k, n)
-                            yield Derivation(rule, (T[v if rule == "rdfs3" else u], TYPE, T[x]), (p1, (T[u], ta, T[v])))
-            elif rule in ("rdfs5", "rdfs11"):
-                p, pid = (SPO, eng.SPO) if rule == "rdfs5" else (SCO, eng.SCO)
-                lower = by_object(pid)
-                for k in st.get(pid).tolist():
-                    b, c = divmod(k, n)  # P1 (b p c), P2 (a p b) => (a p c)
-                    subs = lower.get(b)
-                    if subs is None:
-                        continue
-                    p1 = (T[b], p, T[c])
-                    for a in subs.tolist():
-                        yield Derivation(rule, (T[a], p, T[c]), (p1, (T[a], p, T[b])))
-            elif rule == "rdfs7":
-                for k in st.get(eng.SPO).tolist():
-                    a, b = divmod(k, n)
-                    if eng.is_literal[b]:
-                        continue
-                    p1 = (T[a], SPO, T[b])
-                    ta, tb = T[a], T[b]
-                    for kk in st.get(a).tolist():
-                        u, v = divmod(kk, n)
-                        yield Derivation(rule, (T[u], tb, T[v]), (p1, (T[u], ta, T[v])))
-            else:  # rdfs9
-                members = by_object(eng.TYPE)
-                for k in st.get(eng.SCO).tolist():
-                    x, y = divmod(k, n)
-                    inst = members.get(x)
-                    if inst is None:
-                        continue
-                    p1 = (T[x], SCO, T[y])
-                    tx, ty = T[x], T[y]
-                    for u in inst.tolist():
-                        yield Derivation(rule, (T[u], TYPE, ty), (p1, (T[u], TYPE, tx)))
+            yield from _DERIVE[rule](eng, rule)
 
     def write_jsonl(self, path, rule: str | None = None, head: Iterable[dict] = ()) -> int:
         """Write `derivations(rule)` as JSON lines (atomically: temp file, then rename),
@@ -330,3 +272,82 @@ def closure(triples: Iterable[Triple], rules: Iterable[str] = RULES) -> Closure:
     c = Closure(frozenset(triples), frozenset(chain.from_iterable(inferred)), rules)
     c._engine, c._base = eng, base
     return c
+
+
+# --------------------------------------------------------------------------------------
+# one-step derivations, one generator per rule shape (`Closure.derivations`)
+# --------------------------------------------------------------------------------------
+
+
+def _by_object(eng: Engine, p: int) -> dict[int, np.ndarray]:
+    """object id -> subject ids (sorted), for predicate p."""
+    s, o = eng.store.pairs(p)
+    order = np.argsort(o, kind="stable")
+    s, o = s[order], o[order]
+    if o.size == 0:
+        return {}
+    cut = np.flatnonzero(o[1:] != o[:-1]) + 1
+    return {int(g[0]): ss for g, ss in zip(np.split(o, cut), np.split(s, cut))}
+
+
+def _derive_typing(eng: Engine, rule: str) -> Iterator[Derivation]:
+    """rdfs2 / rdfs3: P1 (a domain|range x), P2 (u a v) => (u|v rdf:type x)."""
+    st, n, T = eng.store, eng.store.n, eng.terms
+    decl_p = RDFS_DOMAIN if rule == "rdfs2" else RDFS_RANGE
+    for a, classes in eng.grouped(eng.DOM if rule == "rdfs2" else eng.RNG).items():
+        facts = st.get(a).tolist()
+        ta = T[a]
+        for x in classes.tolist():
+            p1 = (ta, decl_p, T[x])
+            for k in facts:
+                u, v = divmod(k, n)
+                yield Derivation(rule, (T[v if rule == "rdfs3" else u], RDF_TYPE, T[x]),
+                                 (p1, (T[u], ta, T[v])))
+
+
+def _derive_transitive(eng: Engine, rule: str) -> Iterator[Derivation]:
+    """rdfs5 / rdfs11: P1 (b p c), P2 (a p b) => (a p c), p subPropertyOf / subClassOf."""
+    st, n, T = eng.store, eng.store.n, eng.terms
+    p, pid = (RDFS_SUBPROPERTYOF, eng.SPO) if rule == "rdfs5" else (RDFS_SUBCLASSOF, eng.SCO)
+    lower = _by_object(eng, pid)
+    for k in st.get(pid).tolist():
+        b, c = divmod(k, n)
+        subs = lower.get(b)
+        if subs is None:
+            continue
+        p1 = (T[b], p, T[c])
+        for a in subs.tolist():
+            yield Derivation(rule, (T[a], p, T[c]), (p1, (T[a], p, T[b])))
+
+
+def _derive_subproperty(eng: Engine, rule: str) -> Iterator[Derivation]:
+    """rdfs7: P1 (a subPropertyOf b), P2 (u a v) => (u b v); skipped for a literal b."""
+    st, n, T = eng.store, eng.store.n, eng.terms
+    for k in st.get(eng.SPO).tolist():
+        a, b = divmod(k, n)
+        if eng.is_literal[b]:
+            continue
+        ta, tb = T[a], T[b]
+        p1 = (ta, RDFS_SUBPROPERTYOF, tb)
+        for kk in st.get(a).tolist():
+            u, v = divmod(kk, n)
+            yield Derivation(rule, (T[u], tb, T[v]), (p1, (T[u], ta, T[v])))
+
+
+def _derive_membership(eng: Engine, rule: str) -> Iterator[Derivation]:
+    """rdfs9: P1 (x subClassOf y), P2 (u rdf:type x) => (u rdf:type y)."""
+    st, n, T = eng.store, eng.store.n, eng.terms
+    members = _by_object(eng, eng.TYPE)
+    for k in st.get(eng.SCO).tolist():
+        x, y = divmod(k, n)
+        inst = members.get(x)
+        if inst is None:
+            continue
+        tx, ty = T[x], T[y]
+        p1 = (tx, RDFS_SUBCLASSOF, ty)
+        for u in inst.tolist():
+            yield Derivation(rule, (T[u], RDF_TYPE, ty), (p1, (T[u], RDF_TYPE, tx)))
+
+
+_DERIVE = {"rdfs2": _derive_typing, "rdfs3": _derive_typing, "rdfs5": _derive_transitive,
+           "rdfs11": _derive_transitive, "rdfs7": _derive_subproperty, "rdfs9": _derive_membership}

@@ -89,75 +89,86 @@ def reach_sets(src: np.ndarray, dst: np.ndarray) -> dict[int, frozenset[int]]:
 
     Iterative Tarjan: strongly connected components come out sinks first, so each
     component's successors are finished before it.  A node reaches itself exactly
-    when it lies on a cycle (component of size > 1, or a self-loop).
-
-    Complexity above 15 on purpose: the explicit-stack Tarjan loop is one algorithm whose
-    state (index, lowlink, stack) would have to be threaded through helpers; it runs on
-    every subclass/subproperty hierarchy and recursion would overflow on deep chains.
+    when it lies on a cycle (component of size > 1, or a self-loop).  Iterative because
+    it runs on every subclass/subproperty hierarchy, and recursion would overflow on
+    deep chains.
     """
     adj: dict[int, list[int]] = {}
     for a, b in zip(src.tolist(), dst.tolist()):
         adj.setdefault(a, []).append(b)
-    reach: dict[int, frozenset[int]] = {}
-    index: dict[int, int] = {}
-    low: dict[int, int] = {}
-    on_stack: set[int] = set()
-    stack: list[int] = []
-    counter = 0
+    walk = _Tarjan(adj)
     for root in adj:
-        if root in index:
-            continue
-        work = [(root, iter(adj.get(root, ())))]
-        index[root] = low[root] = counter
-        counter += 1
-        stack.append(root)
-        on_stack.add(root)
+        if root not in walk.index:
+            walk.visit(root)
+    return walk.reach
+
+
+class _Tarjan:
+    """The state of one Tarjan pass (`reach_sets`), kept on an object so that entering a
+    node, walking the edges and closing a component are each one method."""
+
+    def __init__(self, adj: dict[int, list[int]]):
+        self.adj = adj
+        self.reach: dict[int, frozenset[int]] = {}
+        self.index: dict[int, int] = {}
+        self.low: dict[int, int] = {}
+        self.on_stack: set[int] = set()
+        self.stack: list[int] = []
+
+    def _enter(self, v: int, work: list) -> None:
+        self.index[v] = self.low[v] = len(self.index)
+        self.stack.append(v)
+        self.on_stack.add(v)
+        work.append((v, iter(self.adj.get(v, ()))))
+
+    def visit(self, root: int) -> None:
+        """Every component reachable from `root` that is not finished yet, sinks first."""
+        index, low, on_stack = self.index, self.low, self.on_stack
+        work: list = []
+        self._enter(root, work)
         while work:
             v, it = work[-1]
-            advanced = False
             for w in it:
                 if w not in index:
-                    index[w] = low[w] = counter
-                    counter += 1
-                    stack.append(w)
-                    on_stack.add(w)
-                    work.append((w, iter(adj.get(w, ()))))
-                    advanced = True
+                    self._enter(w, work)
                     break
                 if w in on_stack and index[w] < low[v]:
                     low[v] = index[w]
-            if advanced:
-                continue
-            work.pop()
-            if work:
-                u = work[-1][0]
-                if low[v] < low[u]:
-                    low[u] = low[v]
-            if low[v] == index[v]:
-                comp = []
-                while True:
-                    w = stack.pop()
-                    on_stack.discard(w)
-                    comp.append(w)
-                    if w == v:
-                        break
-                succ: set[int] = set()
-                for c in comp:
-                    succ.update(adj.get(c, ()))
-                if not succ:
-                    continue
-                members = set(comp)
-                out = set(succ)
-                for w in succ:
-                    if w not in members:
-                        r = reach.get(w)
-                        if r:
-                            out |= r
-                fr = frozenset(out)
-                for c in comp:
-                    if c in adj:
-                        reach[c] = fr
-    return reach
+            else:  # every edge of v seen: v is finished
+                work.pop()
+                if work:
+                    u = work[-1][0]
+                    if low[v] < low[u]:
+                        low[u] = low[v]
+                if low[v] == index[v]:
+                    self._close(v)
+
+    def _close(self, v: int) -> None:
+        """Pop the component rooted at `v` and record what its members reach: their
+        successors and whatever those reach (finished already, sinks come first)."""
+        comp = []
+        while True:
+            w = self.stack.pop()
+            self.on_stack.discard(w)
+            comp.append(w)
+            if w == v:
+                break
+        succ: set[int] = set()
+        for c in comp:
+            succ.update(self.adj.get(c, ()))
+        if not succ:
+            return
+        members = set(comp)
+        out = set(succ)
+        for w in succ:
+            if w not in members:
+                r = self.reach.get(w)
+                if r:
+                    out |= r
+        fr = frozenset(out)
+        for c in comp:
+            if c in self.adj:
+                self.reach[c] = fr
 
 
 def csr(reach: dict[int, frozenset[int]]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:

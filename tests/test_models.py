@@ -9,6 +9,7 @@ import torch
 
 from kgprobe.errors import KgprobeError, ModelError
 from kgprobe.models import gguf
+from kgprobe.models import gguf
 from kgprobe.models import loading as models_mod
 from kgprobe.models.language_model import LanguageModel
 from kgprobe.models.loading import PRESETS, load_model, resolve_device
@@ -131,19 +132,19 @@ def test_cache_entries_are_published_atomically(tmp_path):
         d = tmp_path / name
         d.mkdir()
         (d / "config.json").write_text("{}")
-        (d / models_mod._MARKER).write_text(json.dumps(dict(marker, version=models_mod._CONVERSION_VERSION)))
+        (d / gguf._MARKER).write_text(json.dumps(dict(marker, version=gguf._CONVERSION_VERSION)))
         return d
 
     entry = tmp_path / "smollm2-135m"
     prov = {"preset": "smollm2-135m", "size": 10}
-    models_mod._publish(staged(".tmp1", {"preset": "smollm2-135m", "size": 9}), entry, {"preset": "smollm2-135m", "size": 9})
-    assert json.loads((entry / models_mod._MARKER).read_text())["size"] == 9
+    gguf._publish(staged(".tmp1", {"preset": "smollm2-135m", "size": 9}), entry, {"preset": "smollm2-135m", "size": 9})
+    assert json.loads((entry / gguf._MARKER).read_text())["size"] == 9
     # a stale entry (other source) is replaced, nothing is left aside
-    models_mod._publish(staged(".tmp2", prov), entry, prov)
-    assert json.loads((entry / models_mod._MARKER).read_text())["size"] == 10
+    gguf._publish(staged(".tmp2", prov), entry, prov)
+    assert json.loads((entry / gguf._MARKER).read_text())["size"] == 10
     assert sorted(p.name for p in tmp_path.iterdir()) == ["smollm2-135m"]  # renamed in; stale copy removed
     # an equivalent entry published by someone else is kept (ours is simply dropped by the caller)
     inode = (entry / "config.json").stat().st_ino
     other = staged(".tmp3", prov)
-    models_mod._publish(other, entry, prov)
+    gguf._publish(other, entry, prov)
     assert (entry / "config.json").stat().st_ino == inode and other.exists()

@@ -1,0 +1,153 @@
+"""Taking excluded terms out of a built model: which terms go, and the edges around them.
+
+`from_triples.build_ontology` builds every class, property and instance it finds, then asks
+this module to remove those that are not words or answers (the reasons are `exclusions`'),
+reconnecting each edge to a removed term to its nearest kept ancestors, so that no entailment
+is lost, and counting what went, so that `kg load` and both `generate` commands report one count.
+"""
+
+from __future__ import annotations
+
+from kgprobe.ontology.exclusions import ADJECTIVE, ANNOTATION, DEPRECATED, ID_LIKE, WHY, Exclusions
+from kgprobe.ontology.labels import is_adjective_label
+from kgprobe.ontology.model import OWL_DATATYPE_PROPERTY, OWL_OBJECT_PROPERTY, Ontology
+
+#: A property declared an object or datatype property is a relation, even when it is an
+#: annotation property too (punning).
+RELATIONS = frozenset({OWL_OBJECT_PROPERTY, OWL_DATATYPE_PROPERTY})
+_PLURAL = {"class": "classes", "property": "properties"}
+
+
+def exclude_terms(onto: Ontology, types: dict[str, set[str]], exclusions: Exclusions,
+                  deprecated: set[str], kept: frozenset[str], adjectives: bool) -> None:
+    """Take excluded terms out of the model, reconnecting around them, and count them.
+    Facts using an excluded property or naming an excluded term go too (an annotation
+    property's values are not facts about things)."""
+    excluded = _excluded_terms(onto, types, exclusions, deprecated, kept, adjectives)
+    if not excluded:
+        return
+    onto.facts = [t for t in onto.facts
+                  if t[0] not in excluded and t[1] not in excluded and t[2] not in excluded]
+    _reconnect(onto, excluded)
+    _remove(onto, excluded)
+
+
+def _excluded_terms(onto: Ontology, types: dict[str, set[str]], exclusions: Exclusions,
+                    deprecated: set[str], kept: frozenset[str],
+                    adjectives: bool) -> dict[str, str]:
+    """iri → reason for every class, property and instance that is not a word or answer."""
+    out: dict[str, str] = {}
+    for table in (onto.classes, onto.properties, onto.instances):
+        for iri, term in table.items():
+            reason = exclusions.reason(iri, types.get(iri, set()))
+            if reason in kept or (reason == ANNOTATION and (
+                    table is not onto.properties or types.get(iri, set()) & RELATIONS)):
+                # dcterms:Location is a class, dcterms:title an annotation; PROV-O's
+                # wasRevisionOf, an object property too, a relation
+                reason = None
+            if reason is None:
+                reason = _unusable(iri, term.label, deprecated,
+                                   adjectives and table is onto.classes)
+            if reason is not None:
+                out.setdefault(iri, reason)
+    _spread_datatypes(onto, out)
+    return out
+
+
+def _unusable(iri: str, label: str, deprecated: set[str], adjectives: bool) -> str | None:
+    """Why a term the exclusion list keeps is still no word or answer, if it is not."""
+    if iri in deprecated:
+        return DEPRECATED
+    if not label:
+        return ID_LIKE
+    if adjectives and is_adjective_label(label):
+        return ADJECTIVE
+    return None
+
+
+def _spread_datatypes(onto: Ontology, out: dict[str, str]) -> None:
+    """Subclasses of a datatype are datatypes (schema:URL ⊑ schema:Text)."""
+    datatypes = {i for i, r in out.items() if r == "datatype"}
+    changed = True
+    while changed:
+        changed = False
+        for iri, c in onto.classes.items():
+            if iri not in datatypes and datatypes.intersection(c.parents):
+                datatypes.add(iri)
+                out[iri] = "datatype"
+                changed = True
+
+
+def _bypass(iri: str, parents: dict[str, list[str]], excluded: dict[str, str],
+            seen: frozenset[str] = frozenset()) -> list[str]:
+    """The nearest kept ancestors of `iri` (itself when kept): an edge to an excluded term
+    is replaced by edges to that term's own parents, so no entailment is lost."""
+    if iri not in excluded:
+        return [iri]
+    if iri in seen:
+        return []
+    out: list[str] = []
+    for parent in parents.get(iri, []):
+        out.extend(p for p in _bypass(parent, parents, excluded, seen | {iri}) if p not in out)
+    return out
+
+
+class _Lift:
+    """Edges to excluded terms replaced by edges to their nearest kept ancestors, each
+    excluded term's ancestors found once (150k instances share a few classes)."""
+
+    def __init__(self, excluded: dict[str, str]):
+        self.excluded = excluded
+        self.bypassed: dict[tuple[int, str], list[str]] = {}
+
+    def around(self, iri: str, parents: dict[str, list[str]]) -> list[str]:
+        if iri not in self.excluded:
+            return [iri]
+        key = (id(parents), iri)
+        if key not in self.bypassed:
+            self.bypassed[key] = _bypass(iri, parents, self.excluded)
+        return self.bypassed[key]
+
+    def __call__(self, iris: list[str], parents: dict[str, list[str]], own: str = "") -> list[str]:
+        return list(dict.fromkeys(p for i in iris for p in self.around(i, parents) if p != own))
+
+
+def _reconnect(onto: Ontology, excluded: dict[str, str]) -> None:
+    """Every edge to an excluded term lifted to its kept ancestors; a kept term whose
+    relation this leaves empty is counted in `onto.emptied`."""
+    class_parents = {i: c.parents for i, c in onto.classes.items()}
+    prop_parents = {i: p.parents for i, p in onto.properties.items()}
+    lift = _Lift(excluded)
+    emptied = onto.emptied
+    for c in onto.classes.values():
+        had = bool(c.parents)
+        c.parents = lift(c.parents, class_parents, c.iri)
+        emptied["subClassOf"] += had and not c.parents and c.iri not in excluded
+    for p in onto.properties.values():
+        had = (bool(p.domain), bool(p.range))
+        p.parents = lift(p.parents, prop_parents, p.iri)
+        p.domain, p.range = lift(p.domain, class_parents), lift(p.range, class_parents)
+        if p.iri not in excluded:
+            emptied["domain"] += had[0] and not p.domain
+            emptied["range"] += had[1] and not p.range
+    for i in onto.instances.values():
+        i.types = sorted(lift(i.types, class_parents))
+        emptied["type"] += not i.types and i.iri not in excluded
+
+
+def _remove(onto: Ontology, excluded: dict[str, str]) -> None:
+    """The excluded terms deleted from the model, recorded, and counted in one warning per
+    reason."""
+    counts: dict[str, dict[str, int]] = {}
+    for kind, table in (("class", onto.classes), ("property", onto.properties),
+                        ("instance", onto.instances)):
+        for iri in [i for i in table if i in excluded]:
+            del table[iri]
+            reason = counts.setdefault(excluded[iri], {})
+            reason[kind] = reason.get(kind, 0) + 1
+    onto.excluded.update(excluded)
+    onto.excluded_counts.update(counts)
+    for reason, by_kind in sorted(counts.items()):
+        what = ", ".join(f"{n} {_PLURAL.get(k, k + 's') if n > 1 else k}"
+                         for k, n in by_kind.items())
+        onto.warnings.append(f"skipped {what}: {WHY.get(reason, reason + ' terms')}")
