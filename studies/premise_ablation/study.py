@@ -9,11 +9,9 @@ For every reasoning item (one RDFS derivation, entities as pseudowords) each pre
 - **not** given: not written and not known.
 So an item whose P1 is known lands in the P1 = implicit and explicit cells, one whose P1 is
 not known in the not and explicit cells; likewise for P2. The conjunction ("Therefore ,")
-stays in every prompt, written premises or not, as in the paper.
-
-Work is split into resumable units (rule × template kind × P1 × P2 × manual template), written
-as they finish with every prompt's gold ranks; the report averages a relation's manual templates
-(the paper's protocol) and computes intervals from those observations (`cells.py`).
+stays in every prompt, written premises or not, as in the paper. Resumable units (rule × template
+kind × P1 × P2 × manual template) keep every prompt's gold ranks; the report averages a relation's
+templates, with intervals (`cells.py`). Chained items (`--depth`, …) add units (`depth.py`).
 """
 
 from __future__ import annotations
@@ -65,6 +63,7 @@ class Study:
     truth: TrueAnswers | None = None
     #: every item of every rule: the population premises are classified over
     population: dict[str, list[ReasoningItem]] | None = None
+    closure: object = None  # the RDFS closure the items come from (chained items: depth.py)
 
 
 def population_rules(rules: tuple[str, ...]) -> tuple[str, ...]:
@@ -120,8 +119,8 @@ def build_study(config: AblationConfig, source: Source | None = None, *, cache: 
         pseudowords = sample_pseudoword_sets(loaded, config.pairs, seed=config.seed)
     verbalizer = Verbalizer(onto, templates)
     truth = TrueAnswers.of(verbalizer, closure) if parse_ranking(config.ranking) == "filtered" else None
-    return Study(config, items, all_items, pools, templates,
-                 verbalizer, memorizing, loaded, scorer, pseudowords, protocol, truth, population)
+    return Study(config, items, all_items, pools, templates, verbalizer, memorizing, loaded,
+                 scorer, pseudowords, protocol, truth, population, closure)
 
 
 # ------------------------------------------------------------------ memorized or not
@@ -180,9 +179,7 @@ def memorization_prompt(study: Study, item: ReasoningItem, role: str) -> tuple[s
     p = item.premises[0 if role == "P1" else 1]
     rel = study.templates[p.relation]
     tmpl = rel.manual[rel.hypothesis]
-    meta = None
-    if p.relation in ("domain", "range"):
-        meta = study.verbalizer.property_meta(p.triple[0])
+    meta = study.verbalizer.property_meta(p.triple[0]) if p.relation in ("domain", "range") else None
     text_b = "[Y]" if p.relation == "property" else ""
     return capitalize(tmpl.render(text_a=p.subject, text_b=text_b, meta=meta)), rel.candidates
 
@@ -390,10 +387,13 @@ def run_premise_ablation(config: AblationConfig, out: str | Path, *, source: Sou
                             return {**metrics, "protocol": study.protocol.name,
                                     "ranking": config.ranking}, preds
 
-                        key = {"rule": rule, "p1": p1, "p2": p2, "template": kind,
-                               "variant": variant}
+                        key = {"rule": rule, "p1": p1, "p2": p2, "template": kind, "variant": variant}
                         units.append(Unit(key, run, len(study.items[rule]) * config.pairs))
-    rows = run_units(out, units, UNIT_COLUMNS, progress=progress)
+    if config.deep:
+        from .depth import depth_units
+
+        units += depth_units(study, progress)
+    rows = run_units(out, units, config.unit_columns(), progress=progress)
     from kgprobe.studies.premise_ablation.report import write_report
 
     write_report(out)  # results.csv again, with the template averages and intervals
