@@ -243,7 +243,7 @@ def build_units(cfg: CopenConfig, out: Path, sets: dict, model: _Lazy) -> list[U
         if cfg.method == "zero-shot":
             units += _zero_shot_units(cfg, out, model, task, test, sizes)
             continue
-        train, dev = _train_dev(task, splits, cfg)
+        train, dev = train_dev(task, splits, cfg)
         data = {"train": Batchable.of(task, train), "dev": Batchable.of(task, dev),
                 "test": Batchable.of(task, test)}
         ooc = Batchable.of(task, test, context=False) if task == "cic" else None
@@ -322,7 +322,7 @@ def _finetune_units(cfg: CopenConfig, out: Path, model: _Lazy, task: str, data: 
     return units
 
 
-def _train_dev(task: str, splits: dict, cfg: CopenConfig) -> tuple[list, list]:
+def train_dev(task: str, splits: dict, cfg: CopenConfig) -> tuple[list, list]:
     train = [it for it in splits.get("train", []) if it.label is not None]
     dev = [it for it in splits.get("dev", []) if it.label is not None]
     if not train or not dev:

@@ -22,7 +22,6 @@ import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-import numpy as np
 from kgprobe.atomic import write_json
 from kgprobe.ontology.loaders import Source, bundled_source
 from kgprobe.ontology.verbalize import TemplateSet, capitalize, load_templates
@@ -38,12 +37,13 @@ from kgprobe.reasoning.items import (
 )
 from kgprobe.reasoning.memorizing import candidate_sets
 from kgprobe.reasoning.rdfs import RULES
-from kgprobe.studies.metrics import evaluate, gold_indices, ranks_of
+from kgprobe.studies.metrics import gold_indices, ranks_of
+from kgprobe.studies.probes import ProbeRequest
 from kgprobe.studies.runner import Unit, run_units
 from kgprobe.studies.settings import first_pin, pin_settings
 
 from .cells import variants
-from .config import COLUMNS, SETTINGS, TEMPLATE_KINDS, UNIT_COLUMNS, AblationConfig  # noqa: F401
+from .config import SETTINGS, UNIT_COLUMNS, AblationConfig
 
 
 @dataclass
@@ -256,7 +256,7 @@ def classify_premises(study: Study, out: Path, *,
         if (cached.get("model") == study.config.model and isinstance(cached["premises"], list)
                 and cached.get("version") == MEMORIZED_VERSION):
             return {m.key: m for m in map(MemorizedPremise.from_json, cached["premises"])}
-    from .candidates import Request, score_requests
+    from kgprobe.studies.probes import Request, score_requests
 
     probes = premise_probes(study)
     asked = [Request(p.prompt, p.candidates, study.pseudowords[p.pair or 0]) for p in probes]
@@ -290,9 +290,6 @@ def classify_premises(study: Study, out: Path, *,
     return premises
 
 
-# ------------------------------------------------------------------ prompts per setting
-
-
 def settings_of(item: ReasoningItem, premises: dict[PremiseKey, MemorizedPremise],
                 pair: int) -> tuple[set, set]:
     """The P1 and P2 settings an item takes part in."""
@@ -316,45 +313,47 @@ def reasoning_prompt(study: Study, item: ReasoningItem, p1: str, p2: str, kind: 
     return soft_reasoning_prompt(study, item, p1, p2, soft)
 
 
-def run_cell(study: Study, rule: str, p1: str, p2: str, kind: str, premises: dict,
-             soft: dict | None, variant: int | None = None,
-             progress: bool = False) -> tuple[dict, list[dict]]:
-    from .candidates import Request, item_candidates, item_others, score_requests
+def cell_requests(study: Study, rule: str, p1: str, p2: str, kind: str, premises: dict,
+                  soft: dict | None, variant: int | None = None) -> list[ProbeRequest]:
+    """Every prompt of one cell: each item under each pair whose P1 and P2 take `p1`, `p2`."""
+    from .candidates import item_candidates, item_others
 
-    requests, golds, true, meta = [], [], [], []
-    items = study.items[rule]
-    if not items:
-        return {"n": 0}, []
-    for item in items:
+    requests = []
+    for item in study.items[rule]:
         candidates = item_candidates(study, item)
-        # under filtered ranking with every candidate: the item's other true answers, left out
-        # of its ranks (with K they are not among the candidates at all)
-        also = gold_indices(candidates, item_others(study, item))
+        # filtered, all candidates: the item's other true answers, left out of its ranks
+        also = tuple(gold_indices(candidates, item_others(study, item)))
+        golds = tuple(gold_indices(candidates, item.answers))
         for pair, vectors in enumerate(study.pseudowords):
             s1, s2 = settings_of(item, premises, pair)
             if p1 in s1 and p2 in s2:
-                requests.append(Request(
+                requests.append(ProbeRequest(
                     reasoning_prompt(study, item, p1, p2, kind, soft, variant), tuple(candidates),
-                    {**vectors, **(soft["vectors"] if soft else {})}))
-                golds.append(gold_indices(candidates, item.answers))
-                true.append(also)
-                meta.append((item, pair))
+                    {**vectors, **(soft["vectors"] if soft else {})}, item=item.id,
+                    golds=golds, also_true=also, setting={"pair": pair}))
+    return requests
+
+
+def run_cell(study: Study, rule: str, p1: str, p2: str, kind: str, premises: dict,
+             soft: dict | None, variant: int | None = None,
+             progress: bool = False) -> tuple[dict, list[dict]]:
+    from kgprobe.studies.probes import predict, summarize
+
+    requests = cell_requests(study, rule, p1, p2, kind, premises, soft, variant)
     if not requests:
         return {"n": 0}, []  # an empty setting is reported as empty
-    scores = score_requests(study.scorer, requests, batch_size=study.config.batch_size,
-                            desc=f"{rule} P1 {p1} P2 {p2} ({kind})", progress=progress)
     filtered = study.truth is not None
-    metrics = evaluate(scores, golds, ks=(1, 5), filtered=filtered, also_true=true)
-    preds = []
-    for (item, pair), req, row, gold, also in zip(meta, requests, scores, golds, true):
-        left_out = set(also)
-        order = [i for i in np.argsort(-row, kind="stable") if i not in left_out][:5]
-        ranks = ranks_of(row, gold, filtered=filtered, also_true=also)
-        # Every gold's rank: the prompt's observation, from which the report's intervals are
-        # recomputed (identically on a resumed run).
-        preds.append({"item": item.id, "pair": pair, "prompt": req.prompt, "answers": item.answers,
-                      "gold_rank": int(ranks.min()), "gold_ranks": ranks.tolist(),
-                      "top5": [req.candidates[i] for i in order]})
+    predictions = predict(study.scorer, requests, filtered=filtered,
+                          batch_size=study.config.batch_size,
+                          desc=f"{rule} P1 {p1} P2 {p2} ({kind})", progress=progress)
+    answers = {item.id: item.answers for item in study.items[rule]}
+    # Every gold's rank: the prompt's observation, from which the intervals are recomputed.
+    preds = [{"item": p.request.item, "pair": p.request.setting["pair"],
+              "prompt": p.request.prompt, "answers": answers[p.request.item],
+              "gold_rank": min(p.ranks), "gold_ranks": list(p.ranks),
+              "top5": [p.request.candidates[i] for i in p.top(5, skip_also_true=True)]}
+             for p in predictions]
+    metrics = summarize(predictions, ks=(1, 5))
     return {k: v for k, v in metrics.items() if k in UNIT_COLUMNS}, preds
 
 
