@@ -304,8 +304,23 @@ def test_every_command_is_fuzzed():
     assert len(commands) >= 20
     assert sorted(BASE) == sorted(commands)
     fuzzed = {command for command, _, _ in CASES}
-    without = sorted(set(commands) - fuzzed - {"cache stats", "cache clear"})
+    without = sorted(set(commands) - fuzzed - set(ENV_CASES))
     assert not without, without
+
+
+#: Commands whose only input is the environment: a file where the score cache's folder goes.
+ENV_CASES = {"cache stats": "KGPROBE_CACHE_DIR", "cache clear": "KGPROBE_CACHE"}
+
+
+@pytest.mark.parametrize("command", sorted(ENV_CASES))
+def test_a_file_as_the_score_cache_folder_is_one_line(world, capsys, monkeypatch, command):
+    monkeypatch.delenv("KGPROBE_CACHE_DIR", raising=False)
+    a_file = world["root"] / "a-file"
+    monkeypatch.setenv(ENV_CASES[command], str(a_file))
+    status, err = run_in_process(command.split(), capsys, guard=False)
+    assert status == 2 and "Traceback" not in err, err
+    assert len(err.strip().splitlines()) == 1 and ENV_CASES[command] in err, err
+    assert a_file.read_text() == "not what you think"
 
 
 @pytest.mark.parametrize("command,args,names", CASES,
