@@ -38,6 +38,8 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from kgprobe.errors import KgprobeError
+
 __all__ = ["CachedScorer", "ScoreCache", "cache_dir", "cached_scorer", "model_identity"]
 
 #: Bump to invalidate every stored row (a change in how scores are computed).
@@ -47,13 +49,16 @@ _MODEL_FILES = (".safetensors", ".bin", ".json", ".model", ".gguf", ".txt")
 
 
 def cache_dir() -> Path:
-    """Where the score cache lives (see the module docstring)."""
-    explicit = os.environ.get("KGPROBE_CACHE_DIR")
-    if explicit:
-        return Path(explicit).expanduser()
-    root = os.environ.get("KGPROBE_CACHE")
-    if root:
-        return Path(root).expanduser()
+    """Where the score cache lives (see the module docstring). A variable naming a file is
+    refused here, in one line, before a study scores anything it could not store."""
+    for variable in ("KGPROBE_CACHE_DIR", "KGPROBE_CACHE"):
+        value = os.environ.get(variable)
+        if value:
+            path = Path(value).expanduser()
+            if path.exists() and not path.is_dir():
+                raise KgprobeError(f"{variable}={value}: is a file, and the score cache is a "
+                                   f"folder; point {variable} at a folder, or unset it")
+            return path
     return Path.home() / ".cache" / "kgprobe"
 
 

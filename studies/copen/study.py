@@ -139,6 +139,8 @@ def generate_sets(cfg: CopenConfig, out: Path, tasks: Sequence[str], *,
     summary = json.loads(summary_path.read_text()) if summary_path.exists() else {}
     todo = [t for t in tasks if not (out / "data" / TASK_DIRS[t] / "test.json").exists()]
     onto = tax = source_kg = None
+    # the norms are read first: a wrong --norms is refused before minutes of CSJ generation
+    norms = load_mcrae(cfg.norms) if "cpj" in todo else None
     if {"csj", "cic"} & set(todo):  # first: a stale store is refused before anything is written
         onto, source_kg = kg_ontology(cfg.store, cfg.endpoint, reason=cfg.reason, wait=cfg.wait)
         tax = Taxonomy.of(onto)
@@ -147,7 +149,7 @@ def generate_sets(cfg: CopenConfig, out: Path, tasks: Sequence[str], *,
         if progress:
             print(f"kgprobe: generating {NAMES[task]} items", file=sys.stderr, flush=True)
         if task == "cpj":
-            items, report = generate_cpj(load_mcrae(cfg.norms), seed=cfg.seed)
+            items, report = generate_cpj(norms, seed=cfg.seed)
             source = str(cfg.norms)
         else:
             if task == "csj":
