@@ -25,9 +25,6 @@ REPO = Path(__file__).resolve().parents[1]
 README = REPO / "README.md"
 SHARED = REPO.parent / "shared"
 
-#: Pages another change adds; a link to one is accepted while the page does not exist yet.
-PENDING_PAGES = {"docs/python-api.md"}
-
 RUNNABLE = {"bash": "bash", "sh": "bash", "shell": "bash", "python": "python", "py": "python"}
 SKIP = re.compile(r"<!--\s*readme-test:\s*skip\s*\((?P<reason>[^)]*)\)\s*-->")
 FENCE = re.compile(r"^```(?P<lang>[\w+-]*)\s*$")
@@ -167,5 +164,5 @@ def test_every_relative_link_in_the_readme_resolves():
                 if not re.match(r"[a-z]+:", link) and not link.startswith("#")]
     assert len(relative) >= 5
     missing = [link for link in relative
-               if not (REPO / link).exists() and link not in PENDING_PAGES]
+               if not (REPO / link).exists()]
     assert not missing, missing
