@@ -209,8 +209,8 @@ class ScoreCache:
 class CachedScorer:
     """A `Scorer` that serves stored rows and scores only the prompts it has not seen.
 
-    Everything else (``score_tensor`` for training soft prompts, ``stats``, ``encode``) is the
-    wrapped scorer's own: only `score` (no gradients) reads and writes the cache.
+    Everything else (``stats``, ``encode``) is the wrapped scorer's own: only `score` (no
+    gradients) reads and writes the cache; code that needs gradients asks `uncached`.
     """
 
     def __init__(self, scorer: Any, loaded: Any, cache: ScoreCache | None = None):
@@ -265,6 +265,12 @@ class CachedScorer:
         if not prompts:
             return np.zeros((0, len(candidates)))
         return np.stack([found[k] for k in keys]).astype(np.float64)
+
+
+def uncached(scorer: Any) -> Any:
+    """The model's own scorer behind a `CachedScorer` (or `scorer` itself): what needs
+    gradients (soft-prompt training's ``score_tensor``) asks it, never the cache."""
+    return scorer.inner if isinstance(scorer, CachedScorer) else scorer
 
 
 def cached_scorer(scorer: Any, loaded: Any, *, enabled: bool = True) -> Any:
