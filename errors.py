@@ -37,3 +37,8 @@ class StudyError(KgprobeError):
 class OutputError(KgprobeError):
     """An output file cannot be created where the user asked (no such folder, a file in the
     way, a read-only or full disk)."""
+
+
+class OptionError(KgprobeError):
+    """A command-line value out of its option's range (a negative seed, a zero batch size),
+    refused as argparse reads it (`cli/bounds.py`)."""

@@ -38,6 +38,7 @@ from kgprobe.studies.options import apply_threads  # noqa: E402
 from kgprobe.terminal import printable  # noqa: E402
 
 from . import cache, generate, interop, kg, kg_check, kg_remote, studies  # noqa: E402
+from .bounds import check_numbers  # noqa: E402
 from .outcome import damaged_store_line, os_error_line, quiet_broken_pipe  # noqa: E402
 from .registry import COMMANDS  # noqa: E402
 
@@ -110,6 +111,7 @@ def build_parser() -> argparse.ArgumentParser:
             choice.help = "the knowledge graph: " + ", ".join(kg_sub.choices)
     for each in subparsers(parser):
         each.formatter_class = HelpFormatter
+        check_numbers(each)
     return parser
 
 
@@ -122,6 +124,9 @@ def main(argv: Sequence[str] | None = None, *, guard: bool | None = None) -> int
     except KeyboardInterrupt:
         print("kgprobe: interrupted", file=sys.stderr)
         return 130
+    except KgprobeError as err:  # a value out of its option's range (cli/bounds.py)
+        print(f"kgprobe: error: {printable(str(err))}", file=sys.stderr)
+        return 2
     # `kgprobe GROUP SUB` handlers are registered as "GROUP SUB" (`registry.command`); the
     # studies' sub-parsers set `func` instead
     sub_name = getattr(args, f"{args.command}_command", None)

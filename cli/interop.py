@@ -20,13 +20,15 @@ def cmd_export(args: argparse.Namespace) -> int:
     from kgprobe.reasoning.distractors import parse_protocol
     from kgprobe.reasoning.filtering import parse_ranking
     from kgprobe.reasoning.memorizing import relation_name
+    from kgprobe.reasoning.rdfs import RULES
     from kgprobe.studies.lm_eval.export import STUDIES, ExportSettings, export_lm_eval
 
     relations = None if args.task == "all" else tuple(relation_name(t) for t in comma_list(args.task))
     settings = ExportSettings(
         studies=tuple(comma_list(args.tasks, choices=STUDIES, option="--studies")),
         relations=relations, templates=args.template,
-        rules=tuple(comma_list(args.rules)) if args.rules != "all" else None,
+        rules=(tuple(comma_list(args.rules, choices=RULES, option="--rules"))
+               if args.rules != "all" else None),
         candidates=parse_protocol(args.candidates).k, split=args.split, limit=args.limit, seed=args.seed,
         probes=str(args.probes) if args.probes else None, protocol=args.protocol,
         ranking=parse_ranking(args.ranking))

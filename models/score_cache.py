@@ -38,6 +38,8 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from kgprobe.errors import KgprobeError
+
 __all__ = ["CachedScorer", "ScoreCache", "cache_dir", "cached_scorer", "model_identity"]
 
 #: Bump to invalidate every stored row (a change in how scores are computed).
@@ -47,13 +49,16 @@ _MODEL_FILES = (".safetensors", ".bin", ".json", ".model", ".gguf", ".txt")
 
 
 def cache_dir() -> Path:
-    """Where the score cache lives (see the module docstring)."""
-    explicit = os.environ.get("KGPROBE_CACHE_DIR")
-    if explicit:
-        return Path(explicit).expanduser()
-    root = os.environ.get("KGPROBE_CACHE")
-    if root:
-        return Path(root).expanduser()
+    """Where the score cache lives (see the module docstring). A variable naming a file is
+    refused here, in one line, before a study scores anything it could not store."""
+    for variable in ("KGPROBE_CACHE_DIR", "KGPROBE_CACHE"):
+        value = os.environ.get(variable)
+        if value:
+            path = Path(value).expanduser()
+            if path.exists() and not path.is_dir():
+                raise KgprobeError(f"{variable}={value}: is a file, and the score cache is a "
+                                   f"folder; point {variable} at a folder, or unset it")
+            return path
     return Path.home() / ".cache" / "kgprobe"
 
 
@@ -204,8 +209,8 @@ class ScoreCache:
 class CachedScorer:
     """A `Scorer` that serves stored rows and scores only the prompts it has not seen.
 
-    Everything else (``score_tensor`` for training soft prompts, ``stats``, ``encode``) is the
-    wrapped scorer's own: only `score` (no gradients) reads and writes the cache.
+    Everything else (``stats``, ``encode``) is the wrapped scorer's own: only `score` (no
+    gradients) reads and writes the cache; code that needs gradients asks `uncached`.
     """
 
     def __init__(self, scorer: Any, loaded: Any, cache: ScoreCache | None = None):
@@ -260,6 +265,12 @@ class CachedScorer:
         if not prompts:
             return np.zeros((0, len(candidates)))
         return np.stack([found[k] for k in keys]).astype(np.float64)
+
+
+def uncached(scorer: Any) -> Any:
+    """The model's own scorer behind a `CachedScorer` (or `scorer` itself): what needs
+    gradients (soft-prompt training's ``score_tensor``) asks it, never the cache."""
+    return scorer.inner if isinstance(scorer, CachedScorer) else scorer
 
 
 def cached_scorer(scorer: Any, loaded: Any, *, enabled: bool = True) -> Any:

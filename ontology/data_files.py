@@ -27,5 +27,8 @@ def read_toml(path: Path, error: type[KgprobeError], what: str, bundled: str) ->
         return tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise error(f"{path}: {what} not found; give a TOML file laid out like {bundled}") from None
+    except (IsADirectoryError, NotADirectoryError):
+        raise error(f"{path}: not a file; give the {what} as a TOML file laid out like "
+                    f"{bundled}") from None
     except tomllib.TOMLDecodeError as err:
         raise error(f"{path}: not valid TOML ({err}); fix the {what}") from None

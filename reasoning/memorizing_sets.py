@@ -76,6 +76,9 @@ def reference_sets(tasks: Sequence[str] = RELATIONS) -> dict[str, MemorizingSet]
 def generated_sets(directory: str | Path, tasks: Sequence[str] = RELATIONS) -> dict[str, MemorizingSet]:
     """Sets written by `kgprobe generate memorizing`."""
     directory = Path(directory)
+    if directory.exists() and not directory.is_dir():
+        raise KgprobeError(f"{directory}: is a file, not a folder of probe sets; pass the folder "
+                           "`kgprobe generate memorizing --out DIR` wrote")
     try:
         cands = json.loads((directory / "candidates.json").read_text(encoding="utf-8"))
     except FileNotFoundError:

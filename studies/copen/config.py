@@ -103,17 +103,19 @@ def _limit_arg(text: str) -> int | dict:
     """``200`` or ``csj=60,cpj=400,cic=200`` (tasks not named: no limit)."""
     try:
         if "=" not in text:
+            if int(text) < 0:
+                raise ValueError(text)
             return int(text)
         out = {}
         for part in text.split(","):
             task, n = part.split("=")
             task = task.strip().lower()
-            if task not in TASKS:
+            if task not in TASKS or int(n) < 0:
                 raise ValueError(task)
             out[task] = int(n)
         return out
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r}: give N or csj=N,cpj=N,cic=N") from None
+        raise argparse.ArgumentTypeError(f"{text!r}: give N or csj=N,cpj=N,cic=N (N ≥ 0)") from None
 
 
 def parse_tasks(text: str) -> list[str]:

@@ -59,14 +59,14 @@ def item_records(cfg: CopenConfig, task: str, items, split: str) -> list[PromptR
 
 def prompt_records(cfg: CopenConfig, sets: dict) -> list[PromptRecord]:
     """Every prompt of the run, task by task (test items first, as the report lists them)."""
-    from .study import _train_dev
+    from .study import train_dev
 
     records = []
     for task, splits in sets.items():
         test = select(splits.get("test", []), cfg.limit_for(task), cfg.seed)
         records += item_records(cfg, task, test, "test")
         if cfg.method != "zero-shot":
-            train, dev = _train_dev(task, splits, cfg)
+            train, dev = train_dev(task, splits, cfg)
             records += item_records(cfg, task, train, "train") + item_records(cfg, task, dev, "dev")
     return records
 

@@ -139,6 +139,8 @@ def generate_sets(cfg: CopenConfig, out: Path, tasks: Sequence[str], *,
     summary = json.loads(summary_path.read_text()) if summary_path.exists() else {}
     todo = [t for t in tasks if not (out / "data" / TASK_DIRS[t] / "test.json").exists()]
     onto = tax = source_kg = None
+    # the norms are read first: a wrong --norms is refused before minutes of CSJ generation
+    norms = load_mcrae(cfg.norms) if "cpj" in todo else None
     if {"csj", "cic"} & set(todo):  # first: a stale store is refused before anything is written
         onto, source_kg = kg_ontology(cfg.store, cfg.endpoint, reason=cfg.reason, wait=cfg.wait)
         tax = Taxonomy.of(onto)
@@ -147,7 +149,7 @@ def generate_sets(cfg: CopenConfig, out: Path, tasks: Sequence[str], *,
         if progress:
             print(f"kgprobe: generating {NAMES[task]} items", file=sys.stderr, flush=True)
         if task == "cpj":
-            items, report = generate_cpj(load_mcrae(cfg.norms), seed=cfg.seed)
+            items, report = generate_cpj(norms, seed=cfg.seed)
             source = str(cfg.norms)
         else:
             if task == "csj":
@@ -243,7 +245,7 @@ def build_units(cfg: CopenConfig, out: Path, sets: dict, model: _Lazy) -> list[U
         if cfg.method == "zero-shot":
             units += _zero_shot_units(cfg, out, model, task, test, sizes)
             continue
-        train, dev = _train_dev(task, splits, cfg)
+        train, dev = train_dev(task, splits, cfg)
         data = {"train": Batchable.of(task, train), "dev": Batchable.of(task, dev),
                 "test": Batchable.of(task, test)}
         ooc = Batchable.of(task, test, context=False) if task == "cic" else None
@@ -322,7 +324,7 @@ def _finetune_units(cfg: CopenConfig, out: Path, model: _Lazy, task: str, data: 
     return units
 
 
-def _train_dev(task: str, splits: dict, cfg: CopenConfig) -> tuple[list, list]:
+def train_dev(task: str, splits: dict, cfg: CopenConfig) -> tuple[list, list]:
     train = [it for it in splits.get("train", []) if it.label is not None]
     dev = [it for it in splits.get("dev", []) if it.label is not None]
     if not train or not dev:

@@ -70,7 +70,7 @@ def _scorer(config: MemorizationConfig, loaded, relation: str):
 def score_paper_unit(config: MemorizationConfig, loaded, relation: str, template: int, *,
                      progress: bool = False) -> tuple[dict, list[dict]]:
     from kgprobe.reasoning.distractors import parse_protocol
-    from kgprobe.studies.batches import Request, score_requests
+    from kgprobe.studies.probes import Request, score_requests
 
     protocol = parse_protocol(config.candidates)
     prompts = task_prompts(config, relation, template)

@@ -12,7 +12,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Sequence
 
-import numpy as np
 from kgprobe.errors import KgprobeError
 from kgprobe.ontology.verbalize import (
     TemplateSet,
@@ -30,13 +29,7 @@ from kgprobe.reasoning.memorizing_sets import (  # noqa: F401 (re-exported)
     reference_sets,
 )
 from kgprobe.studies.memorization.config import MemorizationConfig
-from kgprobe.studies.metrics import (
-    FrequencyBaseline,
-    RandomBaseline,
-    evaluate,
-    gold_indices,
-    ranks_of,
-)
+from kgprobe.studies.metrics import FrequencyBaseline, RandomBaseline, gold_indices
 from kgprobe.studies.runner import Unit, run_units
 from kgprobe.studies.settings import pin_settings
 
@@ -76,26 +69,29 @@ def score_unit(scorer, prompts: list[str], records: Sequence[MemorizingRecord],
     seeded distractors (`reasoning.distractors`, never another gold, so K stays K); each gold
     without the other golds (``ranking`` filtered) or among every candidate (raw)."""
     from kgprobe.reasoning.distractors import Protocol
-    from kgprobe.studies.batches import Request, score_requests
+    from kgprobe.studies.probes import ProbeRequest, predict, summarize
 
     protocol = protocol or Protocol(None)
-    lists = [tuple(protocol.candidates(candidates, r.answers, seed=f"{seed}:{r.id}")) for r in records]
-    scores: list = []
-    if prompts:  # in chunks, so that a long unit (500 prompts x 785 candidates) shows progress
-        scores = score_requests(scorer, [Request(p, c) for p, c in zip(prompts, lists)],
-                                batch_size=batch_size, desc=desc, progress=progress)
-    golds = [gold_indices(c, r.answers) for r, c in zip(records, lists)]
-    filtered = ranking == "filtered"
-    metrics = {**evaluate(scores, golds, ks=(1, 5, 10), filtered=filtered),
-               "protocol": protocol.name, "ranking": ranking}
-    preds = []
-    for rec, prompt, row, gold, candidates in zip(records, prompts, scores, golds, lists):
-        order = np.argsort(-row, kind="stable")[:10]
-        ranks = ranks_of(row, gold, filtered=filtered).tolist() if gold else []
-        preds.append({"id": rec.id, "subject": rec.subject, "prompt": prompt,
-                      "answers": rec.answers, "gold_ranks": ranks,
-                      "top10": [[candidates[i], round(float(row[i]), 4)] for i in order]})
-    return metrics, preds
+    requests = []
+    for rec, prompt in zip(records, prompts):
+        cands = tuple(protocol.candidates(candidates, rec.answers, seed=f"{seed}:{rec.id}"))
+        requests.append(ProbeRequest(prompt, cands, item=rec.id,
+                                     golds=tuple(gold_indices(cands, rec.answers))))
+    # in chunks, so that a long unit (500 prompts x 785 candidates) shows progress
+    predictions = predict(scorer, requests, filtered=ranking == "filtered",
+                          batch_size=batch_size, desc=desc, progress=progress)
+    metrics = {**summarize(predictions, ks=(1, 5, 10)), "protocol": protocol.name,
+               "ranking": ranking}
+    return metrics, [prediction_record(p, rec) for p, rec in zip(predictions, records)]
+
+
+def prediction_record(prediction, record: MemorizingRecord) -> dict:
+    """A record's line of ``predictions.jsonl``: its golds' ranks and the top ten."""
+    req = prediction.request
+    return {"id": record.id, "subject": record.subject, "prompt": req.prompt,
+            "answers": record.answers, "gold_ranks": list(prediction.ranks),
+            "top10": [[req.candidates[i], round(float(prediction.scores[i]), 4)]
+                      for i in prediction.top(10)]}
 
 
 def run_memorization(model: str, out: str | Path, *, progress: bool = True, **settings) -> list[dict]:

@@ -16,7 +16,7 @@ from __future__ import annotations
 from kgprobe.reasoning.distractors import distractor_candidates
 from kgprobe.reasoning.filtering import others
 from kgprobe.reasoning.items import PremiseText, ReasoningItem
-from kgprobe.studies.batches import Request, score_requests  # noqa: F401 (used by the study)
+
 
 
 def item_others(study, item: ReasoningItem) -> frozenset[str]:

@@ -15,10 +15,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
 from kgprobe.reasoning.chains import DistractorPool, arrange, chain_items
 from kgprobe.reasoning.items import ReasoningItem, sample_items
-from kgprobe.studies.metrics import evaluate, gold_indices, ranks_of
+from kgprobe.studies.metrics import gold_indices
 from kgprobe.studies.runner import Unit
 
 from .cells import variants
@@ -83,34 +82,34 @@ def depth_units(study, progress: bool = False) -> list[Unit]:
 
 def run_chain_cell(study, chained: Chained, rule: str, depth: int, distractors: int,
                    written: str, variant: int, progress: bool = False) -> tuple[dict, list[dict]]:
-    """Score one chained cell: every item's prompt under every pseudoword pair."""
-    from .candidates import Request, item_candidates, item_others, score_requests
+    """Score one chained cell: every item's prompt under every pseudoword pair (predictions
+    shaped like the study's own, `study.run_cell`)."""
+    from kgprobe.studies.probes import ProbeRequest, predict, summarize
 
-    requests, golds, true, meta = [], [], [], []
+    from .candidates import item_candidates, item_others
+
+    requests, answers = [], {}
     for item in chained.items[(rule, depth)]:
         candidates = item_candidates(study, item)
-        also = gold_indices(candidates, item_others(study, item))
+        also = tuple(gold_indices(candidates, item_others(study, item)))
+        golds = tuple(gold_indices(candidates, item.answers))
         text = chain_prompt(study, chained, item, written, distractors, variant)
+        answers[item.id] = item.answers
         for pair, vectors in enumerate(study.pseudowords):
-            requests.append(Request(text, tuple(candidates), vectors))
-            golds.append(gold_indices(candidates, item.answers))
-            true.append(also)
-            meta.append((item, pair))
+            requests.append(ProbeRequest(text, tuple(candidates), vectors, item=item.id,
+                                         golds=golds, also_true=also, setting={"pair": pair}))
     if not requests:
         return {"n": 0}, []
-    scores = score_requests(study.scorer, requests, batch_size=study.config.batch_size,
-                            desc=f"{rule} depth {depth} +{distractors} ({written})",
-                            progress=progress)
-    filtered = study.truth is not None
-    metrics = evaluate(scores, golds, ks=(1, 5), filtered=filtered, also_true=true)
-    preds = []
-    for (item, pair), req, row, gold, also in zip(meta, requests, scores, golds, true):
-        left_out = set(also)
-        order = [i for i in np.argsort(-row, kind="stable") if i not in left_out][:5]
-        ranks = ranks_of(row, gold, filtered=filtered, also_true=also)
-        preds.append({"item": item.id, "pair": pair, "prompt": req.prompt, "answers": item.answers,
-                      "gold_rank": int(ranks.min()), "gold_ranks": ranks.tolist(),
-                      "top5": [req.candidates[i] for i in order]})
+    predictions = predict(study.scorer, requests, filtered=study.truth is not None,
+                          batch_size=study.config.batch_size,
+                          desc=f"{rule} depth {depth} +{distractors} ({written})",
+                          progress=progress)
+    preds = [{"item": p.request.item, "pair": p.request.setting["pair"],
+              "prompt": p.request.prompt, "answers": answers[p.request.item],
+              "gold_rank": min(p.ranks), "gold_ranks": list(p.ranks),
+              "top5": [p.request.candidates[i] for i in p.top(5, skip_also_true=True)]}
+             for p in predictions]
+    metrics = summarize(predictions, ks=(1, 5))
     return {k: v for k, v in metrics.items() if k in UNIT_COLUMNS}, preds
 
 

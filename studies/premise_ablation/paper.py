@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 from kgprobe.atomic import write_json
 from kgprobe.reasoning.paper_items import PaperItem, PaperPrompt, candidates_for, paper_items
-from kgprobe.studies.batches import Request, score_requests
+from kgprobe.studies.probes import Request, score_requests
 from kgprobe.studies.paper_metrics import (
     paper_evaluate,
     paper_gold_indices,

@@ -9,9 +9,12 @@ For every reasoning item (one RDFS derivation, entities as pseudowords) each pre
 - **not** given: not written and not known.
 So an item whose P1 is known lands in the P1 = implicit and explicit cells, one whose P1 is
 not known in the not and explicit cells; likewise for P2. The conjunction ("Therefore ,")
-stays in every prompt, written premises or not, as in the paper. Resumable units (rule × template
-kind × P1 × P2 × manual template) keep every prompt's gold ranks; the report averages a relation's
-templates, with intervals (`cells.py`). Chained items (`--depth`, …) add units (`depth.py`).
+stays in every prompt, written premises or not, as in the paper.
+
+Work is split into resumable units (rule × template kind × P1 × P2 × manual template), written
+as they finish with every prompt's gold ranks; the report averages a relation's manual templates
+(the paper's protocol) and computes intervals from those observations (`cells.py`). Chained
+items (`--depth`, `--distractors`) add their own units (`depth.py`).
 """
 
 from __future__ import annotations
@@ -20,107 +23,18 @@ import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-import numpy as np
 from kgprobe.atomic import write_json
-from kgprobe.ontology.loaders import Source, bundled_source
-from kgprobe.ontology.verbalize import TemplateSet, capitalize, load_templates
-from kgprobe.reasoning.distractors import Protocol, parse_protocol
-from kgprobe.reasoning.filtering import TrueAnswers, parse_ranking
-from kgprobe.reasoning.items import (
-    RULE_RELATIONS,
-    ReasoningItem,
-    Verbalizer,
-    item_closure,
-    reasoning_items,
-    sample_items,
-)
-from kgprobe.reasoning.memorizing import candidate_sets
-from kgprobe.reasoning.rdfs import RULES
-from kgprobe.studies.metrics import evaluate, gold_indices, ranks_of
+from kgprobe.ontology.loaders import Source
+from kgprobe.ontology.verbalize import capitalize
+from kgprobe.reasoning.items import ReasoningItem
+from kgprobe.studies.metrics import gold_indices, ranks_of
+from kgprobe.studies.probes import ProbeRequest
 from kgprobe.studies.runner import Unit, run_units
 from kgprobe.studies.settings import first_pin, pin_settings
 
+from .build import Study, build_study, population_rules, select_items  # noqa: F401
 from .cells import variants
-from .config import COLUMNS, SETTINGS, TEMPLATE_KINDS, UNIT_COLUMNS, AblationConfig  # noqa: F401
-
-
-@dataclass
-class Study:
-    """Everything a run needs, built once: items, candidates, templates, the model."""
-
-    config: AblationConfig
-    items: dict[str, list[ReasoningItem]]  # the evaluated sample
-    all_items: dict[str, list[ReasoningItem]]  # every item (soft conjunctions train on the rest)
-    candidates: dict[str, list[str]]
-    templates: TemplateSet
-    verbalizer: Verbalizer
-    memorizing: dict  # relation → MemorizingSet, for training soft templates
-    loaded: object
-    scorer: object
-    pseudowords: list[dict]
-    protocol: Protocol = Protocol(None)
-    #: what an item's or premise's premises make true (`reasoning.filtering`); None: raw ranking
-    truth: TrueAnswers | None = None
-    #: every item of every rule: the population premises are classified over
-    population: dict[str, list[ReasoningItem]] | None = None
-    closure: object = None  # the RDFS closure the items come from (chained items: depth.py)
-
-
-def population_rules(rules: tuple[str, ...]) -> tuple[str, ...]:
-    """The rules whose premises are of a kind (role, relation) one of `rules` has: their items
-    hold the population a premise of that kind is classified in (rdfs9's P1 shares rdfs11's)."""
-    kinds = {(role, RULE_RELATIONS[r][i]) for r in rules for i, role in enumerate(("P1", "P2"))}
-    return tuple(r for r in RULES if {("P1", RULE_RELATIONS[r][0]), ("P2", RULE_RELATIONS[r][1])} & kinds)
-
-
-def select_items(items: dict[str, list[ReasoningItem]], limit: int | None, seed: int) -> dict[str, list[ReasoningItem]]:
-    """A seeded sample of `limit` items per rule, kept in item order."""
-    return {rule: sample_items(rule_items, rule, limit, seed) for rule, rule_items in items.items()}
-
-
-def build_study(config: AblationConfig, source: Source | None = None, *, cache: bool = True,
-                load: bool = True) -> Study:
-    """Items from an ontology source (the bundled one by default), the model, its pseudowords.
-
-    On the bundled ontology soft templates train on the paper's memorizing sets; on any
-    other, on memorizing sets generated from it (seeded split). ``load=False`` (``--dry-run``)
-    builds every prompt and candidate list the run would score, with no model, vectors or
-    memorizing sets.
-    """
-    from kgprobe.models.loading import load_model
-    from kgprobe.pseudowords.sampler import sample_pseudoword_sets
-    from kgprobe.reasoning.memorizing_sets import (
-        generated_memorizing_sets,
-        reference_sets,
-    )
-
-    bundled = source is None
-    source = source or bundled_source()
-    onto = source.ontology
-    templates = load_templates()
-    closure = item_closure(onto, source.triples)
-    # every rule whose premises share a kind with this run's: the premises' population
-    population = reasoning_items(onto, closure, templates, rules=population_rules(config.rules))
-    all_items = {rule: population[rule] for rule in config.rules}
-    items = select_items(all_items, config.limit, config.seed)
-    protocol = parse_protocol(config.candidates)
-    pools = candidate_sets(onto)
-    # a K above every pool the items rank fails before the model loads
-    protocol.check_pools(pools[key] for key in {i.candidates_key for rule_items in items.values()
-                                                for i in rule_items})
-    memorizing, loaded, scorer, pseudowords = {}, None, None, [{}] * config.pairs
-    if load:
-        from kgprobe.models.score_cache import cached_scorer
-
-        memorizing = reference_sets() if bundled else generated_memorizing_sets(onto, seed=config.seed)
-        loaded = load_model(config.model, device=config.device, dtype=config.dtype)
-        # pooling: the model's default_pooling; scores persist across studies and runs (--no-cache)
-        scorer = cached_scorer(loaded.scorer(masks="multi"), loaded, enabled=cache)
-        pseudowords = sample_pseudoword_sets(loaded, config.pairs, seed=config.seed)
-    verbalizer = Verbalizer(onto, templates)
-    truth = TrueAnswers.of(verbalizer, closure) if parse_ranking(config.ranking) == "filtered" else None
-    return Study(config, items, all_items, pools, templates, verbalizer, memorizing, loaded,
-                 scorer, pseudowords, protocol, truth, population, closure)
+from .config import SETTINGS, UNIT_COLUMNS, AblationConfig
 
 
 # ------------------------------------------------------------------ memorized or not
@@ -179,7 +93,9 @@ def memorization_prompt(study: Study, item: ReasoningItem, role: str) -> tuple[s
     p = item.premises[0 if role == "P1" else 1]
     rel = study.templates[p.relation]
     tmpl = rel.manual[rel.hypothesis]
-    meta = study.verbalizer.property_meta(p.triple[0]) if p.relation in ("domain", "range") else None
+    meta = None
+    if p.relation in ("domain", "range"):
+        meta = study.verbalizer.property_meta(p.triple[0])
     text_b = "[Y]" if p.relation == "property" else ""
     return capitalize(tmpl.render(text_a=p.subject, text_b=text_b, meta=meta)), rel.candidates
 
@@ -253,7 +169,7 @@ def classify_premises(study: Study, out: Path, *,
         if (cached.get("model") == study.config.model and isinstance(cached["premises"], list)
                 and cached.get("version") == MEMORIZED_VERSION):
             return {m.key: m for m in map(MemorizedPremise.from_json, cached["premises"])}
-    from .candidates import Request, score_requests
+    from kgprobe.studies.probes import Request, score_requests
 
     probes = premise_probes(study)
     asked = [Request(p.prompt, p.candidates, study.pseudowords[p.pair or 0]) for p in probes]
@@ -287,9 +203,6 @@ def classify_premises(study: Study, out: Path, *,
     return premises
 
 
-# ------------------------------------------------------------------ prompts per setting
-
-
 def settings_of(item: ReasoningItem, premises: dict[PremiseKey, MemorizedPremise],
                 pair: int) -> tuple[set, set]:
     """The P1 and P2 settings an item takes part in."""
@@ -308,50 +221,52 @@ def reasoning_prompt(study: Study, item: ReasoningItem, p1: str, p2: str, kind: 
         written = [p.text for p, s in zip(item.premises, (p1, p2)) if s == "explicit"]
         hypothesis = item.conclusion["text"] if variant is None else item.hypotheses[variant]
         return " ".join(written + [study.templates.conjunction, hypothesis])
-    from kgprobe.prompts.soft import soft_reasoning_prompt
+    from .soft import soft_reasoning_prompt
 
     return soft_reasoning_prompt(study, item, p1, p2, soft)
+
+
+def cell_requests(study: Study, rule: str, p1: str, p2: str, kind: str, premises: dict,
+                  soft: dict | None, variant: int | None = None) -> list[ProbeRequest]:
+    """Every prompt of one cell: each item under each pair whose P1 and P2 take `p1`, `p2`."""
+    from .candidates import item_candidates, item_others
+
+    requests = []
+    for item in study.items[rule]:
+        candidates = item_candidates(study, item)
+        # filtered, all candidates: the item's other true answers, left out of its ranks
+        also = tuple(gold_indices(candidates, item_others(study, item)))
+        golds = tuple(gold_indices(candidates, item.answers))
+        for pair, vectors in enumerate(study.pseudowords):
+            s1, s2 = settings_of(item, premises, pair)
+            if p1 in s1 and p2 in s2:
+                requests.append(ProbeRequest(
+                    reasoning_prompt(study, item, p1, p2, kind, soft, variant), tuple(candidates),
+                    {**vectors, **(soft["vectors"] if soft else {})}, item=item.id,
+                    golds=golds, also_true=also, setting={"pair": pair}))
+    return requests
 
 
 def run_cell(study: Study, rule: str, p1: str, p2: str, kind: str, premises: dict,
              soft: dict | None, variant: int | None = None,
              progress: bool = False) -> tuple[dict, list[dict]]:
-    from .candidates import Request, item_candidates, item_others, score_requests
+    from kgprobe.studies.probes import predict, summarize
 
-    requests, golds, true, meta = [], [], [], []
-    items = study.items[rule]
-    if not items:
-        return {"n": 0}, []
-    for item in items:
-        candidates = item_candidates(study, item)
-        # under filtered ranking with every candidate: the item's other true answers, left out
-        # of its ranks (with K they are not among the candidates at all)
-        also = gold_indices(candidates, item_others(study, item))
-        for pair, vectors in enumerate(study.pseudowords):
-            s1, s2 = settings_of(item, premises, pair)
-            if p1 in s1 and p2 in s2:
-                requests.append(Request(
-                    reasoning_prompt(study, item, p1, p2, kind, soft, variant), tuple(candidates),
-                    {**vectors, **(soft["vectors"] if soft else {})}))
-                golds.append(gold_indices(candidates, item.answers))
-                true.append(also)
-                meta.append((item, pair))
+    requests = cell_requests(study, rule, p1, p2, kind, premises, soft, variant)
     if not requests:
         return {"n": 0}, []  # an empty setting is reported as empty
-    scores = score_requests(study.scorer, requests, batch_size=study.config.batch_size,
-                            desc=f"{rule} P1 {p1} P2 {p2} ({kind})", progress=progress)
     filtered = study.truth is not None
-    metrics = evaluate(scores, golds, ks=(1, 5), filtered=filtered, also_true=true)
-    preds = []
-    for (item, pair), req, row, gold, also in zip(meta, requests, scores, golds, true):
-        left_out = set(also)
-        order = [i for i in np.argsort(-row, kind="stable") if i not in left_out][:5]
-        ranks = ranks_of(row, gold, filtered=filtered, also_true=also)
-        # Every gold's rank: the prompt's observation, from which the report's intervals are
-        # recomputed (identically on a resumed run).
-        preds.append({"item": item.id, "pair": pair, "prompt": req.prompt, "answers": item.answers,
-                      "gold_rank": int(ranks.min()), "gold_ranks": ranks.tolist(),
-                      "top5": [req.candidates[i] for i in order]})
+    predictions = predict(study.scorer, requests, filtered=filtered,
+                          batch_size=study.config.batch_size,
+                          desc=f"{rule} P1 {p1} P2 {p2} ({kind})", progress=progress)
+    answers = {item.id: item.answers for item in study.items[rule]}
+    # Every gold's rank: the prompt's observation, from which the intervals are recomputed.
+    preds = [{"item": p.request.item, "pair": p.request.setting["pair"],
+              "prompt": p.request.prompt, "answers": answers[p.request.item],
+              "gold_rank": min(p.ranks), "gold_ranks": list(p.ranks),
+              "top5": [p.request.candidates[i] for i in p.top(5, skip_also_true=True)]}
+             for p in predictions]
+    metrics = summarize(predictions, ks=(1, 5))
     return {k: v for k, v in metrics.items() if k in UNIT_COLUMNS}, preds
 
 
@@ -371,7 +286,7 @@ def run_premise_ablation(config: AblationConfig, out: str | Path, *, source: Sou
     premises = classify_premises(study, out, progress=progress)
     softs = {}
     if "soft" in config.templates:
-        from kgprobe.prompts.soft import train_soft_prompts
+        from .soft import train_soft_prompts
 
         softs = train_soft_prompts(study, out, progress=progress)
     units = []
@@ -387,7 +302,8 @@ def run_premise_ablation(config: AblationConfig, out: str | Path, *, source: Sou
                             return {**metrics, "protocol": study.protocol.name,
                                     "ranking": config.ranking}, preds
 
-                        key = {"rule": rule, "p1": p1, "p2": p2, "template": kind, "variant": variant}
+                        key = {"rule": rule, "p1": p1, "p2": p2, "template": kind,
+                               "variant": variant}
                         units.append(Unit(key, run, len(study.items[rule]) * config.pairs))
     if config.deep:
         from .depth import depth_units

@@ -26,12 +26,12 @@ def prompt_records(config: StaConfig) -> list[PromptRecord]:
     """Every prompt a run would score, unit by unit (`study.run_sta`'s order)."""
     from kgprobe.models.distributions import word_vocabulary
 
-    from .study import _lazy_words, _parse_conditions, _validate, retrieval_targets, sample
+    from .study import lazy_words, parse_conditions, validate, retrieval_targets, sample
 
-    _validate(config)
-    conditions = _parse_conditions(config.conditions)
+    validate(config)
+    conditions = parse_conditions(config.conditions)
     norms = load_norms(config.norms, config.format)
-    lama = _lazy_words(config.lama_file)
+    lama = lazy_words(config.lama_file)
     records: list[PromptRecord] = []
     if "retrieval" in config.tasks:
         template = config.retrieval_template(True)

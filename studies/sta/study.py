@@ -116,7 +116,7 @@ def retrieval_targets(norms: Norms, vocabulary, *, determiner: str, limit: int |
 # --------------------------------------------------------------------------------------
 
 
-def _parse_conditions(names: Sequence[str] | None) -> list[ret.Condition]:
+def parse_conditions(names: Sequence[str] | None) -> list[ret.Condition]:
     every = ret.conditions(GROUPS)
     if not names:
         return every
@@ -127,7 +127,7 @@ def _parse_conditions(names: Sequence[str] | None) -> list[ret.Condition]:
     return [valid[n] for n in names]
 
 
-def _validate(config: StaConfig) -> None:
+def validate(config: StaConfig) -> None:
     """One-line errors for settings that cannot run, before the model loads."""
     for task in config.tasks:
         if task not in TASKS:
@@ -143,7 +143,7 @@ def _validate(config: StaConfig) -> None:
             raise StaError(f"{name} {value}: give a positive number of concepts")
 
 
-def _lazy_words(path):
+def lazy_words(path):
     """The LAMA word list, read on first use (only the tasks that need it pay for it, and
     only they need its file: `path` is a callable giving it)."""
     words: list[str] = []
@@ -246,8 +246,8 @@ def run_sta(config: StaConfig, out: str | Path) -> list[dict]:
     from kgprobe.models.loading import load_model
 
     out = Path(out)
-    _validate(config)
-    conditions = _parse_conditions(config.conditions)
+    validate(config)
+    conditions = parse_conditions(config.conditions)
     norms = load_norms(config.norms, config.format)
     t0 = time.perf_counter()
     loaded = load_model(config.model, device=config.device)
@@ -255,7 +255,7 @@ def run_sta(config: StaConfig, out: str | Path) -> list[dict]:
     out.mkdir(parents=True, exist_ok=True)
     pin_settings(out, fingerprint)
 
-    lama = _lazy_words(config.lama_file)
+    lama = lazy_words(config.lama_file)
     units: list[Unit] = []
     summary: dict = {"settings": fingerprint, "model_load_seconds": round(time.perf_counter() - t0, 1)}
     random_kw = {"random_sets": config.random_sets, "random_permutations": config.random_permutations}

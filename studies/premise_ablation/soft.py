@@ -18,30 +18,16 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
 
 import torch
 from kgprobe.atomic import atomic_path, write_json
+from kgprobe.models.score_cache import uncached
 from kgprobe.reasoning.items import RULE_RELATIONS, ReasoningItem
 from kgprobe.reasoning.memorizing import RELATIONS
 from tqdm import tqdm
 
+from .build import Study
 
-class Study(Protocol):
-    """What soft-prompt training reads from a study (the premise-ablation study's context).
-
-    A protocol rather than an import, so this layer never reaches up into `studies`.
-    """
-
-    config: Any  # .seed, .batch_size
-    items: dict  # rule -> evaluated ReasoningItems
-    all_items: dict  # rule -> every ReasoningItem
-    candidates: dict  # candidates key -> candidate labels
-    templates: Any  # TemplateSet
-    memorizing: dict  # relation -> MemorizingSet
-    loaded: Any  # LanguageModel
-    scorer: Any  # a scorer with score_tensor()
-    pseudowords: list
 
 CONJ = ("[conj~0]", "[conj~1]")
 
@@ -58,7 +44,7 @@ class Example:
     fixed: dict  # pseudoword vectors (not trained)
 
 
-def _render_soft(study: "Study", relation: str, subject: str, answer: str | None = None,
+def _render_soft(study: Study, relation: str, subject: str, answer: str | None = None,
                  text_b: str = "", meta: dict | None = None) -> str:
     tmpl = study.templates[relation].soft[0]
     names = soft_names(relation, tmpl.n_soft)
@@ -69,7 +55,7 @@ def _render_soft(study: "Study", relation: str, subject: str, answer: str | None
     return tmpl.fill(answer, text_a=subject, text_b=text_b, meta=meta, soft=names)
 
 
-def soft_reasoning_prompt(study: "Study", item: ReasoningItem, p1: str, p2: str, soft: dict | None) -> str:
+def soft_reasoning_prompt(study: Study, item: ReasoningItem, p1: str, p2: str, soft: dict | None) -> str:
     parts = []
     for premise, setting in zip(item.premises, (p1, p2)):
         if setting != "explicit":
@@ -84,7 +70,7 @@ def soft_reasoning_prompt(study: "Study", item: ReasoningItem, p1: str, p2: str,
     return f"{text} {CONJ[1]} {hyp}".strip()
 
 
-def _init_vectors(study: "Study", names: list[str], seed: int) -> dict[str, torch.Tensor]:
+def _init_vectors(study: Study, names: list[str], seed: int) -> dict[str, torch.Tensor]:
     matrix = study.loaded.input_embeddings().detach().float()
     mean, std = matrix.mean(0), matrix.std(0)
     gen = torch.Generator().manual_seed(seed)
@@ -92,7 +78,7 @@ def _init_vectors(study: "Study", names: list[str], seed: int) -> dict[str, torc
             for n in names}
 
 
-def _loss(study: "Study", examples: list[Example], params: dict, rng: random.Random,
+def _loss(study: Study, examples: list[Example], params: dict, rng: random.Random,
           negatives: int) -> torch.Tensor:
     """Sampled softmax: every gold against negatives drawn from its candidate set."""
     total = torch.zeros(())
@@ -107,7 +93,7 @@ def _loss(study: "Study", examples: list[Example], params: dict, rng: random.Ran
         negs = rng.sample(others, min(negatives, len(others)))
         cands = golds + negs
         vectors = {**ex.fixed, **params}
-        scores = study.scorer.score_tensor([ex.prompt], cands, pseudowords=vectors,
+        scores = uncached(study.scorer).score_tensor([ex.prompt], cands, pseudowords=vectors,
                                            batch_size=study.config.batch_size)[0]
         neg = scores[len(golds):]
         for g in range(len(golds)):
@@ -116,7 +102,7 @@ def _loss(study: "Study", examples: list[Example], params: dict, rng: random.Ran
     return total / max(count, 1)
 
 
-def _train(study: "Study", params: dict, train: list[Example], dev: list[Example], *,
+def _train(study: Study, params: dict, train: list[Example], dev: list[Example], *,
            epochs: int, lr: float, seed: int, negatives: int, label: str, progress: bool) -> dict:
     """Adam with linear warmup over the first tenth; keep the vectors with the best dev loss."""
     if not train:
@@ -148,7 +134,7 @@ def _train(study: "Study", params: dict, train: list[Example], dev: list[Example
     return {"epochs": len(history), "best_dev_loss": round(best_loss, 4), "history": history}
 
 
-def _memorizing_examples(study: "Study", relation: str, split: str) -> list[Example]:
+def _memorizing_examples(study: Study, relation: str, split: str) -> list[Example]:
     mset = study.memorizing.get(relation)
     if mset is None:
         return []
@@ -157,13 +143,13 @@ def _memorizing_examples(study: "Study", relation: str, split: str) -> list[Exam
                     r.answers, key, {}) for r in mset.records if r.split == split]
 
 
-def _reasoning_examples(study: "Study", items: list[ReasoningItem]) -> list[Example]:
+def _reasoning_examples(study: Study, items: list[ReasoningItem]) -> list[Example]:
     vectors = study.pseudowords[0]
     return [Example(soft_reasoning_prompt(study, i, "explicit", "explicit", None), i.answers,
                     i.candidates_key, dict(vectors)) for i in items]
 
 
-def held_out_items(study: "Study", per_rule: int = 8) -> tuple[list, list]:
+def held_out_items(study: Study, per_rule: int = 8) -> tuple[list, list]:
     """Reasoning items not evaluated, split into train and dev (seeded)."""
     train, dev = [], []
     for rule, items in study.all_items.items():
@@ -175,7 +161,7 @@ def held_out_items(study: "Study", per_rule: int = 8) -> tuple[list, list]:
     return train, dev
 
 
-def train_soft_prompts(study: "Study", out: Path, *, lr: float = 0.05, negatives: int = 15,
+def train_soft_prompts(study: Study, out: Path, *, lr: float = 0.05, negatives: int = 15,
                        progress: bool = True) -> dict:
     """Train (or reload) every soft vector the study needs; returns {"vectors": {...}}."""
     folder = out / "soft"
