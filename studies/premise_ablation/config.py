@@ -202,7 +202,9 @@ def config_from_args(args: argparse.Namespace) -> AblationConfig:
                             protocol=args.protocol, memorized=args.memorized,
                             ranking=ranking, ontology=args.ontology, cache=not args.no_cache)
     config.depth, config.distractors = depth_options(args)
-    config.premise_order = getattr(args, "premise_order", "ordered")
+    config.premise_order = getattr(args, "premise_order", None) or "ordered"
+    if config.premise_order not in ("ordered", "shuffled"):
+        raise StudyError(f"--premise-order {config.premise_order}: use ordered or shuffled")
     if config.deep and (paper or tuple(config.templates) != ("manual",)):
         raise StudyError("--depth/--distractors/--premise-order: chained items are written with "
                          "the manual templates of the default protocol; pass --templates manual "
@@ -220,7 +222,8 @@ def depth_options(args: argparse.Namespace) -> tuple[tuple[int, ...], tuple[int,
     """``--depth 1,2,3`` and ``--distractors 0,2``: sorted, distinct, in range."""
     out = []
     for option, low, high in (("depth", 1, MAX_DEPTH), ("distractors", 0, MAX_DISTRACTORS)):
-        text = str(getattr(args, option, None) or ("1" if option == "depth" else "0"))
+        raw = getattr(args, option, None)  # kgprobe.run may pass a list: depth=[1, 2, 3]
+        text = ",".join(map(str, raw)) if isinstance(raw, (list, tuple)) else str(low if raw is None else raw)
         values = comma_list(text)
         if not values or not all(v.isdigit() and low <= int(v) <= high for v in values):
             raise StudyError(f"--{option} {text}: use comma-separated whole numbers from {low} "
