@@ -174,6 +174,12 @@ def _rules(rows: list[dict]) -> list[str]:
     return sorted({r["rule"] for r in rows} - {MEAN}, key=lambda r: int(r[4:])) + [MEAN]
 
 
+#: line colours: distractor counts (top row), none written, depths (bottom row), apart
+BY_DISTRACTORS = ("#1f4e8c", "#d4762a", "#7a3e9d", "#2e8b57")
+NONE = "#888888"
+BY_DEPTH = ("#a1d99b", "#41ab5d", "#006d2c", "#9e9ac8", "#6a51a3", "#3f007d")
+
+
 def figure(out: Path, rows: list[dict]) -> Path:
     """depth.png: per rule family (and their mean) MRR against depth, a line per number of
     distractors and the unwritten baseline (top); MRR against distractors, a line per depth
@@ -189,17 +195,18 @@ def figure(out: Path, rows: list[dict]) -> Path:
     fig, axes = plt.subplots(2, len(rules), figsize=(3.2 * len(rules), 6.2), squeeze=False)
     for col, rule in enumerate(rules):
         top, bottom = axes[0][col], axes[1][col]
-        lines = [(f"{n} distractors", "depth", {"distractors": n, "p1": WRITTEN}, top, "-")
-                 for n in counts]
-        lines.append(("none written", "depth", {"distractors": 0, "p1": UNWRITTEN}, top, ":"))
-        lines += [(f"depth {d}", "distractors", {"depth": d, "p1": WRITTEN}, bottom, "-")
-                  for d in depths]
-        for label, x, fixed, ax, style in lines:
+        lines = [(f"{n} distractors", "depth", {"distractors": n, "p1": WRITTEN}, top,
+                  BY_DISTRACTORS[i % len(BY_DISTRACTORS)]) for i, n in enumerate(counts)]
+        lines.append(("none written", "depth", {"distractors": 0, "p1": UNWRITTEN}, top, NONE))
+        lines += [(f"depth {d}", "distractors", {"depth": d, "p1": WRITTEN}, bottom,
+                   BY_DEPTH[i % len(BY_DEPTH)]) for i, d in enumerate(depths)]
+        for label, x, fixed, ax, color in lines:
             points = curve(rows, rule, x, fixed)
             if points:
                 xs, ys = [p[0] for p in points], [100 * p[1] for p in points]
                 err = [[100 * (p[1] - p[2]) for p in points], [100 * (p[3] - p[1]) for p in points]]
-                ax.errorbar(xs, ys, yerr=err, linestyle=style, marker="o", capsize=3, label=label)
+                ax.errorbar(xs, ys, yerr=err, color=color, linestyle=":" if color == NONE else "-",
+                            marker="o", capsize=3, label=label)
         top.set_title("mean (families at every depth)" if rule == MEAN else rule, fontsize=10)
         top.set_xlabel("depth (derivation steps)")
         bottom.set_xlabel("distractors written")
