@@ -304,8 +304,8 @@ def run_premise_ablation(config: AblationConfig, out: str | Path, *, source: Sou
                         key = {"rule": rule, "p1": p1, "p2": p2, "template": kind,
                                "variant": variant}
                         units.append(Unit(key, run, len(study.items[rule]) * config.pairs))
-    rows = run_units(out, units, UNIT_COLUMNS, progress=progress)
+    rows = run_units(out, units, UNIT_COLUMNS, progress=progress, results=False)
     from kgprobe.studies.premise_ablation.report import write_report
 
-    write_report(out)  # results.csv again, with the template averages and intervals
+    write_report(out)  # results.csv: the cells, template and rule averages, intervals
     return rows
