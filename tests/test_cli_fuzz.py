@@ -145,7 +145,7 @@ for command in ("generate memorizing", "generate reasoning"):
     numbers(command, "--page-size", "0")
 numbers("generate memorizing", "--seed", "-1", "1.5")
 numbers("generate memorizing", "--instances-per-class", "0", "-2")
-numbers("generate memorizing", "--split", "-1,10", "10", "a,b")
+numbers("generate memorizing", "--split-sizes", "-1,10", "10", "a,b")
 for command in ("study premise-ablation", "study memorization", "study multiple-choice",
                 "study sta"):
     numbers(command, "--limit", "-1", "ten")
