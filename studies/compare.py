@@ -1,0 +1,268 @@
+"""`kgprobe compare RUN RUN …`: one study's runs on different models, cell by cell, paired by item.
+
+Two models probed with the same settings see the same items, so the question "is model B
+better than model A here?" is answered item by item: each cell's per-item differences are
+bootstrapped as a cell is (`studies/stats.py`) and tested with the paired permutation test of
+`studies/comparisons.py`, and Holm's adjustment runs over the whole table (every cell × every
+model against the baseline), so a reading of the table claims only what survives it.
+
+Runs are comparable only if nothing but the model differs: the study, every pinned setting
+that changes items or numbers (`IGNORED` lists the ones that do not), and the set of
+(cell, item) observations. Anything else is refused with one line naming the difference,
+because a paired difference between different items or protocols would measure those too.
+
+A study may score an item several times in one cell (the premise-ablation study: pseudoword
+pairs); each item's observations are averaged first, so every item weighs the same and the
+pairing is by item. `studies/compare_report.py` writes the table, the reading and the figure.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Sequence
+
+import numpy as np
+from kgprobe.errors import StudyError
+from kgprobe.studies.comparisons import Comparison, adjust, paired_difference
+from kgprobe.studies.stats import RESAMPLES, Clustered, Interval, bootstrap_interval
+
+if TYPE_CHECKING:
+    import pandas
+
+    from kgprobe.studies.results import Results
+
+#: config.json keys that name the model or say how it ran, not what was asked of it: runs may
+#: differ in these (the model is the point; "kind" is the model's, as STA records it; device,
+#: dtype, batch size, cache and the report's resamples change no item).
+IGNORED = ("model", "kind", "device", "dtype", "batch_size", "cache", "threads", "progress",
+           "resamples", "min_items", "study")
+#: The metric a comparison uses unless `--metric` names another: the first the runs have.
+DEFAULT_METRICS = ("MRR", "accuracy")
+
+
+@dataclass
+class Run:
+    """One run folder in a comparison: its label (the model, made unique), and its per-item
+    values of the metric, indexed by (cell columns…, item)."""
+
+    path: Path
+    label: str
+    model: str
+    values: "pandas.Series"
+
+
+@dataclass
+class Row:
+    """One cell × one model: the mean with its interval, and (for a model other than the
+    baseline) the paired difference from the baseline with its interval and p-values."""
+
+    cell: dict
+    label: str
+    model: str
+    run: str
+    baseline: bool
+    n_items: int
+    mean: float
+    mean_lo: float
+    mean_hi: float
+    difference: Comparison | None = None
+
+
+@dataclass
+class Table:
+    """A whole comparison: the study, the metric, the cell columns and one `Row` per cell × model
+    (cells in the runs' order, models in the order given, the baseline first)."""
+
+    study: str
+    metric: str
+    cell_columns: list[str]
+    runs: list[Run]
+    rows: list[Row] = field(default_factory=list)
+    resamples: int = RESAMPLES
+    seed: int = 0
+
+    @property
+    def baseline(self) -> Run:
+        return self.runs[0]
+
+    @property
+    def varying(self) -> list[str]:
+        """The cell columns with more than one value (the rest say the same in every row)."""
+        return [c for c in self.cell_columns if len({r.cell[c] for r in self.rows}) > 1]
+
+    def cell_label(self, cell: dict) -> str:
+        shown = self.varying
+        return " ".join(f"{c}={cell[c]}" for c in shown) if shown else "all"
+
+
+def paired_interval(first: Sequence[float], second: Sequence[float], *, seed: int, key: Sequence = (),
+                    resamples: int = RESAMPLES) -> Interval:
+    """The 95 % item-bootstrap interval of mean(first − second) over aligned per-item values:
+    the interval `compare` reports for a model against the baseline (`paired_difference`
+    computes the same one under the same key), here without the permutation test."""
+    diff = np.asarray(first, dtype=np.float64) - np.asarray(second, dtype=np.float64)
+    return bootstrap_interval(Clustered.from_prompts(range(diff.size), diff), seed=seed, key=key,
+                              resamples=resamples)
+
+
+def load_runs(paths: Sequence[str | Path]) -> list["Results"]:
+    """The run folders, checked to hold one study under the same settings but the model."""
+    from kgprobe.studies.results import Results
+
+    if len(paths) < 2:
+        raise StudyError("kgprobe compare: give at least two run folders of one study "
+                         "(the same settings, different models)")
+    results = [Results.from_path(p) for p in paths]
+    first = results[0]
+    for other in results[1:]:
+        if other.study != first.study:
+            raise StudyError(f"{other.path}: a {other.study} run, but {first.path} is a "
+                             f"{first.study} run; compare runs of one study")
+        setting = differing_setting(first.config, other.config)
+        if setting is not None:
+            raise StudyError(f"{other.path}: setting {setting!r} is {other.config.get(setting)!r}, "
+                             f"but {first.config.get(setting)!r} in {first.path}; compare runs "
+                             "that differ only in the model (rerun one with the other's setting)")
+    return results
+
+
+def differing_setting(first: dict, second: dict) -> str | None:
+    """The first pinned setting (in config.json's order) two runs disagree on, model aside."""
+    for key in list(dict.fromkeys([*first, *second])):
+        if key not in IGNORED and first.get(key) != second.get(key):
+            return key
+    return None
+
+
+def choose_metric(results: Sequence["Results"], metric: str | None) -> str:
+    """`metric`, checked to be a per-item metric of every run; by default the first of
+    `DEFAULT_METRICS` every run has."""
+    frames = [r.observations() for r in results]
+    have = [set(c for c in f.columns if c != "item" and f[c].notna().any()
+                and _numeric(f[c])) for f in frames]
+    common = set.intersection(*have) - set(_cell_columns(results[0]))
+    if metric is None:
+        metric = next((m for m in DEFAULT_METRICS if m in common), None)
+        if metric is None:
+            raise StudyError(f"these {results[0].study} runs have no MRR or accuracy per item; "
+                             f"pass --metric with one of: {', '.join(sorted(common)) or 'none'}")
+    elif metric not in common:
+        raise StudyError(f"--metric {metric}: not a per-item metric of every run; use one of "
+                         f"{', '.join(sorted(common)) or 'none'}")
+    return metric
+
+
+def _numeric(column) -> bool:
+    import pandas.api.types as types
+
+    return types.is_numeric_dtype(column)
+
+
+def _cell_columns(results: "Results") -> list[str]:
+    """The study's cell columns that the run's observations carry."""
+    from kgprobe.studies.registry import get_study
+
+    obs = results.observations()
+    return [c for c in get_study(results.study).cell_columns if c in obs.columns]
+
+
+def item_values(results: "Results", metric: str) -> "pandas.Series":
+    """The run's per-item values of `metric`, indexed by (cell columns…, item): an item
+    observed several times in a cell (pseudoword pairs, template variants) averaged first.
+    Cell values are text, so the same cell matches across runs whatever its type on disk."""
+    obs = results.observations()
+    if obs.empty:
+        raise StudyError(f"{results.path}: no scored items in predictions.jsonl; compare runs "
+                         "that finished at least one unit")
+    keys = [*_cell_columns(results), "item"]
+    obs = obs[obs[metric].notna()].copy()
+    for c in keys:
+        obs[c] = obs[c].map(_text)
+    return obs.groupby(keys, sort=False)[metric].mean().astype(float)
+
+
+def _text(value) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    return str(value)
+
+
+def check_items(runs: Sequence[Run]) -> None:
+    """Refuse runs whose (cell, item) observations differ: no pairing would be honest."""
+    first = runs[0]
+    mine = set(first.values.index)
+    for other in runs[1:]:
+        theirs = set(other.values.index)
+        if theirs == mine:
+            continue
+        only_a, only_b = sorted(mine - theirs, key=str), sorted(theirs - mine, key=str)
+        example = (f"e.g. {_key_text(only_a[0])} only in {first.path}" if only_a
+                   else f"e.g. {_key_text(only_b[0])} only in {other.path}")
+        raise StudyError(f"{first.path} and {other.path} hold different items: {len(only_a)} "
+                         f"(cell, item) observations only in the first, {len(only_b)} only in "
+                         f"the second ({example}); compare runs over the same items (the same "
+                         "--limit, tasks and data)")
+
+
+def _key_text(key) -> str:
+    return "/".join(map(str, key)) if isinstance(key, tuple) else str(key)
+
+
+def labels(results: Sequence["Results"]) -> list[str]:
+    """Each run's model, with its folder's name where two runs share a model."""
+    models = [str(r.config.get("model", r.path.name)) for r in results]
+    return [m if models.count(m) == 1 else f"{m} ({r.path.name})" for m, r in zip(models, results)]
+
+
+def compare(paths: Sequence[str | Path], *, baseline: str | Path | None = None,
+            metric: str | None = None, resamples: int = RESAMPLES, seed: int = 0) -> Table:
+    """The comparison table of the run folders `paths` against `baseline` (default: the first;
+    a baseline not among `paths` is added in front)."""
+    if resamples < 100:
+        raise StudyError(f"--resamples {resamples}: give at least 100 (2000 by default)")
+    paths = [Path(p) for p in paths]
+    if baseline is not None:
+        base = Path(baseline)
+        paths = [base] + [p for p in paths if p.resolve() != base.resolve()]
+    results = load_runs(paths)
+    metric = choose_metric(results, metric)
+    runs = [Run(r.path, label, str(r.config.get("model", "")), item_values(r, metric))
+            for r, label in zip(results, labels(results))]
+    check_items(runs)
+    table = Table(results[0].study, metric, _cell_columns(results[0]), runs,
+                  resamples=resamples, seed=seed)
+    table.rows = table_rows(table)
+    adjust([r.difference for r in table.rows if r.difference is not None])
+    return table
+
+
+def table_rows(table: Table) -> list[Row]:
+    """Every cell × model: its mean and interval; the paired difference from the baseline."""
+    base = table.baseline.values
+    names = base.index.names[:-1]
+    rows = []
+    for cell_key, base_cell in base.groupby(level=list(range(len(names))), sort=False):
+        cell_key = cell_key if isinstance(cell_key, tuple) else (cell_key,)
+        cell = dict(zip(table.cell_columns, cell_key))
+        items = base_cell.index
+        base_values = base_cell.to_numpy()
+        for k, run in enumerate(table.runs):
+            values = base_values if k == 0 else run.values.loc[items].to_numpy()
+            key = (table.metric, *cell_key, run.label)
+            mean = bootstrap_interval(Clustered.from_prompts(range(values.size), values),
+                                      seed=table.seed, key=key, resamples=table.resamples)
+            row = Row(cell, run.label, run.model, str(run.path), k == 0, int(values.size),
+                      float(mean.estimate[0]), float(mean.lo[0]), float(mean.hi[0]))
+            if k:
+                name = " ".join(map(str, (*key, "-", table.baseline.label)))
+                row.difference = paired_difference(name, _one_per_item(values),
+                                                   _one_per_item(base_values), seed=table.seed,
+                                                   resamples=table.resamples)
+            rows.append(row)
+    return rows
+
+
+def _one_per_item(values: np.ndarray) -> Clustered:
+    return Clustered.from_prompts(range(values.size), values)
