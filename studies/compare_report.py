@@ -97,22 +97,34 @@ def reading(table: Table) -> str:
     cells = len({tuple(r.cell.values()) for r in table.rows})
     others = [run.label for run in table.runs[1:]]
     family = sum(r.difference is not None for r in table.rows)
-    text = [f"Holm's adjustment runs over all {family} differences in the table (every cell × "
-            f"every model against {table.baseline.label})."]
+    text = [f"A model is higher or lower than {table.baseline.label} in a cell where the 95 % "
+            f"interval of the paired difference excludes 0 and its p, Holm-adjusted over all "
+            f"{family} differences in the table, is below {ALPHA:.2f}; elsewhere these items do "
+            "not separate the two."]
     for label in others:
         rows = [r for r in table.rows if r.label == label]
         up = sum(finding(r) == "higher" for r in rows)
         down = sum(finding(r) == "lower" for r in rows)
         rest = cells - up - down
-        text.append(f"- {label}'s {table.metric} is higher than {table.baseline.label}'s in "
-                    f"{up} of {cells} cells and lower in {down} (95 % interval of the paired "
-                    f"difference excludes 0 and Holm-adjusted p < {ALPHA:.2f}); in the other "
-                    f"{rest} these items do not separate the two models.")
+        text.append(f"- {label}'s {table.metric} against {table.baseline.label}'s: "
+                    f"{_counts(up, down, cells)}.")
     few = sorted({table.cell_label(r.cell) for r in table.rows if r.n_items < MIN_ITEMS})
     if few:
         text.append(f"- Cells with fewer than {MIN_ITEMS} items (intervals unreliable): "
                     f"{', '.join(few)}.")
     return "\n".join(text)
+
+
+def _counts(up: int, down: int, cells: int) -> str:
+    """"higher in 2 of 9 cells, lower in 1, not separated in the other 6"."""
+    if not up and not down:
+        return f"not separated in any of the {cells} cells"
+    parts = [f"{word} in {n}" for word, n in (("higher", up), ("lower", down)) if n]
+    parts[0] += f" of {cells} cells"
+    rest = cells - up - down
+    if rest:
+        parts.append(f"not separated in the other {rest}")
+    return ", ".join(parts)
 
 
 def write_markdown(table: Table, path: Path, command: str) -> None:

@@ -139,7 +139,7 @@ def test_compare_writes_the_paired_table_and_the_baseline_has_no_difference(pair
     assert easy["finding"] == "higher"  # strong ranks in 1..3, weak in 1..10
     assert hard["finding"] == ""  # the same distribution: not separated
     text = (out / "compare.md").read_text()
-    assert "strong's MRR is higher than weak's in 1 of 2 cells and lower in 0" in text
+    assert "strong's MRR against weak's: higher in 1 of 2 cells, not separated in the other 1" in text
     assert "| cell=easy | weak | 30 |" in text and "baseline" in text
     assert f"kgprobe compare {weak} {strong} --resamples 500 --out {out}" in text
     assert (out / "compare.png").read_bytes()[:4] == b"\x89PNG"
