@@ -105,7 +105,6 @@ def reading(table: Table) -> str:
         rows = [r for r in table.rows if r.label == label]
         up = sum(finding(r) == "higher" for r in rows)
         down = sum(finding(r) == "lower" for r in rows)
-        rest = cells - up - down
         text.append(f"- {label}'s {table.metric} against {table.baseline.label}'s: "
                     f"{_counts(up, down, cells)}.")
     few = sorted({table.cell_label(r.cell) for r in table.rows if r.n_items < MIN_ITEMS})
