@@ -10,6 +10,10 @@ Runs are comparable only if nothing but the model differs: the study, every pinn
 that changes items or numbers (`IGNORED` lists the ones that do not), and the set of
 (cell, item) observations. Anything else is refused with one line naming the difference,
 because a paired difference between different items or protocols would measure those too.
+One exception: a study whose cells depend on the model's own answers (`Study.model_assigned`:
+the premise-ablation study puts an item under P1 "implicit" when the model recalls the
+premise) has its items checked without those columns, and a cell the two models fill with
+different items is compared unpaired (`comparisons.unpaired_difference`), marked as such.
 
 A study may score an item several times in one cell (the premise-ablation study: pseudoword
 pairs); each item's observations are averaged first, so every item weighs the same and the
@@ -25,7 +29,12 @@ from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 from kgprobe.errors import StudyError
-from kgprobe.studies.comparisons import Comparison, adjust, paired_difference
+from kgprobe.studies.comparisons import (
+    Comparison,
+    adjust,
+    paired_difference,
+    unpaired_difference,
+)
 from kgprobe.studies.stats import RESAMPLES, Clustered, Interval, bootstrap_interval
 
 if TYPE_CHECKING:
@@ -160,6 +169,13 @@ def _numeric(column) -> bool:
     return types.is_numeric_dtype(column)
 
 
+def _assigned(results: "Results") -> list[str]:
+    """The study's cell columns that each model's answers set (`Study.model_assigned`)."""
+    from kgprobe.studies.registry import get_study
+
+    return list(getattr(get_study(results.study), "model_assigned", ()))
+
+
 def _cell_columns(results: "Results") -> list[str]:
     """The study's cell columns that the run's observations carry."""
     from kgprobe.studies.registry import get_study
@@ -189,12 +205,14 @@ def _text(value) -> str:
     return str(value)
 
 
-def check_items(runs: Sequence[Run]) -> None:
-    """Refuse runs whose (cell, item) observations differ: no pairing would be honest."""
+def check_items(runs: Sequence[Run], assigned: Sequence[str] = ()) -> None:
+    """Refuse runs whose (cell, item) observations differ: no pairing would be honest. The
+    `assigned` cell columns (`Study.model_assigned`: set by each model's answers) are left
+    out of the check; `table_rows` pairs within them where the models agree."""
     first = runs[0]
-    mine = set(first.values.index)
+    mine = _checked_keys(first.values, assigned)
     for other in runs[1:]:
-        theirs = set(other.values.index)
+        theirs = _checked_keys(other.values, assigned)
         if theirs == mine:
             continue
         only_a, only_b = sorted(mine - theirs, key=str), sorted(theirs - mine, key=str)
@@ -204,6 +222,13 @@ def check_items(runs: Sequence[Run]) -> None:
                          f"(cell, item) observations only in the first, {len(only_b)} only in "
                          f"the second ({example}); compare runs over the same items (the same "
                          "--limit, tasks and data)")
+
+
+def _checked_keys(values: "pandas.Series", assigned: Sequence[str]) -> set:
+    index = values.index
+    if assigned:
+        index = index.droplevel([n for n in index.names if n in assigned])
+    return set(index)
 
 
 def _key_text(key) -> str:
@@ -230,7 +255,7 @@ def compare(paths: Sequence[str | Path], *, baseline: str | Path | None = None,
     metric = choose_metric(results, metric)
     runs = [Run(r.path, label, str(r.config.get("model", "")), item_values(r, metric))
             for r, label in zip(results, labels(results))]
-    check_items(runs)
+    check_items(runs, _assigned(results[0]))
     table = Table(results[0].study, metric, _cell_columns(results[0]), runs,
                   resamples=resamples, seed=seed)
     table.rows = table_rows(table)
@@ -239,29 +264,56 @@ def compare(paths: Sequence[str | Path], *, baseline: str | Path | None = None,
 
 
 def table_rows(table: Table) -> list[Row]:
-    """Every cell × model: its mean and interval; the paired difference from the baseline."""
-    base = table.baseline.values
-    names = base.index.names[:-1]
+    """Every cell × model: its mean and interval, and the difference from the baseline:
+    paired where both hold the same items in the cell, else unpaired (`Row.test`)."""
+    cells = list(dict.fromkeys(key[:-1] for run in table.runs for key in run.values.index))
+    by_cell = [_cells(run.values) for run in table.runs]
     rows = []
-    for cell_key, base_cell in base.groupby(level=list(range(len(names))), sort=False):
-        cell_key = cell_key if isinstance(cell_key, tuple) else (cell_key,)
+    for cell_key in cells:
         cell = dict(zip(table.cell_columns, cell_key))
-        items = base_cell.index
-        base_values = base_cell.to_numpy()
+        base = by_cell[0].get(cell_key)
         for k, run in enumerate(table.runs):
-            values = base_values if k == 0 else run.values.loc[items].to_numpy()
+            values = by_cell[k].get(cell_key)
             key = (table.metric, *cell_key, run.label)
-            mean = bootstrap_interval(Clustered.from_prompts(range(values.size), values),
-                                      seed=table.seed, key=key, resamples=table.resamples)
-            row = Row(cell, run.label, run.model, str(run.path), k == 0, int(values.size),
-                      float(mean.estimate[0]), float(mean.lo[0]), float(mean.hi[0]))
-            if k:
+            row = _mean_row(table, cell, run, k == 0, values, key)
+            if k and base is not None and values is not None:
                 name = " ".join(map(str, (*key, "-", table.baseline.label)))
-                row.difference = paired_difference(name, _one_per_item(values),
-                                                   _one_per_item(base_values), seed=table.seed,
-                                                   resamples=table.resamples)
+                row.difference = _difference(name, values, base, table)
             rows.append(row)
     return rows
+
+
+def _cells(values: "pandas.Series") -> dict[tuple, "pandas.Series"]:
+    """The run's per-item values, cell by cell (each indexed by item)."""
+    out = {}
+    for key, part in values.groupby(level=list(range(values.index.nlevels - 1)), sort=False):
+        out[key if isinstance(key, tuple) else (key,)] = part.droplevel(
+            list(range(values.index.nlevels - 1)))
+    return out
+
+
+def _mean_row(table: Table, cell: dict, run: Run, baseline: bool,
+              values: "pandas.Series | None", key: tuple) -> Row:
+    if values is None:  # the model put no item in this cell
+        nan = float("nan")
+        return Row(cell, run.label, run.model, str(run.path), baseline, 0, nan, nan, nan)
+    mean = bootstrap_interval(_one_per_item(values.to_numpy()), seed=table.seed, key=key,
+                              resamples=table.resamples)
+    return Row(cell, run.label, run.model, str(run.path), baseline, int(values.size),
+               float(mean.estimate[0]), float(mean.lo[0]), float(mean.hi[0]))
+
+
+def _difference(name: str, values: "pandas.Series", base: "pandas.Series",
+                table: Table) -> Comparison:
+    """model − baseline: paired by item where the cell holds the same items in both runs;
+    unpaired (each side resampled on its own) where the study put different items there."""
+    if set(values.index) == set(base.index):
+        return paired_difference(name, _one_per_item(values.loc[base.index].to_numpy()),
+                                 _one_per_item(base.to_numpy()), seed=table.seed,
+                                 resamples=table.resamples)
+    return unpaired_difference(name, _one_per_item(values.to_numpy()),
+                               _one_per_item(base.to_numpy()), seed=table.seed,
+                               resamples=table.resamples)
 
 
 def _one_per_item(values: np.ndarray) -> Clustered:

@@ -20,7 +20,7 @@ from kgprobe.studies.stats import CONFIDENCE, MIN_ITEMS
 ALPHA = 1 - CONFIDENCE
 #: compare.csv after the cell columns: one row per cell × model.
 COLUMNS = ["cell", "model", "run", "baseline", "metric", "n_items", "mean", "mean_lo", "mean_hi",
-           "difference", "difference_lo", "difference_hi", "p", "p_holm", "finding"]
+           "test", "difference", "difference_lo", "difference_hi", "p", "p_holm", "finding"]
 
 
 def finding(row: Row) -> str:
@@ -40,7 +40,7 @@ def csv_rows(table: Table) -> list[dict]:
                   "n_items": row.n_items, "mean": row.mean, "mean_lo": row.mean_lo,
                   "mean_hi": row.mean_hi, "finding": finding(row)}
         if d is not None:
-            record.update(difference=d.estimate, difference_lo=d.lo, difference_hi=d.hi,
+            record.update(test=d.kind, difference=d.estimate, difference_lo=d.lo, difference_hi=d.hi,
                           p=d.p, p_holm=d.p_holm)
         out.append(record)
     return out
@@ -77,18 +77,17 @@ def markdown_table(table: Table) -> str:
     baseline with its interval, p and Holm-adjusted p (× 100 for the metric's values)."""
     m = table.metric
     lines = [f"| cell | model | n items | {m} [95 % CI] | Δ vs {table.baseline.label} [95 % CI] "
-             "| p | p (Holm) | finding |", "|---|---|---:|---|---|---:|---:|---|"]
+             "| test | p | p (Holm) | finding |", "|---|---|---:|---|---|---|---:|---:|---|"]
     for row in table.rows:
         d = row.difference
         mean = f"{_number(row.mean)} [{_number(row.mean_lo)}, {_number(row.mean_hi)}]"
-        low = " (few items)" if row.n_items < MIN_ITEMS else ""
-        if d is None:
-            diff, p, holm = "baseline", "", ""
-        else:
+        low = " (few items)" if 0 < row.n_items < MIN_ITEMS else ""
+        diff, test, p, holm = ("baseline" if row.baseline else "–"), "", "", ""
+        if d is not None:
             diff = f"{_number(d.estimate)} [{_number(d.lo)}, {_number(d.hi)}]"
-            p, holm = _p(d.p), _p(d.p_holm)
+            test, p, holm = d.kind, _p(d.p), _p(d.p_holm)
         lines.append(f"| {table.cell_label(row.cell)} | {row.label} | {row.n_items}{low} | {mean} "
-                     f"| {diff} | {p} | {holm} | {finding(row)} |")
+                     f"| {diff} | {test} | {p} | {holm} | {finding(row)} |")
     return "\n".join(lines)
 
 
@@ -107,7 +106,17 @@ def reading(table: Table) -> str:
         down = sum(finding(r) == "lower" for r in rows)
         text.append(f"- {label}'s {table.metric} against {table.baseline.label}'s: "
                     f"{_counts(up, down, cells)}.")
-    few = sorted({table.cell_label(r.cell) for r in table.rows if r.n_items < MIN_ITEMS})
+    unpaired = sorted({table.cell_label(r.cell) for r in table.rows
+                       if r.difference is not None and r.difference.kind == "unpaired"})
+    if unpaired:
+        text.append(f"- {len(unpaired)} cells hold different items for different models (the "
+                    f"study assigns items to them by each model's own answers), so they are "
+                    f"compared unpaired, each model's items resampled on their own: "
+                    f"{', '.join(unpaired)}.")
+    empty = sorted({table.cell_label(r.cell) for r in table.rows if r.n_items == 0})
+    if empty:
+        text.append(f"- Cells some model put no item in (no difference): {', '.join(empty)}.")
+    few = sorted({table.cell_label(r.cell) for r in table.rows if 0 < r.n_items < MIN_ITEMS})
     if few:
         text.append(f"- Cells with fewer than {MIN_ITEMS} items (intervals unreliable): "
                     f"{', '.join(few)}.")
@@ -132,9 +141,11 @@ def write_markdown(table: Table, path: Path, command: str) -> None:
     text = (f"# Comparison of {len(table.runs)} {table.study} runs: {table.metric}\n\n"
             f"Command: `{command}`\n\nRuns:\n{runs}\n\n"
             f"Values × 100. Each item's {table.metric} is averaged over its observations in a "
-            f"cell; means and paired differences (model − baseline, item by item) carry 95 % "
-            f"item-bootstrap intervals ({table.resamples} resamples, seed {table.seed}); p is "
-            f"the paired permutation test swapping the two models within items.\n\n"
+            f"cell; means and differences (model − baseline) carry 95 % item-bootstrap "
+            f"intervals ({table.resamples} resamples, seed {table.seed}). A paired difference "
+            f"is taken item by item, its p from a permutation test swapping the two models "
+            f"within items; an unpaired one (a cell the models fill with different items) "
+            f"resamples each side on its own, its p from permuting items between them.\n\n"
             f"{markdown_table(table)}\n\n## Reading\n\n{reading(table)}\n\n"
             f"Figure: compare.png (the same means and intervals).\n")
     write_text(path, text)

@@ -10,6 +10,8 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import shutil
+import sys
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -246,3 +248,49 @@ def test_two_memorization_baselines_compare_end_to_end(tmp_path):
     assert all(r["metric"] == "MRR" and r["n_items"] == "15" for r in rows)
     random_row = next(r for r in rows if r["model"] == "random")
     assert random_row["difference"] != "" and float(random_row["p_holm"]) <= 1
+
+
+def _study_runs():
+    sys.path.insert(0, str(Path(__file__).parent))
+    import test_study_contract as contract
+
+    return contract.RUNS
+
+
+#: Each study on two tiny models, through the same settings as test_study_contract: the
+#: model that study's run uses there, and another of the same kind (STA's tiny masked model
+#: has no second, and the multiple-choice study's tiny llama no working second: the same
+#: model twice, in two folders).
+OTHER_MODEL = {"memorization": None, "premise-ablation": "llama", "multiple-choice": "llama",
+               "copen": "llama", "sta": "bert"}
+
+
+@pytest.mark.parametrize("study", sorted(OTHER_MODEL))
+def test_every_study_compares_through_its_observations(study, tmp_path, tiny_gpt2_dir,
+                                                       tiny_llama_dir, tiny_bert_dir):
+    dirs = {"gpt2": tiny_gpt2_dir, "llama": tiny_llama_dir, "bert": tiny_bert_dir}
+    runs = _study_runs()
+    assert set(OTHER_MODEL) == set(runs)  # a new study is added here too
+    first = runs[study](tmp_path, dirs).path.rename(tmp_path.parent / f"{study}-first")
+    for leftover in tmp_path.iterdir():  # the data, rewritten at the same paths (pinned)
+        shutil.rmtree(leftover) if leftover.is_dir() else leftover.unlink()
+    other = OTHER_MODEL[study]
+    if study == "memorization":  # its run uses the frequency baseline: compare random
+        second = kgprobe.run("memorization", model="random", task="domain", limit=5,
+                             out=tmp_path / "memorization")
+    else:
+        second = runs[study](tmp_path, {k: dirs[other] for k in dirs})
+    table = compare([first, second.path], resamples=200)
+    assert len(table.rows) == 2 * len({tuple(r.cell.values()) for r in table.rows}) >= 2
+    for base, row in zip(table.rows[::2], table.rows[1::2]):
+        assert base.baseline and base.difference is None and not row.baseline
+        if not (base.n_items and row.n_items):  # a cell only one model put items in
+            assert row.difference is None
+            continue
+        assert row.difference.estimate == pytest.approx(row.mean - base.mean, abs=1e-9)
+        if row.difference.kind == "paired":
+            assert row.n_items == base.n_items
+        else:  # only where the study assigns items to cells by the model's answers
+            assert study == "premise-ablation"
+    kinds = {r.difference.kind for r in table.rows if r.difference is not None}
+    assert "paired" in kinds
