@@ -64,8 +64,9 @@ class Run:
 
 @dataclass
 class Row:
-    """One cell × one model: the mean with its interval, and (for a model other than the
-    baseline) the paired difference from the baseline with its interval and p-values."""
+    """One cell × one model: the mean with its interval (NaN, 0 items, where the model put no
+    item in the cell), and for a model other than the baseline the difference from the
+    baseline with its interval and p-values (``difference.kind``: paired or unpaired)."""
 
     cell: dict
     label: str
