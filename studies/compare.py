@@ -92,6 +92,10 @@ class Table:
     rows: list[Row] = field(default_factory=list)
     resamples: int = RESAMPLES
     seed: int = 0
+    #: Cell columns with one value per run that differs between runs (the memorization
+    #: study's pooling: "-" for the frequency baseline, "sum" for a causal model): a property
+    #: of the run, not a cell, so cells are matched without them. Column → value per run.
+    per_run: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def baseline(self) -> Run:
@@ -256,19 +260,36 @@ def compare(paths: Sequence[str | Path], *, baseline: str | Path | None = None,
     metric = choose_metric(results, metric)
     runs = [Run(r.path, label, str(r.config.get("model", "")), item_values(r, metric))
             for r, label in zip(results, labels(results))]
+    per_run = run_constants(runs)
     check_items(runs, _assigned(results[0]))
-    table = Table(results[0].study, metric, _cell_columns(results[0]), runs,
-                  resamples=resamples, seed=seed)
+    columns = [c for c in _cell_columns(results[0]) if c not in per_run]
+    table = Table(results[0].study, metric, columns, runs, resamples=resamples, seed=seed,
+                  per_run=per_run)
     table.rows = table_rows(table)
     adjust([r.difference for r in table.rows if r.difference is not None])
     return table
 
 
+def run_constants(runs: Sequence[Run]) -> dict[str, list[str]]:
+    """Drop from every run's index the cell columns that hold one value in each run but not
+    the same one in all (`Table.per_run`); return them with each run's value."""
+    names = [n for n in runs[0].values.index.names if n != "item"]
+    out = {}
+    for name in names:
+        values = [run.values.index.get_level_values(name).unique().tolist() for run in runs]
+        if all(len(v) == 1 for v in values) and len({v[0] for v in values}) > 1:
+            out[name] = [v[0] for v in values]
+    if out:
+        for run in runs:
+            run.values = run.values.droplevel(list(out))
+    return out
+
+
 def table_rows(table: Table) -> list[Row]:
     """Every cell × model: its mean and interval, and the difference from the baseline:
     paired where both hold the same items in the cell, else unpaired (`Row.test`)."""
-    cells = list(dict.fromkeys(key[:-1] for run in table.runs for key in run.values.index))
     by_cell = [_cells(run.values) for run in table.runs]
+    cells = list(dict.fromkeys(key for cells in by_cell for key in cells))
     rows = []
     for cell_key in cells:
         cell = dict(zip(table.cell_columns, cell_key))
@@ -286,6 +307,8 @@ def table_rows(table: Table) -> list[Row]:
 
 def _cells(values: "pandas.Series") -> dict[tuple, "pandas.Series"]:
     """The run's per-item values, cell by cell (each indexed by item)."""
+    if values.index.nlevels == 1:  # no cell column left: one cell
+        return {(): values}
     out = {}
     for key, part in values.groupby(level=list(range(values.index.nlevels - 1)), sort=False):
         out[key if isinstance(key, tuple) else (key,)] = part.droplevel(

@@ -116,6 +116,10 @@ def reading(table: Table) -> str:
     empty = sorted({table.cell_label(r.cell) for r in table.rows if r.n_items == 0})
     if empty:
         text.append(f"- Cells some model put no item in (no difference): {', '.join(empty)}.")
+    for column, values in table.per_run.items():
+        pairs = ", ".join(f"{run.label}: {v}" for run, v in zip(table.runs, values))
+        text.append(f"- {column} is set per run, not per cell ({pairs}); cells are matched "
+                    "without it.")
     few = sorted({table.cell_label(r.cell) for r in table.rows if 0 < r.n_items < MIN_ITEMS})
     if few:
         text.append(f"- Cells with fewer than {MIN_ITEMS} items (intervals unreliable): "

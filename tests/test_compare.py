@@ -62,7 +62,7 @@ def pair_study():
         name = "pair-toy"
         help = "a toy study for kgprobe compare: seeded ranks per model, cell and item"
         config = PairConfig
-        cell_columns = ("cell",)
+        cell_columns = ("cell", "pooling")  # pooling: one per model, as memorization's
 
         def add_arguments(self, parser):
             parser.add_argument("--model", default="weak", help="weak or strong")
@@ -76,15 +76,17 @@ def pair_study():
             pin_settings(out, {"model": config.model, "n": config.n,
                                "device": config.device})
 
+            pooling = "-" if config.model == "weak" else "sum"
+
             def unit(cell):
                 def run():
-                    preds = [{"cell": cell, "item": f"i{k}", "gold_ranks": [gold_rank(
-                        config.model, cell, k, r)]}
-                        for k in range(config.offset, config.offset + config.n)
-                        for r in range(config.repeats)]
+                    preds = [{"cell": cell, "pooling": pooling, "item": f"i{k}",
+                              "gold_ranks": [gold_rank(config.model, cell, k, r)]}
+                             for k in range(config.offset, config.offset + config.n)
+                             for r in range(config.repeats)]
                     return {"n": len(preds)}, preds
-                return Unit({"cell": cell}, run, config.n)
-            run_units(out, [unit(c) for c in CELLS], ["cell", "n"], progress=False)
+                return Unit({"cell": cell, "pooling": pooling}, run, config.n)
+            run_units(out, [unit(c) for c in CELLS], ["cell", "pooling", "n"], progress=False)
 
         def report(self, out):
             return Path(out) / "results.csv"
@@ -143,6 +145,7 @@ def test_compare_writes_the_paired_table_and_the_baseline_has_no_difference(pair
     text = (out / "compare.md").read_text()
     assert "strong's MRR against weak's: higher in 1 of 2 cells, not separated in the other 1" in text
     assert "| cell=easy | weak | 30 |" in text and "baseline" in text
+    assert "pooling is set per run, not per cell (weak: -, strong: sum)" in text
     assert f"kgprobe compare {weak} {strong} --resamples 500 --out {out}" in text
     assert (out / "compare.png").read_bytes()[:4] == b"\x89PNG"
     # --baseline: the strong run first, the differences change sign
