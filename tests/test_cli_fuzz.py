@@ -62,6 +62,7 @@ BASE: dict[str, list[str]] = {
     "export lm-eval": ["--studies", "memorizing", "--task", "domain", "--limit", "1",
                        "--out", OUT],
     "import lm-eval": ["--out", OUT],
+    "compare": ["--out", OUT],
     "cache stats": [],
     "cache clear": [],
 }
@@ -131,6 +132,9 @@ case("import lm-eval", MISSING, names=MISSING)
 case("import lm-eval", FILE, names=FILE)
 case("import lm-eval", DIR, names=DIR)
 case("import lm-eval", DIR, "--out", FILE, names="--out")
+case("compare", MISSING, DIR, names=MISSING)
+case("compare", FILE, FILE, names=FILE)
+case("compare", DIR, names="at least two run folders")
 
 # numbers
 for command in ("kg query", "kg stats", "kg export"):
@@ -177,6 +181,8 @@ numbers("demo", "--candidates", "0", "-5")
 numbers("export lm-eval", "--limit", "-1")
 numbers("export lm-eval", "--seed", "-1")
 numbers("export lm-eval", "--candidates", "0", "-5")
+numbers("compare", "--resamples", "0", "-1")
+numbers("compare", "--seed", "-1")
 for command in ("kg load", "kg stats", "reason", "generate memorizing"):
     numbers(command, "--max-memory", "lots", "-1G")
 
@@ -206,7 +212,7 @@ case("study premise-ablation", "--device", "tpu", names="tpu")
 case("study memorization", "--device", "tpu", names="tpu")
 
 #: Commands with positional arguments: a case's positional replaces the base's.
-POSITIONAL = {"kg load", "kg query", "kg remove", "report", "import lm-eval"}
+POSITIONAL = {"kg load", "kg query", "kg remove", "report", "import lm-eval", "compare"}
 
 
 def leaf_commands() -> list[str]:
