@@ -271,7 +271,7 @@ def _resolve(path: str | Path, filename: str, fmt: str) -> Path:
     if path.is_dir():
         other = {MCRAE_FILE: (CSLB_FILE, "cslb"), CSLB_FILE: (MCRAE_FILE, "mcrae")}[filename]
         if not (path / filename).is_file() and (path / other[0]).is_file():
-            raise NormsError(f"{path}: holds {other[0]}, not the {fmt} file {filename}; pass --format {other[1]}")
+            raise NormsError(f"{path}: holds {other[0]}, not the {fmt} file {filename}; pass --norms-format {other[1]}")
         path = path / filename
     if not path.is_file():
         raise NormsError(f"{path}: norms file not found; pass the {fmt} file ({filename}) or its folder "
