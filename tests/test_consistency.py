@@ -171,3 +171,20 @@ def test_dry_run_writes_the_prompts_without_a_model(tmp_path, zoo):
     texts = {p["text"] for p in prompts}
     assert "Rex is a [MASK] ." in texts and "Alice [MASK] Paris ." in texts
     assert all(p["study"] == "consistency" for p in prompts)
+
+
+def test_a_statement_against_every_candidate_is_the_memorization_studys_own_prompt():
+    """So the score cache scores it once for both studies."""
+    from kgprobe.ontology.verbalize import capitalize, load_templates
+    from kgprobe.reasoning.memorizing_sets import reference_sets
+
+    setup = build(ConsistencyConfig("-", rules=("rdfs9",), limit=20))
+    ref = reference_sets(["type"])["type"]
+    template = load_templates()["type"].manual[0]
+    asked = {p.statement.subject: p for p in setup.probes[("type", 0)]}
+    shared = [r for r in ref.records if r.subject in asked]
+    assert shared
+    for record in shared:
+        probe = asked[record.subject]
+        assert probe.prompt == capitalize(template.render(text_a=record.subject))
+        assert probe.candidates == tuple(ref.candidates)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from kgprobe.atomic import write_text
 from kgprobe.studies.runner import read_results
-from kgprobe.studies.stats import read_predictions
+from kgprobe.studies.stats import MIN_ITEMS, read_predictions
 
 TITLE = "Consistency study: are a model's beliefs about real entities closed under entailment?"
 #: Violations shown as examples.
@@ -56,6 +56,11 @@ def reading(rows: list[dict]) -> str:
         if int(r["n_both"]) == 0:
             lines.append(f"- {name}: no derivation has both premises believed, so consistency "
                          "is undefined.")
+            continue
+        if int(r["n_both"]) < MIN_ITEMS:
+            lines.append(f"- {name}: only {r['n_both']} derivations have both premises believed "
+                         f"(consistency {_pct(r, 'consistency')} %, {r['violations']} violations): "
+                         f"too few (< {MIN_ITEMS}) to read.")
             continue
         text = (f"- {name}: the conclusion is believed in {_pct(r, 'consistency')} % of the "
                 f"{r['n_both']} derivations whose premises are both believed "
