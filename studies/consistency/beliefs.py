@@ -91,7 +91,7 @@ def consistency_row(derivations: Sequence[DerivationRanks], *, believe_at: int =
         row[name], row[f"{name}_lo"], row[f"{name}_hi"] = _mean(values, seed=seed,
                                                                 key=(*key, name))
     row["difference"] = row["difference_lo"] = row["difference_hi"] = row["p"] = float("nan")
-    if both and rest:
+    if len(both) >= 2 and len(rest) >= 2:  # a one-derivation side has no spread to resample
         diff = unpaired_difference(
             "|".join(map(str, (*key, "difference"))),
             Clustered.from_prompts(range(len(both)), both),
