@@ -133,6 +133,7 @@ def test_a_run_writes_the_table_report_and_resumes_to_the_same_numbers(tmp_path,
     assert len(obs) == 30 and {"item", "MRR", "rule"} <= set(obs.columns)
     report = (out / "report.md").read_text()
     assert "## Violations" in report and "| rdfs9 | 0 | 5 |" in report
+    assert (out / "consistency.png").stat().st_size > 0 and "(consistency.png)" in report
     # killed after some units: the rerun scores what is missing and ends with the same bytes
     before = {name: (out / name).read_bytes() for name in ("results.csv", "predictions.jsonl")}
     units = sorted((out / "units").iterdir())

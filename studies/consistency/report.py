@@ -137,6 +137,12 @@ def write_report(out: str | Path) -> Path:
             "min(RR(P1), RR(P2)).", "", format_table(rows), "", "## Reading", "", reading(rows),
             "", "## How often each kind of statement is believed", "", statements_table(out),
             "", "## Violations", "", violations(read_predictions(out), believe_at), ""]
+    if rows:
+        from .figure import FIGURE, write_figure
+
+        write_figure(out, rows, f"{config.get('model')}: conclusion believed (rank ≤ {believe_at}) "
+                     "by premises believed")
+        text[text.index("## Reading")] = f"![consistency by rule]({FIGURE})\n\n## Reading"
     path = out / "report.md"
     write_text(path, "\n".join(text))
     return path
