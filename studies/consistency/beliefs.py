@@ -9,7 +9,9 @@ For one rule's derivations:
   **difference** between the two: above 0 when believing the premises goes with believing the
   conclusion. Its interval resamples each group's derivations; its p is a permutation test of
   the group labels (`studies.comparisons.unpaired_difference`); ``p_holm`` adjusts the
-  table's p-values together;
+  table's p-values together. The ``all`` row pools the rules' derivations, but its difference
+  is the mean of the rules' differences (labels permuted within rules): pooled, a rule with
+  easy conclusions and often-believed premises would pass for a link that no rule shows;
 * **violations**: derivations whose premises are both believed and whose conclusion is not;
 * the graded version: ``MRR`` = the conclusions' mean reciprocal rank, and ``graded`` = the
   conclusions' mean reciprocal rank weighted by how firmly both premises are held,
@@ -78,11 +80,19 @@ def _graded(derivations: Sequence[DerivationRanks], *, seed: int,
 
 
 def consistency_row(derivations: Sequence[DerivationRanks], *, believe_at: int = 1,
-                    seed: int = 0, key: tuple = ()) -> dict:
-    """One row of `COLUMNS` (less its cell columns and ``p_holm``) for these derivations."""
+                    seed: int = 0, key: tuple = (), strata: Sequence[str] | None = None) -> dict:
+    """One row of `COLUMNS` (less its cell columns and ``p_holm``) for these derivations.
+
+    `strata` (the ``all`` row: each derivation's rule): the difference is then the mean over
+    rules of each rule's difference, labels permuted within rules, so rules whose conclusions
+    are easy (rdfs2) and that often have both premises believed do not pass for a link
+    between premises and conclusion."""
     believed = [float(d.believed(believe_at)) for d in derivations]
+    labels = list(strata) if strata is not None else [""] * len(derivations)
     both = [b for d, b in zip(derivations, believed) if d.both(believe_at)]
     rest = [b for d, b in zip(derivations, believed) if not d.both(believe_at)]
+    both_strata = [s for d, s in zip(derivations, labels) if d.both(believe_at)]
+    rest_strata = [s for d, s in zip(derivations, labels) if not d.both(believe_at)]
     row = {"n_derivations": len(derivations), "n_both": len(both), "n_not_both": len(rest),
            "violations": sum(d.violation(believe_at) for d in derivations),
            "believe_at": believe_at,
@@ -94,8 +104,8 @@ def consistency_row(derivations: Sequence[DerivationRanks], *, believe_at: int =
     if len(both) >= 2 and len(rest) >= 2:  # a one-derivation side has no spread to resample
         diff = unpaired_difference(
             "|".join(map(str, (*key, "difference"))),
-            Clustered.from_prompts(range(len(both)), both),
-            Clustered.from_prompts(range(len(rest)), rest), seed=seed)
+            Clustered.from_prompts(range(len(both)), both, both_strata),
+            Clustered.from_prompts(range(len(rest)), rest, rest_strata), seed=seed)
         row.update(difference=diff.estimate, difference_lo=diff.lo, difference_hi=diff.hi,
                    p=diff.p)
     row["MRR"], row["MRR_lo"], row["MRR_hi"] = _mean(
@@ -108,14 +118,17 @@ def consistency_row(derivations: Sequence[DerivationRanks], *, believe_at: int =
 def consistency_table(by_cell: dict[tuple[str, int], Sequence[DerivationRanks]], *,
                       believe_at: int = 1, seed: int = 0) -> list[dict]:
     """A row per (rule, template) cell and an ``all`` row per template (every rule's
-    derivations pooled); ``p_holm`` adjusts every row's p together."""
+    derivations pooled; its difference stratified by rule); ``p_holm`` adjusts every row's p
+    together."""
     rows = []
     templates = sorted({t for _, t in by_cell})
     for template in templates:
         cells = [(rule, ds) for (rule, t), ds in by_cell.items() if t == template]
         pooled = [d for _, ds in cells for d in ds]
-        for rule, ds in [*cells, ("all", pooled)]:
-            row = consistency_row(ds, believe_at=believe_at, seed=seed, key=(rule, template))
+        rules = [rule for rule, ds in cells for _ in ds]
+        for rule, ds, strata in [*((r, ds, None) for r, ds in cells), ("all", pooled, rules)]:
+            row = consistency_row(ds, believe_at=believe_at, seed=seed, key=(rule, template),
+                                  strata=strata)
             rows.append({"rule": rule, "template": template, **row})
     for row, p in zip(rows, holm([r["p"] for r in rows])):
         row["p_holm"] = float(p)
