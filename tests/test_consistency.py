@@ -118,13 +118,18 @@ def test_consistency_arithmetic_on_known_beliefs():
 def test_the_all_row_compares_within_rules():
     """Easy conclusions with often-believed premises (one rule) beside hard ones (another) make
     a pooled gap that neither rule has: the all row's difference is the rules' mean, 0."""
-    easy = [DerivationRanks(f"e{i}", 1, 1, 1) for i in range(4)] + [DerivationRanks("e4", 2, 1, 1)]
-    hard = [DerivationRanks("h0", 1, 1, 3)] + [DerivationRanks(f"h{i}", 3, 1, 2) for i in range(1, 5)]
+    easy = ([DerivationRanks(f"e{i}", 1, 1, 1) for i in range(4)]
+            + [DerivationRanks(f"e{i}", 2, 1, 1) for i in range(4, 6)])
+    hard = ([DerivationRanks(f"h{i}", 1, 1, 3) for i in range(2)]
+            + [DerivationRanks(f"h{i}", 3, 1, 2) for i in range(2, 6)])
     table = consistency_table({("easy", 0): easy, ("hard", 0): hard}, seed=0)
     pooled = table[2]
-    assert pooled["rule"] == "all" and pooled["consistency"] == pytest.approx(0.8)
-    assert pooled["p_given_not_both"] == pytest.approx(0.2)
+    assert pooled["rule"] == "all" and pooled["consistency"] == pytest.approx(4 / 6)
+    assert pooled["p_given_not_both"] == pytest.approx(2 / 6)
     assert pooled["difference"] == pytest.approx(0.0)
+    # a rule with one derivation on a side has no spread: it stays out of the difference
+    lone = consistency_table({("easy", 0): easy, ("hard", 0): hard[1:]}, seed=0)[2]
+    assert lone["difference"] == pytest.approx(0.0) and lone["n_both"] == 5
 
 
 def test_a_run_writes_the_table_report_and_resumes_to_the_same_numbers(tmp_path, tiny_gpt2_dir):

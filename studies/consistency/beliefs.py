@@ -79,6 +79,26 @@ def _graded(derivations: Sequence[DerivationRanks], *, seed: int,
     return float(iv.estimate[0]), float(iv.lo[0]), float(iv.hi[0])
 
 
+def _difference(both: list[float], both_strata: list[str], rest: list[float],
+                rest_strata: list[str], *, seed: int, key: tuple) -> dict:
+    """consistency − p_given_not_both over the strata (rules) with at least two derivations
+    on each side: a side of one has no spread to resample, and would make the interval look
+    surer than the data are."""
+    keep = {s for s in set(both_strata) if both_strata.count(s) >= 2
+            and rest_strata.count(s) >= 2}
+    if not keep:
+        return {}
+    first = [(v, s) for v, s in zip(both, both_strata) if s in keep]
+    second = [(v, s) for v, s in zip(rest, rest_strata) if s in keep]
+    diff = unpaired_difference(
+        "|".join(map(str, (*key, "difference"))),
+        Clustered.from_prompts(range(len(first)), [v for v, _ in first], [s for _, s in first]),
+        Clustered.from_prompts(range(len(second)), [v for v, _ in second],
+                               [s for _, s in second]), seed=seed)
+    return {"difference": diff.estimate, "difference_lo": diff.lo, "difference_hi": diff.hi,
+            "p": diff.p}
+
+
 def consistency_row(derivations: Sequence[DerivationRanks], *, believe_at: int = 1,
                     seed: int = 0, key: tuple = (), strata: Sequence[str] | None = None) -> dict:
     """One row of `COLUMNS` (less its cell columns and ``p_holm``) for these derivations.
@@ -101,13 +121,7 @@ def consistency_row(derivations: Sequence[DerivationRanks], *, believe_at: int =
         row[name], row[f"{name}_lo"], row[f"{name}_hi"] = _mean(values, seed=seed,
                                                                 key=(*key, name))
     row["difference"] = row["difference_lo"] = row["difference_hi"] = row["p"] = float("nan")
-    if len(both) >= 2 and len(rest) >= 2:  # a one-derivation side has no spread to resample
-        diff = unpaired_difference(
-            "|".join(map(str, (*key, "difference"))),
-            Clustered.from_prompts(range(len(both)), both, both_strata),
-            Clustered.from_prompts(range(len(rest)), rest, rest_strata), seed=seed)
-        row.update(difference=diff.estimate, difference_lo=diff.lo, difference_hi=diff.hi,
-                   p=diff.p)
+    row.update(_difference(both, both_strata, rest, rest_strata, seed=seed, key=key))
     row["MRR"], row["MRR_lo"], row["MRR_hi"] = _mean(
         [d.rr()[2] for d in derivations], seed=seed, key=(*key, "MRR"))
     row["graded"], row["graded_lo"], row["graded_hi"] = _graded(derivations, seed=seed,
