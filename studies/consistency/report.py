@@ -65,16 +65,17 @@ def reading(rows: list[dict]) -> str:
         text = (f"- {name}: the conclusion is believed in {_pct(r, 'consistency')} % of the "
                 f"{r['n_both']} derivations whose premises are both believed "
                 f"({r['violations']} violations)")
+        what = "difference within rules" if r["rule"] == "all" else "difference"
         lo, hi, p = _num(r, "difference_lo"), _num(r, "difference_hi"), _num(r, "p_holm")
         if lo > 0 and p < ALPHA:
-            text += ("; more often than when they are not (difference "
+            text += (f"; more often than when they are not ({what} "
                      f"{_pct(r, 'difference')} points, Holm p = {p:.3g})")
         elif hi < 0 and p < ALPHA:
-            text += ("; *less* often than when they are not (difference "
+            text += (f"; *less* often than when they are not ({what} "
                      f"{_pct(r, 'difference')} points, Holm p = {p:.3g})")
         elif lo == lo:
             text += ("; the data show no difference from derivations whose premises are not "
-                     f"both believed (difference {_pct(r, 'difference')} points"
+                     f"both believed ({what} {_pct(r, 'difference')} points"
                      + (f", Holm p = {p:.3g})" if p == p else ")"))
         lines.append(text + ".")
     return "\n".join(lines)
@@ -94,7 +95,9 @@ def violations(predictions: list[dict], believe_at: int, limit: int = EXAMPLES) 
     found.sort(key=lambda p: (-min(s["rr"] for s in p["premises"]), p["conclusion"]["rr"],
                               p["rule"], p["id"], p["template"]))
     if not found:
-        return "No violation: every derivation with both premises believed has its conclusion believed."
+        if not any(all(s["rank"] <= believe_at for s in p["premises"]) for p in predictions):
+            return "None: no derivation has both premises believed."
+        return "None: every derivation with both premises believed has its conclusion believed."
     blocks = []
     for p in found[:limit]:
         blocks.append("\n".join([f"- **{p['id']}** ({p['rule']}, template {p['template']})",
