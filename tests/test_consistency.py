@@ -151,6 +151,8 @@ def test_a_run_writes_the_table_report_and_resumes_to_the_same_numbers(tmp_path,
     report = (out / "report.md").read_text()
     assert "## Violations" in report and "| rdfs9 | 0 | 5 |" in report
     assert (out / "consistency.png").stat().st_size > 0 and "(consistency.png)" in report
+    (out / "report.md").unlink()
+    assert main(["report", str(out)]) == 0 and (out / "report.md").read_text() == report
     # killed after some units: the rerun scores what is missing and ends with the same bytes
     before = {name: (out / name).read_bytes() for name in ("results.csv", "predictions.jsonl")}
     units = sorted((out / "units").iterdir())
@@ -189,6 +191,14 @@ def test_dry_run_writes_the_prompts_without_a_model(tmp_path, zoo):
     texts = {p["text"] for p in prompts}
     assert "Rex is a [MASK] ." in texts and "Alice [MASK] Paris ." in texts
     assert all(p["study"] == "consistency" for p in prompts)
+    # every template: a relation with fewer asks its first under the others
+    assert main(["study", "consistency", "--dry-run", "--ontology", str(zoo), "--out",
+                 str(out), "--candidates", "3", "--template", "all"]) == 0
+    rows = [json.loads(line) for line in (out / "prompts.jsonl").read_text().splitlines()]
+    assert {r["template"] for r in rows} == {"0", "1", "2"}
+    assert {"Rex has class [MASK] .", "Rex is a particular [MASK] ."} <= {r["text"] for r in rows}
+    assert {r["text"] for r in rows if r["task"] == "property"} == {
+        "Alice [MASK] Paris .", "Alice [MASK] Rex ."}
 
 
 def test_a_statement_against_every_candidate_is_the_memorization_studys_own_prompt():
