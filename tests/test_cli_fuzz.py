@@ -55,6 +55,7 @@ BASE: dict[str, list[str]] = {
     "study copen": ["--method", "zero-shot", "--dry-run", "--from-kg", "--norms", str(MCRAE),
                     "--store", STORE, "--limit", "2", "--out", OUT],
     "study sta": ["--norms", str(MCRAE), "--dry-run", "--limit", "1", "--out", OUT],
+    "study consistency": ["--dry-run", "--rules", "rdfs9", "--limit", "1", "--out", OUT],
     "probe memorizing": ["--dry-run", "--task", "domain", "--limit", "1", "--out", OUT],
     "probe multiple-choice": ["--dry-run", "--limit", "1", "--out", OUT],
     "report": [],
@@ -81,7 +82,8 @@ def numbers(command: str, option: str, *bad: str) -> None:
 
 
 STUDIES = ("study premise-ablation", "study memorization", "study multiple-choice",
-           "study copen", "study sta", "probe memorizing", "probe multiple-choice")
+           "study copen", "study sta", "study consistency", "probe memorizing",
+           "probe multiple-choice")
 
 # paths
 case("kg load", MISSING + "/none.ttl", names="none.ttl")
@@ -182,6 +184,9 @@ numbers("export lm-eval", "--limit", "-1")
 numbers("export lm-eval", "--seed", "-1")
 numbers("export lm-eval", "--candidates", "0", "-5")
 numbers("compare", "--resamples", "0", "-1")
+numbers("study consistency", "--limit", "-1", "x")
+numbers("study consistency", "--believe-at", "0", "-1")
+numbers("study consistency", "--seed", "-1")
 numbers("compare", "--seed", "-1")
 for command in ("kg load", "kg stats", "reason", "generate memorizing"):
     numbers(command, "--max-memory", "lots", "-1G")
@@ -194,6 +199,9 @@ case("study copen", "--model", "smollm2-13m", names="smollm2-13m")
 case("reason", "--rules", "rdfs99", names="rdfs99")
 case("generate reasoning", "--rules", "rdfs99", names="rdfs99")
 case("study premise-ablation", "--rules", "rdfs99", names="rdfs99")
+case("study consistency", "--rules", "rdfs99", names="rdfs99")
+case("study consistency", "--ontology", MISSING + "/o.ttl", names="o.ttl")
+case("study consistency", "--model", "smollm2-13m", names="smollm2-13m")
 case("export lm-eval", "--rules", "rdfs99", names="rdfs99")
 case("study memorization", "--task", "colour", names="colour")
 case("study memorization", "--template", "7", names="7")

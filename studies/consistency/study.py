@@ -123,7 +123,7 @@ def make_scorer(config: ConsistencyConfig, loaded):
 def score_unit(setup: Setup, probes: list[Probe], scorer, *, desc: str,
                progress: bool) -> tuple[dict, list[dict]]:
     """Rank every statement of one relation × template; each (prompt, candidates) once."""
-    from kgprobe.studies.batches import Request, score_requests
+    from kgprobe.studies.probes import Request, score_requests
 
     asked = distinct_requests(probes)
     rows = score_requests(scorer, [Request(p, c) for p, c in asked],
