@@ -123,6 +123,7 @@ def make_scorer(config: ConsistencyConfig, loaded):
 def score_unit(setup: Setup, probes: list[Probe], scorer, *, desc: str,
                progress: bool) -> tuple[dict, list[dict]]:
     """Rank every statement of one relation × template; each (prompt, candidates) once."""
+    from kgprobe.studies.metrics import rank_metrics
     from kgprobe.studies.probes import Request, score_requests
 
     asked = distinct_requests(probes)
@@ -132,8 +133,9 @@ def score_unit(setup: Setup, probes: list[Probe], scorer, *, desc: str,
     preds = [rank_statement(p, by_request[(p.prompt, p.candidates)], setup.config.ranking)
              for p in probes]
     n = len(preds)
-    metrics = {"n": n, "R@1": sum(p["rank"] <= 1 for p in preds) / n if n else 0.0,
-               "MRR": sum(p["rr"] for p in preds) / n if n else 0.0,
+    each = [rank_metrics([p["rank"]], ks=(1,)) for p in preds]  # the one definition of R@k, MRR
+    metrics = {"n": n, "R@1": sum(m["R@1"] for m in each) / n if n else 0.0,
+               "MRR": sum(m["MRR"] for m in each) / n if n else 0.0,
                "protocol": setup.protocol.name, "ranking": setup.config.ranking}
     return metrics, preds
 
