@@ -66,7 +66,7 @@ class Run:
 class Row:
     """One cell × one model: the mean with its interval (NaN, 0 items, where the model put no
     item in the cell), and for a model other than the baseline the difference from the
-    baseline with its interval and p-values (``difference.kind``: paired or unpaired)."""
+    baseline with its interval and p-values (``difference.test``: paired or unpaired)."""
 
     cell: dict
     label: str

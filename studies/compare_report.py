@@ -40,7 +40,7 @@ def csv_rows(table: Table) -> list[dict]:
                   "n_items": row.n_items, "mean": row.mean, "mean_lo": row.mean_lo,
                   "mean_hi": row.mean_hi, "finding": finding(row)}
         if d is not None:
-            record.update(test=d.kind, difference=d.estimate, difference_lo=d.lo, difference_hi=d.hi,
+            record.update(test=d.test, difference=d.estimate, difference_lo=d.lo, difference_hi=d.hi,
                           p=d.p, p_holm=d.p_holm)
         out.append(record)
     return out
@@ -85,7 +85,7 @@ def markdown_table(table: Table) -> str:
         diff, test, p, holm = ("baseline" if row.baseline else "–"), "", "", ""
         if d is not None:
             diff = f"{_number(d.estimate)} [{_number(d.lo)}, {_number(d.hi)}]"
-            test, p, holm = d.kind, _p(d.p), _p(d.p_holm)
+            test, p, holm = d.test, _p(d.p), _p(d.p_holm)
         lines.append(f"| {table.cell_label(row.cell)} | {row.label} | {row.n_items}{low} | {mean} "
                      f"| {diff} | {test} | {p} | {holm} | {finding(row)} |")
     return "\n".join(lines)
@@ -107,7 +107,7 @@ def reading(table: Table) -> str:
         text.append(f"- {label}'s {table.metric} against {table.baseline.label}'s: "
                     f"{_counts(up, down, cells)}.")
     unpaired = sorted({table.cell_label(r.cell) for r in table.rows
-                       if r.difference is not None and r.difference.kind == "unpaired"})
+                       if r.difference is not None and r.difference.test == "unpaired"})
     if unpaired:
         text.append(f"- {len(unpaired)} cells hold different items for different models (the "
                     f"study assigns items to them by each model's own answers), so they are "

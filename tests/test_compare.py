@@ -265,7 +265,7 @@ def _study_runs():
 #: has no second, and the multiple-choice study's tiny llama no working second: the same
 #: model twice, in two folders).
 OTHER_MODEL = {"memorization": None, "premise-ablation": "llama", "multiple-choice": "llama",
-               "copen": "llama", "sta": "bert"}
+               "copen": "llama", "sta": "bert", "consistency": "llama"}
 
 
 @pytest.mark.parametrize("study", sorted(OTHER_MODEL))
@@ -291,9 +291,9 @@ def test_every_study_compares_through_its_observations(study, tmp_path, tiny_gpt
             assert row.difference is None
             continue
         assert row.difference.estimate == pytest.approx(row.mean - base.mean, abs=1e-9)
-        if row.difference.kind == "paired":
+        if row.difference.test == "paired":
             assert row.n_items == base.n_items
         else:  # only where the study assigns items to cells by the model's answers
             assert study == "premise-ablation"
-    kinds = {r.difference.kind for r in table.rows if r.difference is not None}
+    kinds = {r.difference.test for r in table.rows if r.difference is not None}
     assert "paired" in kinds

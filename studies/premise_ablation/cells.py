@@ -223,7 +223,7 @@ def comparison_rows(prompts: list[Prompt], config: dict) -> list[dict]:
     comparisons.adjust(found)
     rows = []
     for key, c in zip(keys, found):
-        rows.append({**key, "test": c.kind, "n_items": c.n_items, "difference": c.estimate,
+        rows.append({**key, "test": c.test, "n_items": c.n_items, "difference": c.estimate,
                      "difference_lo": c.lo, "difference_hi": c.hi, "p": c.p,
                      "p_holm": c.p_holm, "finding": "yes" if c.supported() else "no"})
     return rows
