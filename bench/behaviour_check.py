@@ -15,7 +15,8 @@ what may legitimately change between runs: absolute paths (only their last compo
 kept), timings (keys/columns named like seconds, elapsed, time, timestamp; "Run time" lines
 of report.md) and png figures (not read). Model files, the store and the cache live in
 ``OUT/_work`` and are not compared; ``OUT/models.json`` holds the models' hashes, so a
-difference there means the two runs did not probe the same models. Exit 1 on any difference.
+difference there means the two runs did not probe the same models. Exit 1 on any difference
+except those a change intends (`INTENDED`, each with its reason; ``--strict`` counts them too).
 """
 
 from __future__ import annotations
@@ -115,6 +116,10 @@ copen-zero-shot-bert  study copen --from-kg --store {store} --norms {norms} --me
 copen-linear-gpt2     study copen --data {root}/copen-zero-shot-bert/data --method linear --model {gpt2} --limit 3 --train-limit 8 --seeds 42
 sta-bert              study sta --norms {norms} --vocab-file {vocab} --model {bert} --limit 3
 sta-gpt2              study sta --norms {norms} --vocab-file {vocab} --model {gpt2} --limit 3
+memorizing-paper-freq study memorization --model frequency --protocol paper --task all
+ablation-paper-gpt2   study premise-ablation --protocol paper --model {gpt2} --limit 2 --pairs 1 --rules rdfs9,rdfs11
+dry-ablation          study premise-ablation --dry-run --limit 2
+dry-memorizing        study memorization --dry-run --task all --limit 3
 """  # copen-linear reads the sets copen-zero-shot generated (COPEN's layout): no second generation
 
 
@@ -210,9 +215,25 @@ def diff(a, b, where: str = ""):
         yield f"{where or '.'}: {show(a)} != {show(b)}"
 
 
-def compare(dir_a: Path, dir_b: Path) -> int:
+#: Differences a change intends, each with why: (file pattern, difference pattern). A
+#: difference matching one is listed as intended and does not fail the comparison.
+INTENDED = [
+    # config.json names the study that wrote the folder (`kgprobe report`, Results.from_path)
+    (r".*/config\.json", r'\[0\]\.study: "<missing>" != "[a-z-]+"'),
+    # `kgprobe demo` is `study premise-ablation --preset demo`: the study's own defaults
+    (r"demo-[^/]*/config\.json", r'\[0\]\.device: "cpu" != "auto"'),
+    (r"demo-[^/]*/config\.json", r'\[0\]\.extra\.ontology: "<missing>" != "bundled"'),
+]
+
+
+def intended(name: str, line: str) -> bool:
+    return any(re.fullmatch(f, name) and re.fullmatch(d, line) for f, d in INTENDED)
+
+
+def compare(dir_a: Path, dir_b: Path, *, strict: bool = False) -> int:
+    """Print every difference; exit 1 on any that is not `INTENDED` (any at all if `strict`)."""
     files_a, files_b = result_files(dir_a), result_files(dir_b)
-    differences = 0
+    differences = allowed = 0
     for name in sorted(files_a ^ files_b):
         print(f"{name}: only in {dir_a if name in files_a else dir_b}")
         differences += 1
@@ -220,15 +241,21 @@ def compare(dir_a: Path, dir_b: Path) -> int:
         ra, rb = records(dir_a / name), records(dir_b / name)
         where = "" if len(ra) == len(rb) else f" ({len(ra)} != {len(rb)} records)"
         found = list(diff(ra, rb) if not where else [f".: record count{where}"])
+        expected = [] if strict else [line for line in found if intended(name, line)]
+        for line in expected:
+            print(f"{name}: intended: {line}")
+        found = [line for line in found if line not in expected]
+        allowed += len(expected)
         for line in found[:MAX_LINES_PER_FILE]:
             print(f"{name}: {line}")
         if len(found) > MAX_LINES_PER_FILE:
             print(f"{name}: ... {len(found) - MAX_LINES_PER_FILE} more differences")
         differences += len(found)
     if differences:
-        print(f"different: {differences} difference(s) in {len(files_a | files_b)} files")
+        print(f"different: {differences} difference(s) in {len(files_a | files_b)} files "
+              f"(and {allowed} intended)")
         return 1
-    print(f"identical: {len(files_a)} files")
+    print(f"identical: {len(files_a)} files, apart from {allowed} intended difference(s)")
     return 0
 
 
@@ -242,8 +269,11 @@ def main(argv=None) -> int:
     p.add_argument("--only", type=lambda s: s.split(","), default=None, help="comma list of runs (debugging)")
     p = sub.add_parser("compare", help="compare two --out folders of `run`")
     p.add_argument("dirs", type=Path, nargs=2, metavar="DIR")
+    p.add_argument("--strict", action="store_true", help="count the INTENDED differences too")
     args = parser.parse_args(argv)
-    return run(args.cli, args.out, args.only) if args.mode == "run" else compare(*args.dirs)
+    if args.mode == "run":
+        return run(args.cli, args.out, args.only)
+    return compare(*args.dirs, strict=args.strict)
 
 
 if __name__ == "__main__":

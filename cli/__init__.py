@@ -37,7 +37,7 @@ from kgprobe.errors import KgprobeError  # noqa: E402
 from kgprobe.studies.options import apply_threads  # noqa: E402
 from kgprobe.terminal import printable  # noqa: E402
 
-from . import cache, generate, interop, kg, kg_check, kg_remote, studies  # noqa: E402
+from . import cache, compare, generate, interop, kg, kg_check, kg_remote, studies  # noqa: E402
 from .bounds import check_numbers  # noqa: E402
 from .outcome import damaged_store_line, os_error_line, quiet_broken_pipe  # noqa: E402
 from .registry import COMMANDS  # noqa: E402
@@ -106,6 +106,7 @@ def build_parser() -> argparse.ArgumentParser:
     studies.add_parsers(sub)
     interop.add_parsers(sub)
     cache.add_parsers(sub)
+    compare.add_parsers(sub)
     for choice in sub._choices_actions:  # `kg`'s summary lists every kg command there is
         if choice.dest == "kg":
             choice.help = "the knowledge graph: " + ", ".join(kg_sub.choices)

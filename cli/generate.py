@@ -29,12 +29,12 @@ def parse_split(text: str) -> tuple[float, float]:
     try:
         train, dev = (float(x) for x in parts)
     except ValueError:
-        raise KgprobeError(f"--split {text}: give TRAIN,DEV as counts (10,10) or fractions "
+        raise KgprobeError(f"--split-sizes {text}: give TRAIN,DEV as counts (10,10) or fractions "
                            "(0.1,0.1)") from None
     fractions = any(0 < x < 1 for x in (train, dev))
     counts_too = max(train, dev) >= 1
     if min(train, dev) < 0 or (fractions and (counts_too or train + dev >= 1)):
-        raise KgprobeError(f"--split {text}: give two counts ≥ 0, or two fractions that leave a "
+        raise KgprobeError(f"--split-sizes {text}: give two counts ≥ 0, or two fractions that leave a "
                            "test split (sum below 1)")
     return tuple(int(x) if x.is_integer() else x for x in (train, dev))
 
@@ -119,7 +119,7 @@ def cmd_generate_memorizing(args: argparse.Namespace) -> int:
         print(f"{relation:14s} {len(recs):>6} records  {summary[relation]}")
     for relation, splits in empty_splits(records).items():
         warn(f"{relation}: no {' and no '.join(splits)} records ({len(records[relation])} in "
-             "all); change --split")
+             "all); change --split-sizes")
     write_json(out / "candidates.json", candidate_sets(onto))
     write_json(out / "summary.json", {
         "tasks": summary, "seed": args.seed, "split": [train, dev],
@@ -170,7 +170,7 @@ def add_parsers(sub) -> None:
     p.add_argument("--out", required=True, type=Path, help="the folder to write the sets into")
     p.add_argument("--seed", type=int, default=0, help="seed of the train/dev/test split and "
                    "of --instances-per-class")
-    p.add_argument("--split", default="10,10", help="TRAIN,DEV records per relation, as counts "
+    p.add_argument("--split-sizes", dest="split", default="10,10", help="TRAIN,DEV records per relation, as counts "
                    "(default 10,10, the paper's) or fractions (0.1,0.1); the rest is test")
     p.add_argument("--instances-per-class", type=int, default=None, metavar="N",
                    help="at most N seeded instances per most specific class in TP (the paper "

@@ -271,7 +271,7 @@ def _resolve(path: str | Path, filename: str, fmt: str) -> Path:
     if path.is_dir():
         other = {MCRAE_FILE: (CSLB_FILE, "cslb"), CSLB_FILE: (MCRAE_FILE, "mcrae")}[filename]
         if not (path / filename).is_file() and (path / other[0]).is_file():
-            raise NormsError(f"{path}: holds {other[0]}, not the {fmt} file {filename}; pass --format {other[1]}")
+            raise NormsError(f"{path}: holds {other[0]}, not the {fmt} file {filename}; pass --norms-format {other[1]}")
         path = path / filename
     if not path.is_file():
         raise NormsError(f"{path}: norms file not found; pass the {fmt} file ({filename}) or its folder "
@@ -313,9 +313,9 @@ def load_mcrae(path: str | Path) -> Norms:
             for name in ("Concept", "Feature", "Prod_Freq", "BR_Label", "Phon_1st")}
     missing = [n for n in ("Concept", "Feature", "Prod_Freq", "BR_Label") if cols[n] is None]
     if missing:
-        hint = " (this looks like the CSLB layout: pass --format cslb)" if _column(header, ["pf"]) is not None else ""
+        hint = " (this looks like the CSLB layout: pass --norms-format cslb)" if _column(header, ["pf"]) is not None else ""
         raise NormsError(f"{file}: not the McRae layout, no column {', '.join(missing)}{hint}; "
-                         f"pass {MCRAE_FILE} or use --format cslb")
+                         f"pass {MCRAE_FILE} or use --norms-format cslb")
     concepts: dict[str, Concept] = {}
     for i, row in enumerate(rows):
         if len(row) <= max(c for c in cols.values() if c is not None):
@@ -351,9 +351,9 @@ def load_cslb(path: str | Path) -> Norms:
     c_pf = _column(header, ["pf", "production frequency", "prod freq"])
     c_type = _column(header, ["feature type", "featuretype", "type"])
     if None in (c_concept, c_feature, c_pf, c_type):
-        hint = " (this looks like the McRae layout: pass --format mcrae)" if _column(header, ["br label"]) is not None else ""
+        hint = " (this looks like the McRae layout: pass --norms-format mcrae)" if _column(header, ["br label"]) is not None else ""
         raise NormsError(f"{file}: not the CSLB layout, it needs the columns concept, feature, pf and "
-                         f"feature type{hint}; pass the CSLB norms.dat or use --format mcrae")
+                         f"feature type{hint}; pass the CSLB norms.dat or use --norms-format mcrae")
     concepts: dict[str, Concept] = {}
     width = max(c_concept, c_feature, c_pf, c_type)
     for i, row in enumerate(rows):

@@ -16,7 +16,7 @@ knowledge graph (`copen_kg`) or from feature norms (`copen_norms`):
 A hidden label (the official test sets write ``-1``) becomes ``label=None``: such items are
 kept, predicted, counted as unlabeled and never scored.
 
-Official layout (``../shared/README.md``): ``task1/`` (CSJ), ``task2/`` (CPJ), ``task3/``
+Official layout (the COPEN data release): ``task1/`` (CSJ), ``task2/`` (CPJ), ``task3/``
 (CiC), each with ``train.json``, ``dev.json``, ``test.json`` holding a JSON list. The loaders
 take the directory, any directory above it, or the zip file itself. Generated sets are
 written in the same layout (plus their provenance), so ``--data`` reads them back. The

@@ -36,7 +36,7 @@ class Comparison:
     """A difference (first − second, or value − target) with its interval and p-value."""
 
     name: str
-    kind: str  # "paired" | "unpaired" | "target"
+    test: str  # "paired" | "unpaired" | "target"
     estimate: float
     lo: float
     hi: float

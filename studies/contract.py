@@ -48,6 +48,11 @@ class Study:
     aliases: ClassVar[tuple[tuple[str, str], ...]] = ()
     #: The columns of ``results.csv`` that name a row's cell (the rest are its numbers).
     cell_columns: ClassVar[tuple[str, ...]] = ()
+    #: The cell columns whose value for an item comes from the model's own answers (the
+    #: premise-ablation study's P1/P2: a premise the model recalls is "implicit"), so two
+    #: models may put one item in different cells; `kgprobe compare` pairs items only where
+    #: both models put them in the cell, and checks the items of the other columns.
+    model_assigned: ClassVar[tuple[str, ...]] = ()
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         raise NotImplementedError

@@ -59,8 +59,12 @@ def read_unit(path: Path) -> tuple[dict, list[dict]]:
 
 
 def run_units(out: Path, units: Sequence[Unit], columns: Sequence[str], *,
-              progress: bool = True) -> list[dict]:
-    """Run every unfinished unit; return all result rows (finished earlier or now)."""
+              progress: bool = True, results: bool = True) -> list[dict]:
+    """Run every unfinished unit; return all result rows (finished earlier or now).
+
+    `results`: write ``results.csv`` (the unit rows under `columns`) after each unit; a study
+    whose table is more than its unit rows (premise ablation: averages and intervals) passes
+    False and writes it once, itself, from the unit files, so one function writes that file."""
     out.mkdir(parents=True, exist_ok=True)
     todo = [u for u in units if not finished(out, u)]
     done = len(units) - len(todo)
@@ -77,8 +81,9 @@ def run_units(out: Path, units: Sequence[Unit], columns: Sequence[str], *,
             done += 1
             bar.set_description(f"{done}/{len(units)} units done")
             bar.update(unit.size)
-            write_summaries(out, units, columns, predictions=False)
-    return write_summaries(out, units, columns)
+            if results:
+                write_summaries(out, units, columns, predictions=False)
+    return write_summaries(out, units, columns, results=results)
 
 
 def _head(path: Path) -> dict:
@@ -87,8 +92,9 @@ def _head(path: Path) -> dict:
 
 
 def write_summaries(out: Path, units: Sequence[Unit], columns: Sequence[str], *,
-                    predictions: bool = True) -> list[dict]:
-    """Write ``results.csv`` (and, unless told not to, ``predictions.jsonl``) from the unit files."""
+                    predictions: bool = True, results: bool = True) -> list[dict]:
+    """Write ``results.csv`` (unless told not to) and ``predictions.jsonl`` (unless told not
+    to) from the unit files; return the unit rows."""
     rows, preds = [], []
     for unit in units:
         path = unit_path(out, unit)
@@ -100,7 +106,8 @@ def write_summaries(out: Path, units: Sequence[Unit], columns: Sequence[str], *,
         else:
             row = _head(path)["row"]
         rows.append(row)
-    write_text(out / "results.csv", rows_to_csv(rows, columns))
+    if results:
+        write_text(out / "results.csv", rows_to_csv(rows, columns))
     if predictions:
         write_jsonl(out / "predictions.jsonl", preds)
     return rows

@@ -39,10 +39,12 @@ def study_of_folder(out: Path) -> str | None:
     return name if isinstance(name, str) else None
 
 
-def require_study(out: Path) -> str:
-    """The study that wrote the run folder `out`, or a one-line error naming what is missing."""
+def require_study(out: Path, *, results: bool = True) -> str:
+    """The study that wrote the run folder `out`, or a one-line error naming what is missing.
+    `results`: the folder must hold ``results.csv`` too (a report rebuilds it from the unit
+    files where the study writes it itself)."""
     out = Path(out)
-    if not (out / "results.csv").is_file():
+    if not (out / "results.csv").is_file() and (results or study_of_folder(out) is None):
         raise StudyError(f"{out}: no results.csv; pass the --out folder of a kgprobe study run")
     if not (out / "config.json").is_file():
         raise StudyError(f"{out}: not written by a kgprobe study (no config.json); pass the "

@@ -276,7 +276,7 @@ def test_cli_generation_reports_what_it_skipped(tmp_path, capsys):
     store, out = tmp_path / "store", tmp_path / "mem"
     assert main(["kg", "load", str(DATA / "ids.ttl"), "--store", str(store)]) == 0
     assert main(["generate", "memorizing", "--store", str(store), "--out", str(out),
-                 "--lang", "en,es", "--split", "1,1"]) == 0
+                 "--lang", "en,es", "--split-sizes", "1,1"]) == 0
     err = capsys.readouterr().err
     assert "no label usable as words" in err
     summary = json.loads((out / "summary.json").read_text())
@@ -286,7 +286,7 @@ def test_cli_generation_reports_what_it_skipped(tmp_path, capsys):
     labels = [json.loads(line)["subject"] for line in (out / "subClassOf.jsonl").open()]
     assert "enfermedad rara" in labels
     assert main(["generate", "memorizing", "--store", str(store), "--out", str(out),
-                 "--split", "0.8,0.5"]) == 2
+                 "--split-sizes", "0.8,0.5"]) == 2
 
 
 # ---------------------------------------------------------------------------------- OWL 1

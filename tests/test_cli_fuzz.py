@@ -55,6 +55,7 @@ BASE: dict[str, list[str]] = {
     "study copen": ["--method", "zero-shot", "--dry-run", "--from-kg", "--norms", str(MCRAE),
                     "--store", STORE, "--limit", "2", "--out", OUT],
     "study sta": ["--norms", str(MCRAE), "--dry-run", "--limit", "1", "--out", OUT],
+    "study consistency": ["--dry-run", "--rules", "rdfs9", "--limit", "1", "--out", OUT],
     "probe memorizing": ["--dry-run", "--task", "domain", "--limit", "1", "--out", OUT],
     "probe multiple-choice": ["--dry-run", "--limit", "1", "--out", OUT],
     "report": [],
@@ -62,6 +63,7 @@ BASE: dict[str, list[str]] = {
     "export lm-eval": ["--studies", "memorizing", "--task", "domain", "--limit", "1",
                        "--out", OUT],
     "import lm-eval": ["--out", OUT],
+    "compare": ["--out", OUT],
     "cache stats": [],
     "cache clear": [],
 }
@@ -80,7 +82,8 @@ def numbers(command: str, option: str, *bad: str) -> None:
 
 
 STUDIES = ("study premise-ablation", "study memorization", "study multiple-choice",
-           "study copen", "study sta", "probe memorizing", "probe multiple-choice")
+           "study copen", "study sta", "study consistency", "probe memorizing",
+           "probe multiple-choice")
 
 # paths
 case("kg load", MISSING + "/none.ttl", names="none.ttl")
@@ -131,6 +134,9 @@ case("import lm-eval", MISSING, names=MISSING)
 case("import lm-eval", FILE, names=FILE)
 case("import lm-eval", DIR, names=DIR)
 case("import lm-eval", DIR, "--out", FILE, names="--out")
+case("compare", MISSING, DIR, names=MISSING)
+case("compare", FILE, FILE, names=FILE)
+case("compare", DIR, names="at least two run folders")
 
 # numbers
 for command in ("kg query", "kg stats", "kg export"):
@@ -145,7 +151,7 @@ for command in ("generate memorizing", "generate reasoning"):
     numbers(command, "--page-size", "0")
 numbers("generate memorizing", "--seed", "-1", "1.5")
 numbers("generate memorizing", "--instances-per-class", "0", "-2")
-numbers("generate memorizing", "--split", "-1,10", "10", "a,b")
+numbers("generate memorizing", "--split-sizes", "-1,10", "10", "a,b")
 for command in ("study premise-ablation", "study memorization", "study multiple-choice",
                 "study sta"):
     numbers(command, "--limit", "-1", "ten")
@@ -179,6 +185,11 @@ numbers("demo", "--candidates", "0", "-5")
 numbers("export lm-eval", "--limit", "-1")
 numbers("export lm-eval", "--seed", "-1")
 numbers("export lm-eval", "--candidates", "0", "-5")
+numbers("compare", "--resamples", "0", "-1")
+numbers("study consistency", "--limit", "-1", "x")
+numbers("study consistency", "--believe-at", "0", "-1")
+numbers("study consistency", "--seed", "-1")
+numbers("compare", "--seed", "-1")
 for command in ("kg load", "kg stats", "reason", "generate memorizing"):
     numbers(command, "--max-memory", "lots", "-1G")
 
@@ -190,6 +201,9 @@ case("study copen", "--model", "smollm2-13m", names="smollm2-13m")
 case("reason", "--rules", "rdfs99", names="rdfs99")
 case("generate reasoning", "--rules", "rdfs99", names="rdfs99")
 case("study premise-ablation", "--rules", "rdfs99", names="rdfs99")
+case("study consistency", "--rules", "rdfs99", names="rdfs99")
+case("study consistency", "--ontology", MISSING + "/o.ttl", names="o.ttl")
+case("study consistency", "--model", "smollm2-13m", names="smollm2-13m")
 case("export lm-eval", "--rules", "rdfs99", names="rdfs99")
 case("study memorization", "--task", "colour", names="colour")
 case("study memorization", "--template", "7", names="7")
@@ -208,7 +222,7 @@ case("study premise-ablation", "--device", "tpu", names="tpu")
 case("study memorization", "--device", "tpu", names="tpu")
 
 #: Commands with positional arguments: a case's positional replaces the base's.
-POSITIONAL = {"kg load", "kg query", "kg remove", "report", "import lm-eval"}
+POSITIONAL = {"kg load", "kg query", "kg remove", "report", "import lm-eval", "compare"}
 
 
 def leaf_commands() -> list[str]:

@@ -197,10 +197,10 @@ def test_loader_errors_are_one_line_and_name_the_fix(tmp_path):
     with pytest.raises(NormsError, match="not found.*--norms"):
         load_mcrae(tmp_path / "missing")
     (tmp_path / "norms.dat").write_text(CSLB_ROWS, encoding="utf-8")
-    with pytest.raises(NormsError, match="--format cslb"):
+    with pytest.raises(NormsError, match="--norms-format cslb"):
         load_mcrae(tmp_path / "norms.dat")
     mcrae = write_mcrae(tmp_path / "m.txt", [("bear", "has_fur", "visual-colour", 20, "b")])
-    with pytest.raises(NormsError, match="--format mcrae"):
+    with pytest.raises(NormsError, match="--norms-format mcrae"):
         load_cslb(mcrae)
     (tmp_path / "empty.txt").write_text("", encoding="utf-8")
     with pytest.raises(NormsError, match="empty"):

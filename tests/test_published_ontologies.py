@@ -104,7 +104,7 @@ def generate(path: Path, out: Path, capsys) -> dict[str, str]:
     for name, args in (
             ("load", ["kg", "load", str(path), "--store", store, "--reason"]),
             ("mem", ["generate", "memorizing", "--store", store, "--out", str(out / "mem"),
-                     "--split", "0.2,0.2"]),
+                     "--split-sizes", "0.2,0.2"]),
             ("rsn", ["generate", "reasoning", "--store", store, "--out", str(out / "rsn")]),
             ("np", ["generate", "reasoning", "--store", store, "--out", str(out / "np"),
                     "--no-pseudowords"])):

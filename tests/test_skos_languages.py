@@ -284,7 +284,7 @@ def test_generated_set_is_prompted_in_its_language(tmp_path):
     store, out = tmp_path / "store", tmp_path / "mem"
     assert main(["kg", "load", str(UNESCO), "--store", str(store)]) == 0
     assert main(["generate", "memorizing", "--store", str(store), "--out", str(out),
-                 "--lang", "fr", "--split", "2,2"]) == 0
+                 "--lang", "fr", "--split-sizes", "2,2"]) == 0
     from kgprobe.studies.memorization.study import prompts_for
 
     mset = generated_sets(out, tasks=["subClassOf"])["subClassOf"]

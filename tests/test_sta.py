@@ -354,9 +354,9 @@ def test_cli_runs_and_reports_bad_input(norms_dir, vocab_file, tiny_bert_dir, tm
                  "--out", str(tmp_path / "x")])
     err = capsys.readouterr().err.strip()
     assert code == 2 and "norms file not found" in err and len(err.splitlines()) == 1
-    code = main(["study", "sta", "--norms", str(norms_dir), "--format", "cslb", "--model", str(tiny_bert_dir),
+    code = main(["study", "sta", "--norms", str(norms_dir), "--norms-format", "cslb", "--model", str(tiny_bert_dir),
                  "--out", str(tmp_path / "y")])
-    assert code == 2 and "--format mcrae" in capsys.readouterr().err
+    assert code == 2 and "--norms-format mcrae" in capsys.readouterr().err
     code = main(["study", "sta", "--norms", str(norms_dir), "--model", str(tmp_path / "no-model"),
                  "--out", str(tmp_path / "z")])
     assert code == 2 and "unknown model" in capsys.readouterr().err

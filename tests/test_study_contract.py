@@ -185,7 +185,12 @@ def _sta(tmp_path, dirs):
                        conditions="top-dec", out=tmp_path / "sta")
 
 
-RUNS = {"memorization": _memorization, "premise-ablation": _premise_ablation,
+def _consistency(tmp_path, dirs):
+    return kgprobe.run("consistency", model=str(dirs["gpt2"]), rules="rdfs9,rdfs11", limit=3,
+                       candidates=5, out=tmp_path / "consistency", threads=1)
+
+
+RUNS = {"consistency": _consistency, "memorization": _memorization, "premise-ablation": _premise_ablation,
         "multiple-choice": _multiple_choice, "copen": _copen, "sta": _sta}
 
 

@@ -88,7 +88,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="training seeds of linear probing and fine-tuning (default 42,43,44)")
     p.add_argument("--parts", default=None, help="zero-shot scored parts, comma-separated: query, "
                    "candidate, concept, answer, all (default: every part of each task)")
-    p.add_argument("--pooling", default="auto", choices=["auto", "first", "last", "mean"],
+    p.add_argument("--feature-token", dest="pooling", default="auto",
+                   choices=["auto", "first", "last", "mean"],
                    help="feature token (auto: first for masked LMs, last for causal LMs)")
     p.add_argument("--hparams", type=Path, default=None,
                    help="JSON overriding hyperparameters, e.g. {\"finetune\": {\"epochs\": 2, "

@@ -151,7 +151,9 @@ def import_lm_eval(results: str | Path, out: str | Path) -> dict[str, Path]:
         columns = MEMORIZATION_COLUMNS if study == "memorizing" else ABLATION_COLUMNS
         for unit in units:  # a re-import replaces what an earlier one wrote
             unit_path(folder, unit).unlink(missing_ok=True)
-        run_units(folder, units, columns, progress=False)
+        # premise ablation's results.csv is its report's (cells with intervals): `kgprobe
+        # import` rebuilds the report next, so the runner writes only the unit files
+        run_units(folder, units, columns, progress=False, results=study != "reasoning")
         write_json(folder / "lm_eval.json", {
             "imported_from": str(results.resolve()),
             "samples": {t: str(p.resolve()) for t, p in files.items()},

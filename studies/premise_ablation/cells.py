@@ -76,9 +76,11 @@ COMPARISONS = (
 
 
 def prompt_values(ranks: list[int]) -> tuple[float, ...]:
-    """R@1, R@5, MRR, MRRa of one prompt from its gold ranks (as studies.metrics computes them)."""
-    best = min(ranks)
-    return (float(best <= 1), float(best <= 5), 1.0 / best, 1.0 / float(np.mean(ranks)))
+    """R@1, R@5, MRR, MRRa of one prompt from its gold ranks (`metrics.rank_metrics`)."""
+    from kgprobe.studies.metrics import rank_metrics
+
+    values = rank_metrics(ranks, ks=(1, 5))
+    return tuple(values[m] for m in METRICS)
 
 
 def load_prompts(out: Path) -> list[Prompt]:
@@ -223,7 +225,7 @@ def comparison_rows(prompts: list[Prompt], config: dict) -> list[dict]:
     comparisons.adjust(found)
     rows = []
     for key, c in zip(keys, found):
-        rows.append({**key, "test": c.kind, "n_items": c.n_items, "difference": c.estimate,
+        rows.append({**key, "test": c.test, "n_items": c.n_items, "difference": c.estimate,
                      "difference_lo": c.lo, "difference_hi": c.hi, "p": c.p,
                      "p_holm": c.p_holm, "finding": "yes" if c.supported() else "no"})
     return rows

@@ -19,6 +19,7 @@ class PremiseAblation(Study):
     help = "reasoning with premises not given, implicit, explicit (the main job)"
     config = AblationConfig
     cell_columns = ("rule", "p1", "p2", "template", "variant", "depth", "distractors")
+    model_assigned = ("p1", "p2")  # recalled premises are "implicit": the model's answers
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         add_arguments(parser)

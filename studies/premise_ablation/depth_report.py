@@ -142,7 +142,7 @@ def depth_comparisons(out: Path, config: dict) -> list[dict]:
         found.append(comparisons.paired_difference(label, a, b, seed=seed, resamples=resamples))
         labels.append(label)
     comparisons.adjust(found)
-    return [{"template": "manual", "rule": MEAN, "comparison": label, "test": c.kind,
+    return [{"template": "manual", "rule": MEAN, "comparison": label, "test": c.test,
              "n_items": c.n_items, "difference": c.estimate, "difference_lo": c.lo,
              "difference_hi": c.hi, "p": c.p, "p_holm": c.p_holm,
              "finding": "yes" if c.supported() else "no"} for label, c in zip(labels, found)]

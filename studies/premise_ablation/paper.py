@@ -196,6 +196,6 @@ def run_paper(config: AblationConfig, out: Path, *, progress: bool = True,
     study = build_paper_study(config, cache=cache)
     premises = classify_paper_premises(study, out, progress=progress)
     rows = run_units(out, paper_units(study, premises, progress=progress),
-                     [*UNIT_COLUMNS, "study_protocol"], progress=progress)
+                     [*UNIT_COLUMNS, "study_protocol"], progress=progress, results=False)
     write_report(out)
     return rows

@@ -309,8 +309,8 @@ def run_premise_ablation(config: AblationConfig, out: str | Path, *, source: Sou
         from .depth import depth_units
 
         units += depth_units(study, progress)
-    rows = run_units(out, units, config.unit_columns(), progress=progress)
+    rows = run_units(out, units, config.unit_columns(), progress=progress, results=False)
     from kgprobe.studies.premise_ablation.report import write_report
 
-    write_report(out)  # results.csv again, with the template averages and intervals
+    write_report(out)  # results.csv: the cells, template and rule averages, intervals
     return rows

@@ -17,7 +17,7 @@ DOC = "Tacit assumptions: concept retrieval and property elicitation on feature 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--norms", type=Path, default=None,
                    help="feature norms: McRae's CONCS_FEATS_concstats_brm.txt or CSLB's norms.dat (or their folder)")
-    p.add_argument("--format", choices=FORMATS, default="mcrae", help="layout of --norms (default mcrae)")
+    p.add_argument("--norms-format", dest="format", choices=FORMATS, default="mcrae", help="layout of --norms (default mcrae)")
     p.add_argument("--model", default=None, help="a preset (smollm2-135m, gemma3-270m), HF directory, hub id or .gguf")
     p.add_argument("--task", choices=["retrieval", "elicitation", "all"], default="all",
                    help="which STA task to run")

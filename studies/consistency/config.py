@@ -1,0 +1,73 @@
+"""The consistency study's settings: everything that decides its numbers, checked once."""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+from pathlib import Path
+
+from kgprobe.errors import StudyError
+from kgprobe.reasoning.rdfs import RULES
+
+#: ``--model`` values that need no weights: a seeded random ranking, the chance reference.
+BASELINES = ("random",)
+
+
+@dataclass
+class ConsistencyConfig:
+    model: str
+    rules: tuple[str, ...] | None = None  # None: every rule that has derivations
+    limit: int | None = 50  # derivations per rule (seeded sample); None: all
+    seed: int = 0
+    templates: str = "0"  # a manual template index, or all
+    candidates: str = "all"  # "all", or K: the gold and K − 1 seeded false candidates
+    ranking: str = "filtered"  # filtered: a statement's other true answers never count
+    believe_at: int = 1  # a statement is believed when its gold ranks at or above this
+    ontology: Path | None = None  # an RDF file or OntoProbe folder; None: the bundled one
+    device: str = "cpu"
+    dtype: str = "float32"
+    batch_size: int = 64
+    cache: bool = True  # read and write the persistent score cache (models/score_cache)
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> "ConsistencyConfig":
+        """The configuration of ``kgprobe study consistency`` (and `kgprobe.run`): every
+        option checked here, before the ontology is read or a model loads."""
+        from kgprobe.reasoning.distractors import parse_protocol
+        from kgprobe.reasoning.filtering import parse_ranking
+        from kgprobe.studies.options import comma_list
+
+        parse_protocol(args.candidates)
+        if args.model is None and not args.dry_run:
+            raise StudyError("--model: give a model (a preset, HF id, local dir, .gguf file or "
+                             "random), or pass --dry-run to only write the prompts")
+        if args.believe_at < 1:
+            raise StudyError(f"--believe-at {args.believe_at}: give a rank of at least 1 (1: "
+                             "a statement is believed when its gold ranks first)")
+        if args.limit < 0:
+            raise StudyError(f"--limit {args.limit}: give a number of derivations per rule "
+                             "(0: all)")
+        if args.template != "all" and not str(args.template).isdigit():
+            raise StudyError(f"--template {args.template}: use a template index (0, 1, …) or all")
+        rules = None
+        if args.rules != "all":
+            rules = tuple(r for r in RULES if r in comma_list(args.rules, choices=RULES,
+                                                              option="--rules"))
+        return cls(args.model or "-", rules, args.limit or None, args.seed, args.template,
+                   str(args.candidates), parse_ranking(args.ranking), args.believe_at,
+                   args.ontology, args.device, args.dtype, args.batch_size, not args.no_cache)
+
+    def pinned(self) -> dict:
+        """The settings a run folder is pinned to: every one that decides which statements
+        are asked and how they rank (``--believe-at`` only reads the ranks: `report_settings`)."""
+        ontology = str(Path(self.ontology).expanduser().resolve()) if self.ontology else "bundled"
+        return {"model": self.model, "rules": list(self.rules) if self.rules else "all",
+                "limit": self.limit, "seed": self.seed, "templates": self.templates,
+                "candidates": self.candidates, "ranking": self.ranking, "ontology": ontology}
+
+    def report_settings(self) -> dict:
+        return {"believe_at": self.believe_at}
+
+    def template_indices(self, n_templates: int) -> list[int]:
+        """The template indices a run asks: one, or every index some relation has."""
+        return list(range(n_templates)) if self.templates == "all" else [int(self.templates)]

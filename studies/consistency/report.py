@@ -1,0 +1,167 @@
+"""report.md of a consistency run, rebuilt from its files (`kgprobe report RUN`): the table,
+the reading it supports, the statements' belief rates and the most confident violations."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from kgprobe.atomic import write_text
+from kgprobe.studies.runner import read_results
+from kgprobe.studies.stats import MIN_ITEMS, read_predictions
+
+TITLE = "Consistency study: are a model's beliefs about real entities closed under entailment?"
+#: Violations shown as examples.
+EXAMPLES = 8
+ALPHA = 0.05
+
+
+def read_rows(out: Path) -> list[dict]:
+    return read_results(Path(out) / "results.csv")
+
+
+def _num(row: dict, key: str) -> float:
+    value = row.get(key, "")
+    return float(value) if value not in ("", None) else float("nan")
+
+
+def _pct(row: dict, key: str) -> str:
+    """``63.0 [51.2, 74.4]`` (percent), or "—" where undefined."""
+    value, lo, hi = _num(row, key), _num(row, f"{key}_lo"), _num(row, f"{key}_hi")
+    if value != value:
+        return "—"
+    return f"{100 * value:.1f} [{100 * lo:.1f}, {100 * hi:.1f}]"
+
+
+def format_table(rows: list[dict]) -> str:
+    """The results as a Markdown table (percentages with 95 % intervals)."""
+    head = ("| rule | template | derivations | both believed | consistency | P(c \\| not both) "
+            "| difference | p (Holm) | violations | MRR | graded |")
+    lines = [head, "|" + "---|" * 11]
+    for r in rows:
+        p = _num(r, "p_holm")
+        lines.append(
+            f"| {r['rule']} | {r['template']} | {r['n_derivations']} | {r['n_both']} | "
+            f"{_pct(r, 'consistency')} | {_pct(r, 'p_given_not_both')} | "
+            f"{_pct(r, 'difference')} | {'—' if p != p else f'{p:.3g}'} | {r['violations']} | "
+            f"{_pct(r, 'MRR')} | {_pct(r, 'graded')} |")
+    return "\n".join(lines)
+
+
+def reading(rows: list[dict]) -> str:
+    """What the table supports, rule by rule: only what its intervals and Holm-adjusted p say."""
+    lines = []
+    for r in rows:
+        name = f"{r['rule']} (template {r['template']})"
+        if int(r["n_both"]) == 0:
+            lines.append(f"- {name}: no derivation has both premises believed, so consistency "
+                         "is undefined.")
+            continue
+        if int(r["n_both"]) < MIN_ITEMS:
+            lines.append(f"- {name}: only {r['n_both']} derivations have both premises believed "
+                         f"(consistency {_pct(r, 'consistency')} %, {r['violations']} violations): "
+                         f"too few (< {MIN_ITEMS}) to read.")
+            continue
+        text = (f"- {name}: the conclusion is believed in {_pct(r, 'consistency')} % of the "
+                f"{r['n_both']} derivations whose premises are both believed "
+                f"({r['violations']} violations)")
+        what = "difference within rules" if r["rule"] == "all" else "difference"
+        lo, hi, p = _num(r, "difference_lo"), _num(r, "difference_hi"), _num(r, "p_holm")
+        if lo > 0 and p < ALPHA:
+            text += (f"; more often than when they are not ({what} "
+                     f"{_pct(r, 'difference')} points, Holm p = {p:.3g})")
+        elif hi < 0 and p < ALPHA:
+            text += (f"; *less* often than when they are not ({what} "
+                     f"{_pct(r, 'difference')} points, Holm p = {p:.3g})")
+        elif lo == lo:
+            text += ("; the data show no difference from derivations whose premises are not "
+                     f"both believed ({what} {_pct(r, 'difference')} points"
+                     + (f", Holm p = {p:.3g})" if p == p else ")"))
+        lines.append(text + ".")
+    return "\n".join(lines)
+
+
+def _statement(label: str, s: dict) -> str:
+    top = ", ".join(f"{c}{' ✓' if true else ''} ({score:.2f})" for c, score, true in s["top"])
+    return (f"  - {label}: `{s['prompt']}` gold **{s['answer']}**, rank {s['rank']} of "
+            f"{s['n_candidates']}; top: {top}")
+
+
+def violations(predictions: list[dict], believe_at: int, limit: int = EXAMPLES) -> str:
+    """The violations the model holds most firmly: premises ranked best, conclusion worst."""
+    found = [p for p in predictions
+             if all(s["rank"] <= believe_at for s in p["premises"])
+             and p["conclusion"]["rank"] > believe_at]
+    found.sort(key=lambda p: (-min(s["rr"] for s in p["premises"]), p["conclusion"]["rr"],
+                              p["rule"], p["id"], p["template"]))
+    if not found:
+        if not any(all(s["rank"] <= believe_at for s in p["premises"]) for p in predictions):
+            return "None: no derivation has both premises believed."
+        return "None: every derivation with both premises believed has its conclusion believed."
+    blocks = []
+    for p in found[:limit]:
+        blocks.append("\n".join([f"- **{p['id']}** ({p['rule']}, template {p['template']})",
+                                 _statement("P1", p["premises"][0]),
+                                 _statement("P2", p["premises"][1]),
+                                 _statement("conclusion", p["conclusion"])]))
+    return (f"{len(found)} violations; the {min(limit, len(found))} held most firmly (✓ marks "
+            "answers true of the prompt):\n\n" + "\n".join(blocks))
+
+
+def statements_table(out: Path) -> str:
+    path = out / "statements.csv"
+    if not path.exists():
+        return ""
+    lines = ["| relation | template | statements | believed at rank 1 | MRR |", "|---|---|---|---|---|"]
+    for r in read_results(path):
+        lines.append(f"| {r['relation']} | {r['template']} | {r['n']} | "
+                     f"{100 * float(r['R@1']):.1f} | {100 * float(r['MRR']):.1f} |")
+    return "\n".join(lines)
+
+
+def write_report(out: str | Path) -> Path:
+    out = Path(out)
+    config = json.loads((out / "config.json").read_text(encoding="utf-8"))
+    believe_at = int(config.get("believe_at", 1))
+    rows = read_rows(out)
+    counts = {}
+    if (out / "derivations.json").exists():
+        counts = json.loads((out / "derivations.json").read_text(encoding="utf-8"))
+    sampled = ", ".join(f"{rule} {n} of {counts.get('found', {}).get(rule, n)}"
+                        for rule, n in counts.get("sampled", {}).items())
+    text = [f"# {TITLE}", "", f"Run: `{out}`; model `{config.get('model')}`, ontology "
+            f"{config.get('ontology')}, candidates {config.get('candidates')}, ranking "
+            f"{config.get('ranking')}; a statement is believed when its gold ranks ≤ "
+            f"{believe_at}.", "", f"Derivations (sampled of askable): {sampled or '—'}.", "",
+            "Percentages with 95 % bootstrap intervals over derivations; consistency = "
+            "P(conclusion believed | both premises believed); difference = consistency − "
+            "P(conclusion believed | not both), with a permutation test (p Holm-adjusted over "
+            "the table); graded = the conclusions' mean reciprocal rank weighted by "
+            "min(RR(P1), RR(P2)).", "", format_table(rows), "", "## Reading", "", reading(rows),
+            "", "## How often each kind of statement is believed", "", statements_table(out),
+            "", "## Violations", "", violations(read_predictions(out), believe_at), ""]
+    if rows:
+        from .figure import FIGURE, write_figure
+
+        write_figure(out, rows, f"{config.get('model')}: conclusion believed (rank ≤ {believe_at}) "
+                     "by premises believed")
+        text[text.index("## Reading")] = f"![consistency by rule]({FIGURE})\n\n## Reading"
+    path = out / "report.md"
+    write_text(path, "\n".join(text))
+    return path
+
+
+def observations(out: str | Path) -> list[dict]:
+    """One observation per derivation and template: its conclusion's metrics
+    (`Study.observations`), so `kgprobe compare` pairs two models' derivations."""
+    out = Path(out)
+    config = json.loads((out / "config.json").read_text(encoding="utf-8"))
+    believe_at = int(config.get("believe_at", 1))
+    obs = []
+    for p in read_predictions(out):
+        rank = p["conclusion"]["rank"]
+        both = all(s["rank"] <= believe_at for s in p["premises"])
+        obs.append({"rule": p["rule"], "template": p["template"], "item": p["id"],
+                    "MRR": 1.0 / rank, "R@1": float(rank <= 1),
+                    "believed": float(rank <= believe_at), "premises_believed": float(both)})
+    return obs

@@ -1,0 +1,219 @@
+"""The consistency study: is a model's belief in a conclusion tied to its belief in the premises?
+
+The ontology's RDFS closure gives derivations among real entities (`statements`); each
+statement becomes the memorization probe that asks it (`probes`). Every distinct statement is
+scored once per template, however many derivations share it, in resumable units of one
+relation × template (`studies.runner`); the derivations' table (`beliefs`) is then built from
+the units' ranks, so a killed run resumes to the same numbers and a rerun with another
+``--believe-at`` rebuilds the table without scoring anything.
+
+Files: ``units/`` (one per relation × template: each statement's rank and top answers),
+``statements.csv`` (how often each relation's statements are believed), ``results.csv``
+(a row per rule × template and an ``all`` row), ``predictions.jsonl`` (a line per derivation
+and template: its three statements' prompts, ranks and top answers), ``derivations.json``
+(how many derivations each rule had before sampling, and what was left out), ``report.md``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass, field
+from itertools import chain
+from pathlib import Path
+
+from kgprobe.atomic import write_json, write_jsonl, write_text
+from kgprobe.errors import StudyError
+from kgprobe.reasoning.distractors import Protocol, parse_protocol
+from kgprobe.studies.runner import Unit, read_unit, rows_to_csv, run_units, unit_path
+
+from .beliefs import COLUMNS, DerivationRanks, consistency_table
+from .config import BASELINES, ConsistencyConfig
+from .probes import Candidates, Probe, distinct_requests, prompt_of, rank_statement
+from .statements import BeliefDerivation, Statement
+
+UNIT_COLUMNS = ["relation", "template", "n", "R@1", "MRR", "protocol", "ranking"]
+STUDY = "consistency"
+
+
+@dataclass
+class Setup:
+    """What a run asks: the sampled derivations and every statement's probe per template."""
+
+    config: ConsistencyConfig
+    derivations: dict[str, list[BeliefDerivation]]
+    probes: dict[tuple[str, int], list[Probe]]  # (relation, template) → its statements' probes
+    protocol: Protocol
+    found: dict[str, int] = field(default_factory=dict)
+    skipped: Counter = field(default_factory=Counter)
+
+    @property
+    def templates(self) -> list[int]:
+        return sorted({t for _, t in self.probes})
+
+
+def relation_pools(onto, templates, bundled: bool) -> dict[str, list[str]]:
+    """relation → its candidate pool: the ontology's labels of the relation's kind; on the
+    bundled ontology the memorization study's own pools (their few extra gold labels too), so
+    a prompt against every candidate is the very prompt and list that study scores."""
+    from kgprobe.reasoning.memorizing import RELATIONS, candidate_sets
+
+    kinds = candidate_sets(onto)
+    pools = {rel: kinds[templates[rel].candidates] for rel in (*RELATIONS, "property")}
+    if bundled:
+        from kgprobe.reasoning.memorizing_sets import reference_sets
+
+        pools.update({rel: mset.candidates for rel, mset in reference_sets().items()})
+    return pools
+
+
+def build(config: ConsistencyConfig) -> Setup:
+    """The derivations, statements and probes of `config` (no model needed)."""
+    from kgprobe.ontology.loaders import bundled_source, load_source
+    from kgprobe.ontology.verbalize import load_templates
+    from kgprobe.reasoning.items import Verbalizer, item_closure
+
+    from .statements import Writer, study_derivations, true_answers
+
+    source = load_source(config.ontology) if config.ontology else bundled_source()
+    onto, templates = source.ontology, load_templates()
+    closure = item_closure(onto, source.triples)
+    verb = Verbalizer(onto, templates, pseudowords=False)
+    writer = Writer(onto, verb)
+    setup = Setup(config, {}, {}, parse_protocol(config.candidates))
+    setup.derivations = study_derivations(writer, closure, config.rules, config.limit,
+                                          config.seed, setup.skipped, setup.found)
+    if not any(setup.derivations.values()):
+        raise StudyError(f"{config.ontology or 'the bundled ontology'}: no derivation among its "
+                         "entities can be asked in words (rules "
+                         f"{', '.join(config.rules or ['all'])}); give an ontology with "
+                         "instances, facts or subclass chains, or other --rules")
+    statements: dict[str, dict[str, Statement]] = {}
+    for d in chain.from_iterable(setup.derivations.values()):
+        for s in d.statements:
+            statements.setdefault(s.relation, {}).setdefault(s.key, s)
+    pools = relation_pools(onto, templates, config.ontology is None)
+    setup.protocol.check_pools(pools[rel] for rel in statements)
+    candidates = Candidates(pools, true_answers(writer, chain(closure.asserted, closure.inferred)),
+                            setup.protocol, config.seed)
+    most = max(len(templates[rel].manual) for rel in statements)
+    for t in config.template_indices(most):
+        if t >= most:
+            raise StudyError(f"--template {t}: the relations asked have templates 0–{most - 1}; "
+                             "give one of those, or all")
+        for rel, found in statements.items():
+            setup.probes[(rel, t)] = [
+                Probe(s, prompt_of(s, templates, verb, t), candidates.of(s), candidates.true_of(s))
+                for s in found.values()]
+    return setup
+
+
+def make_scorer(config: ConsistencyConfig, loaded):
+    """The model's scorer behind the shared score cache (the memorization study's masks and
+    pooling, so its rows serve both), or the random baseline."""
+    if config.model in BASELINES:
+        from kgprobe.studies.metrics import RandomBaseline
+
+        return RandomBaseline(seed=config.seed)
+    from kgprobe.models.score_cache import cached_scorer
+
+    return cached_scorer(loaded.scorer(masks="multi", pooling=None), loaded, enabled=config.cache)
+
+
+def score_unit(setup: Setup, probes: list[Probe], scorer, *, desc: str,
+               progress: bool) -> tuple[dict, list[dict]]:
+    """Rank every statement of one relation × template; each (prompt, candidates) once."""
+    from kgprobe.studies.metrics import rank_metrics
+    from kgprobe.studies.probes import Request, score_requests
+
+    asked = distinct_requests(probes)
+    rows = score_requests(scorer, [Request(p, c) for p, c in asked],
+                          batch_size=setup.config.batch_size, desc=desc, progress=progress)
+    by_request = dict(zip(asked, rows))
+    preds = [rank_statement(p, by_request[(p.prompt, p.candidates)], setup.config.ranking)
+             for p in probes]
+    n = len(preds)
+    each = [rank_metrics([p["rank"]], ks=(1,)) for p in preds]  # the one definition of R@k, MRR
+    metrics = {"n": n, "R@1": sum(m["R@1"] for m in each) / n if n else 0.0,
+               "MRR": sum(m["MRR"] for m in each) / n if n else 0.0,
+               "protocol": setup.protocol.name, "ranking": setup.config.ranking}
+    return metrics, preds
+
+
+def units_of(setup: Setup, loaded, progress: bool) -> list[Unit]:
+    units = []
+    for (relation, t), probes in setup.probes.items():
+        def run(probes=probes, relation=relation, t=t):
+            return score_unit(setup, probes, make_scorer(setup.config, loaded),
+                              desc=f"{relation} template {t}", progress=progress)
+
+        units.append(Unit({"relation": relation, "template": t}, run, len(probes)))
+    return units
+
+
+def run_config(config: ConsistencyConfig, out: Path, *, progress: bool = True) -> list[dict]:
+    """Run (or resume) the study into `out`; returns results.csv's rows."""
+    from kgprobe.studies.settings import first_pin, pin_settings
+
+    out = Path(out)
+    with first_pin(out):
+        setup = build(config)
+        pin_settings(out, config.pinned(), report=config.report_settings())
+        loaded = None
+        if config.model not in BASELINES:
+            from kgprobe.models.loading import load_model
+
+            loaded = load_model(config.model, device=config.device, dtype=config.dtype)
+    units = units_of(setup, loaded, progress and loaded is not None)
+    unit_rows = run_units(out, units, UNIT_COLUMNS, progress=progress)
+    write_text(out / "statements.csv", rows_to_csv(unit_rows, UNIT_COLUMNS))
+    ranks = {(p["statement"], unit.key["template"]): p for unit in units
+             for p in read_unit(unit_path(out, unit))[1]}
+    return write_tables(setup, ranks, out)
+
+
+def write_tables(setup: Setup, ranks: dict[tuple[str, int], dict], out: Path) -> list[dict]:
+    """results.csv, predictions.jsonl and derivations.json from the statements' ranks."""
+    by_cell: dict[tuple[str, int], list[DerivationRanks]] = {}
+    lines = []
+    for t in setup.templates:
+        for rule, derivations in setup.derivations.items():
+            cell = by_cell.setdefault((rule, t), [])
+            for d in derivations:
+                p1, p2, c = (ranks[(s.key, t)] for s in d.statements)
+                cell.append(DerivationRanks(d.id, p1["rank"], p2["rank"], c["rank"]))
+                lines.append({"rule": rule, "template": t, "id": d.id,
+                              "triples": [list(x) for x in d.triples],
+                              "premises": [p1, p2], "conclusion": c})
+    rows = consistency_table(by_cell, believe_at=setup.config.believe_at, seed=setup.config.seed)
+    write_text(out / "results.csv", rows_to_csv([blank_nan(r) for r in rows], COLUMNS))
+    write_jsonl(out / "predictions.jsonl", lines)
+    write_json(out / "derivations.json", {
+        "found": setup.found,
+        "sampled": {rule: len(ds) for rule, ds in setup.derivations.items()},
+        "skipped": dict(sorted(setup.skipped.items()))})
+    return rows
+
+
+def blank_nan(row: dict) -> dict:
+    """A row whose undefined numbers (no derivation with both premises believed) are empty
+    cells, which every CSV reader takes as missing."""
+    return {k: "" if isinstance(v, float) and math.isnan(v) else v for k, v in row.items()}
+
+
+def write_dry_run(config: ConsistencyConfig, out: Path) -> int:
+    """``OUT/prompts.jsonl``: every prompt a run would score, in its order; no model."""
+    from kgprobe.studies.dry_run import PromptRecord, write_prompts
+
+    setup = build(config)
+    records = []
+    for (relation, t), probes in setup.probes.items():
+        asked = {}
+        for p in probes:
+            asked.setdefault((p.prompt, p.candidates), []).append(p.statement.answer)
+        for (prompt, cands), golds in asked.items():
+            records.append(PromptRecord(STUDY, prompt, tuple(golds), len(cands), task=relation,
+                                        template=str(t),
+                                        extra={"protocol": setup.protocol.name}))
+    Path(out).mkdir(parents=True, exist_ok=True)
+    return write_prompts(out, records)
