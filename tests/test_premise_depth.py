@@ -219,11 +219,13 @@ def test_dry_run_writes_chained_prompts(tmp_path, zoo):
     plain = prompts()
     deep = prompts("--depth", "1,2,3", "--distractors", "0,2", "--premise-order", "shuffled")
     assert deep[:len(plain)] == plain  # the grid's prompts as before
-    chains = [p for p in deep[len(plain):]]
+    chains = deep[len(plain):]
     assert chains and {p["extra"]["kind"] for p in chains} == {"chain"}
     assert {(p["extra"]["depth"], p["extra"]["distractors"]) for p in chains} == {
         (d, n) for d in (1, 2, 3) for n in (0, 2)}
-    assert "[X] is a dog ." in {s.strip() + " ." for p in chains for s in p["text"].split(" .")}
+    needed = ("Dog is a mammal .", "Mammal is an animal .", "[X] is a dog .")
+    assert any(all(s in p["text"] for s in needed) for p in chains
+               if p["extra"]["depth"] == 2 and p["extra"]["written"])
 
 
 @pytest.mark.parametrize("args, named", [
