@@ -122,7 +122,8 @@ class TrueAnswers:
 
     def item(self, item: ReasoningItem) -> frozenset[str]:
         """Every answer the item's premises entail for its hypothesis (its gold included)."""
-        (_, p2) = item.premises
+        # the premise about the pseudoword (a chained item's schema premises precede it)
+        p2 = next(p for p in item.premises if p.role == "P2")
         s, p, o = p2.triple
         if item.rule in ("rdfs2", "rdfs3"):
             end = "subject" if item.rule == "rdfs2" else "object"

@@ -233,6 +233,13 @@ def _rule_items(onto: Ontology, verb: Verbalizer, derivations: Iterable[Derivati
                                                   [p.text for p in i.premises]))
 
 
+def derivation_item(onto: Ontology, verb: Verbalizer, d: Derivation, asserted,
+                    pseudowords: bool = True) -> tuple[ReasoningItem | None, str | None]:
+    """One derivation as the item `reasoning_items` would write (or why not): the first step
+    of a chained item (`reasoning.chains`) is written exactly like a depth-1 item."""
+    return _written(onto, verb, d, asserted, pseudowords)
+
+
 def _written(onto: Ontology, verb: Verbalizer, d: Derivation, asserted,
              pseudowords: bool) -> tuple[ReasoningItem | None, str | None]:
     """(the item of `d`, None), or (None, why it is not written) — or (None, None) for a

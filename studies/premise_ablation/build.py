@@ -51,6 +51,7 @@ class Study:
     truth: TrueAnswers | None = None
     #: every item of every rule: the population premises are classified over
     population: dict[str, list[ReasoningItem]] | None = None
+    closure: object = None  # the RDFS closure the items come from (chained items: depth.py)
 
 
 def population_rules(rules: tuple[str, ...]) -> tuple[str, ...]:
@@ -106,5 +107,5 @@ def build_study(config: AblationConfig, source: Source | None = None, *, cache: 
         pseudowords = sample_pseudoword_sets(loaded, config.pairs, seed=config.seed)
     verbalizer = Verbalizer(onto, templates)
     truth = TrueAnswers.of(verbalizer, closure) if parse_ranking(config.ranking) == "filtered" else None
-    return Study(config, items, all_items, pools, templates,
-                 verbalizer, memorizing, loaded, scorer, pseudowords, protocol, truth, population)
+    return Study(config, items, all_items, pools, templates, verbalizer, memorizing, loaded,
+                 scorer, pseudowords, protocol, truth, population, closure)

@@ -28,7 +28,7 @@ from kgprobe.reasoning.distractors import parse_protocol
 from kgprobe.reasoning.items import RULE_RELATIONS
 from kgprobe.studies import comparisons, stats
 
-from .config import METRICS, SETTINGS
+from .config import DEPTH_COLUMNS, METRICS, SETTINGS
 
 MEAN = "mean"
 
@@ -92,6 +92,8 @@ def load_prompts(out: Path) -> list[Prompt]:
     with open(path, encoding="utf-8") as fh:
         for line in fh:
             p = json.loads(line)
+            if "depth" in p:
+                continue  # a chained cell's prompt (depth_report.py)
             ranks = p.get("gold_ranks") or [p["gold_rank"]]
             prompts.append(Prompt(p["rule"], p["p1"], p["p2"], p["template"],
                                   int(p.get("variant", 0)), p["item"], int(p["pair"]),
@@ -239,4 +241,7 @@ def observations(out: str | Path) -> list[dict]:
     an item's pairs before it pairs items."""
     from kgprobe.studies.metrics import rank_observations
 
-    return rank_observations(stats.read_predictions(Path(out)), CELLS, item="item")
+    predictions = stats.read_predictions(Path(out))
+    # a run with chained items: its cells are told apart by depth and distractors too
+    cells = CELLS + DEPTH_COLUMNS if any("depth" in p for p in predictions) else CELLS
+    return rank_observations(predictions, cells, item="item")

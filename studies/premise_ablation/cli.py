@@ -18,7 +18,7 @@ class PremiseAblation(Study):
     name = "premise-ablation"
     help = "reasoning with premises not given, implicit, explicit (the main job)"
     config = AblationConfig
-    cell_columns = ("rule", "p1", "p2", "template", "variant")
+    cell_columns = ("rule", "p1", "p2", "template", "variant", "depth", "distractors")
     model_assigned = ("p1", "p2")  # recalled premises are "implicit": the model's answers
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:

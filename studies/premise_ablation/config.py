@@ -32,6 +32,30 @@ UNIT_COLUMNS = ["rule", "p1", "p2", "template", "variant", "n", *METRICS, "proto
 COLUMNS = ["rule", "p1", "p2", "template", "variant", "n", "n_items", "n_prompts",
            *[f"{m}{suffix}" for m in METRICS for suffix in ("", "_lo", "_hi")], "low_n",
            "protocol", "study_protocol", "ranking"]
+#: the key columns chained cells add (`depth.py`); only a run with those options has them
+DEPTH_COLUMNS = ("depth", "distractors")
+
+
+def with_depth(columns: list[str]) -> list[str]:
+    """`columns` with `DEPTH_COLUMNS` after ``variant``."""
+    i = columns.index("variant") + 1
+    return [*columns[:i], *DEPTH_COLUMNS, *columns[i:]]
+
+
+#: how a chained cell writes its premises: every needed one, or none
+WRITTEN, UNWRITTEN = "explicit", "unwritten"
+
+
+def chained_cells(depths, distractors) -> list[tuple[int, int, str]]:
+    """(depth, distractors, written) of every chained cell (`depth.py`): all premises written
+    beside each number of distractors, and once none written (distractors 0)."""
+    out = []
+    for depth in depths:
+        out += [(int(depth), int(n), WRITTEN) for n in distractors]
+        out.append((int(depth), 0, UNWRITTEN))
+    return out
+
+
 COMPARISON_COLUMNS = ["template", "rule", "comparison", "test", "n_items", "difference",
                       "difference_lo", "difference_hi", "p", "p_holm", "finding"]
 
@@ -58,10 +82,24 @@ class AblationConfig:
     ranking: str = "filtered"  # filtered: an item's other true answers never count (reasoning/filtering)
     ontology: Path | None = None  # an RDF file or OntoProbe folder; None: the bundled ontology
     cache: bool = True  # read and write the persistent score cache (models/score_cache)
+    #: chained items (`reasoning.chains`): derivation steps, irrelevant premises written beside
+    #: the needed ones, their order; at the defaults the run is the study without them
+    depth: tuple[int, ...] = (1,)
+    distractors: tuple[int, ...] = (0,)
+    premise_order: str = "ordered"
 
     #: Fields that say where data comes from or how it is stored, not what is computed: the
     #: ontology is pinned through ``extra`` (as given), the cache never changes a number.
     NOT_PINNED = ("ontology", "cache")
+    #: Settings pinned only when given: a run without them pins what it always did.
+    DEPTH_FIELDS = ("depth", "distractors", "premise_order")
+
+    @property
+    def deep(self) -> bool:
+        """Whether the run scores chained items (`--depth`, `--distractors`, `--premise-order`
+        away from their defaults): only then do its files gain depth and distractor columns."""
+        return (tuple(self.depth) != (1,) or tuple(self.distractors) != (0,)
+                or self.premise_order != "ordered")
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> "AblationConfig":
@@ -78,9 +116,14 @@ class AblationConfig:
             raise StudyError("--protocol paper: soft templates are not reproduced yet; pass "
                              "--templates manual")
 
+    def unit_columns(self) -> list[str]:
+        """A unit row's columns: with chained items, `depth` and `distractors` after `variant`."""
+        return with_depth(UNIT_COLUMNS) if self.deep else UNIT_COLUMNS
+
     def to_json(self) -> dict:
+        skip = self.NOT_PINNED if self.deep else self.NOT_PINNED + self.DEPTH_FIELDS
         return {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.__dict__.items()
-                if k not in self.NOT_PINNED}
+                if k not in skip}
 
     #: Settings only the report reads: a rerun with other values keeps every unit.
     REPORT_ONLY = ("resamples", "min_items")
@@ -158,9 +201,35 @@ def config_from_args(args: argparse.Namespace) -> AblationConfig:
                             candidates=str(args.candidates), dtype=args.dtype,
                             protocol=args.protocol, memorized=args.memorized,
                             ranking=ranking, ontology=args.ontology, cache=not args.no_cache)
+    config.depth, config.distractors = depth_options(args)
+    config.premise_order = getattr(args, "premise_order", None) or "ordered"
+    if config.premise_order not in ("ordered", "shuffled"):
+        raise StudyError(f"--premise-order {config.premise_order}: use ordered or shuffled")
+    if config.deep and (paper or tuple(config.templates) != ("manual",)):
+        raise StudyError("--depth/--distractors/--premise-order: chained items are written with "
+                         "the manual templates of the default protocol; pass --templates manual "
+                         "(and no --protocol paper)")
     if paper:
         config.check_paper()
     return config
+
+
+#: the deepest chain and the most distractors a run may ask for
+MAX_DEPTH, MAX_DISTRACTORS = 6, 20
+
+
+def depth_options(args: argparse.Namespace) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """``--depth 1,2,3`` and ``--distractors 0,2``: sorted, distinct, in range."""
+    out = []
+    for option, low, high in (("depth", 1, MAX_DEPTH), ("distractors", 0, MAX_DISTRACTORS)):
+        raw = getattr(args, option, None)  # kgprobe.run may pass a list: depth=[1, 2, 3]
+        text = ",".join(map(str, raw)) if isinstance(raw, (list, tuple)) else str(low if raw is None else raw)
+        values = comma_list(text)
+        if not values or not all(v.isdigit() and low <= int(v) <= high for v in values):
+            raise StudyError(f"--{option} {text}: use comma-separated whole numbers from {low} "
+                             f"to {high}, e.g. --{option} {'1,2,3' if low else '0,2'}")
+        out.append(tuple(sorted({int(v) for v in values})))
+    return out[0], out[1]
 
 
 def add_arguments(p: argparse.ArgumentParser, *, default_model: str | None = None) -> None:
@@ -194,6 +263,14 @@ def add_arguments(p: argparse.ArgumentParser, *, default_model: str | None = Non
     p.add_argument("--min-items", type=int, default=10,
                    help="cells with fewer items are shown but flagged")
     p.add_argument("--soft-epochs", type=int, default=30, help="soft templates: training epochs")
+    p.add_argument("--depth", default="1",
+                   help="derivation steps of the chained items, e.g. 1,2,3 (default 1: the study "
+                        "alone); depth k writes k + 1 premises (docs/depth.md)")
+    p.add_argument("--distractors", default="0",
+                   help="true but irrelevant premises written beside the needed ones, e.g. 0,2 "
+                        "(default 0)")
+    p.add_argument("--premise-order", choices=["ordered", "shuffled"], default="ordered",
+                   help="chained items' premises in chain order, or in a seeded shuffled order")
     candidates_option(p)
     ranking_option(p)
     p.add_argument("--preset", choices=sorted(PRESETS), default=None,

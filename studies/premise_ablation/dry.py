@@ -87,6 +87,10 @@ def default_records(config: AblationConfig, ontology: Path | None = None) -> lis
                         p2=item.premises[1].text if p2 else "", h=hyp,
                         extra={"kind": "reasoning", "item": item.id, "protocol": "default",
                                "pairs": config.pairs}))
+    if config.deep:  # the chained cells' prompts (depth.py)
+        from .depth import dry_records
+
+        out += dry_records(study)
     return out
 
 

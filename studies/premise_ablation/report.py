@@ -23,7 +23,7 @@ from kgprobe.studies.runner import read_results, rows_to_csv
 from kgprobe.studies.stats import format_interval
 
 from .cells import MEAN, comparison_rows, load_prompts, result_rows, variants
-from .config import COLUMNS, COMPARISON_COLUMNS, SETTINGS
+from .config import COLUMNS, COMPARISON_COLUMNS, SETTINGS, with_depth
 
 WORDS = {"not": "not given", "implicit": "implicitly given", "explicit": "explicitly given"}
 RULE_TITLES = {
@@ -67,7 +67,8 @@ def load_rows(out: Path) -> list[dict]:
     path = out / "results.csv"
     if not path.exists():
         raise KgprobeError(f"{out}: no results.csv; run `kgprobe study premise-ablation --out {out}` first")
-    return read_results(path)
+    # the premise grid; chained cells (with a depth) are depth_report.py's
+    return [r for r in read_results(path) if not r.get("depth")]
 
 
 def cells(rows: list[dict], rule: str | None, template: str, metric: str = "MRR",
@@ -262,7 +263,12 @@ def write_tables(out: Path) -> tuple[list[dict], list[dict], dict]:
     rows, comparisons = result_rows(prompts, config), comparison_rows(prompts, config)
     clean = [{k: ("" if isinstance(v, float) and math.isnan(v) else v) for k, v in r.items()}
              for r in comparisons]
-    write_text(out / "results.csv", rows_to_csv(rows, COLUMNS))
+    columns = COLUMNS
+    if "depth" in config:  # a run with chained cells: their rows too (depth_report.py)
+        from .depth_report import depth_rows
+
+        rows, columns = rows + depth_rows(out, config), with_depth(COLUMNS)
+    write_text(out / "results.csv", rows_to_csv(rows, columns))
     write_text(out / "comparisons.csv", rows_to_csv(clean, COMPARISON_COLUMNS))
     return load_rows(out), read_results(out / "comparisons.csv"), config
 
@@ -321,6 +327,10 @@ def write_report(out: str | Path) -> Path:
         tested = [c for c in comparisons if c["rule"] == rule and c["comparison"] in WHAT]
         lines += [f"- {c['template']}: {finding(c, WHAT[c['comparison']])}" for c in tested]
         lines += ["", f"![{rule}](heatmap_{rule}.png)", ""]
+    if "depth" in config:
+        from .depth_report import depth_section
+
+        lines += depth_section(out, config, finding)
     path = out / "report.md"
     write_text(path, "\n".join(lines))
     return path

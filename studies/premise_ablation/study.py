@@ -13,7 +13,8 @@ stays in every prompt, written premises or not, as in the paper.
 
 Work is split into resumable units (rule × template kind × P1 × P2 × manual template), written
 as they finish with every prompt's gold ranks; the report averages a relation's manual templates
-(the paper's protocol) and computes intervals from those observations (`cells.py`).
+(the paper's protocol) and computes intervals from those observations (`cells.py`). Chained
+items (`--depth`, `--distractors`) add their own units (`depth.py`).
 """
 
 from __future__ import annotations
@@ -304,7 +305,11 @@ def run_premise_ablation(config: AblationConfig, out: str | Path, *, source: Sou
                         key = {"rule": rule, "p1": p1, "p2": p2, "template": kind,
                                "variant": variant}
                         units.append(Unit(key, run, len(study.items[rule]) * config.pairs))
-    rows = run_units(out, units, UNIT_COLUMNS, progress=progress, results=False)
+    if config.deep:
+        from .depth import depth_units
+
+        units += depth_units(study, progress)
+    rows = run_units(out, units, config.unit_columns(), progress=progress, results=False)
     from kgprobe.studies.premise_ablation.report import write_report
 
     write_report(out)  # results.csv: the cells, template and rule averages, intervals

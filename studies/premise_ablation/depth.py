@@ -1,0 +1,138 @@
+"""Depth and distraction (`--depth`, `--distractors`, `--premise-order`): how reasoning with
+written premises holds up as the conclusion needs more steps, and beside irrelevant premises.
+
+The paper's cells test one rule application. Here every item of depth k (`reasoning.chains`:
+k chained derivations of the engine, k + 1 premises; depth 1 is the study's own sample) is
+scored with all its premises written (``p1``/``p2`` "explicit"), with N true but irrelevant
+premises written beside them for each N of ``--distractors``, and once with no premise written
+(``unwritten``: what the hypothesis alone gets at that depth, the answer's prior). A cell is a
+unit (rule × depth × distractors × written or not × manual template) keyed like the study's
+own plus ``depth`` and ``distractors``, so a run without these options has neither.
+Pseudowords, candidates and filtered ranking are the study's (`candidates.py`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kgprobe.reasoning.chains import DistractorPool, arrange, chain_items
+from kgprobe.reasoning.items import ReasoningItem, sample_items
+from kgprobe.studies.metrics import gold_indices
+from kgprobe.studies.runner import Unit
+
+from .cells import variants
+from .config import UNIT_COLUMNS, WRITTEN, chained_cells
+
+
+@dataclass
+class Chained:
+    """A run's chained items by (rule, depth), and the statements distractors come from."""
+
+    items: dict[tuple[str, int], list[ReasoningItem]]
+    pool: DistractorPool
+
+
+def chained_items(study) -> Chained:
+    """Depth 1: the study's own sample; depth k: a seeded sample of `--limit` chained items of
+    each rule's family (every one when the limit is 0)."""
+    config, onto = study.config, study.verbalizer.onto
+    items = {}
+    for rule in config.rules:
+        for depth in config.depth:
+            if depth == 1:
+                items[(rule, 1)] = study.items[rule]
+                continue
+            every = chain_items(onto, study.closure, study.templates, rule, depth)
+            items[(rule, depth)] = sample_items(every, f"{rule}-d{depth}", config.limit, config.seed)
+    return Chained(items, DistractorPool(onto, study.closure, study.templates))
+
+
+def chain_prompt(study, chained: Chained, item: ReasoningItem, written: str, distractors: int,
+                 variant: int) -> str:
+    """The premises as `arrange` writes them (none when `written` is ``unwritten``), the
+    conjunction, the hypothesis under manual template `variant`. A depth-1 item with every
+    premise written in order and no distractor reads as the study's explicit-explicit prompt."""
+    texts = []
+    if written == WRITTEN:
+        seed = study.config.seed
+        extra = chained.pool.pick(item, distractors, seed)
+        texts = [p.text for p in arrange(item, extra, study.config.premise_order, seed)]
+    return " ".join(texts + [study.templates.conjunction, item.hypotheses[variant]])
+
+
+def depth_units(study, progress: bool = False) -> list[Unit]:
+    """Every chained cell of the run as a resumable unit."""
+    chained = chained_items(study)
+    units = []
+    for rule in study.config.rules:
+        for depth, n, written in chained_cells(study.config.depth, study.config.distractors):
+            items = chained.items[(rule, depth)]
+            for variant in variants(study.templates, rule, "manual"):
+                def run(rule=rule, depth=depth, n=n, written=written, variant=variant):
+                    metrics, preds = run_chain_cell(study, chained, rule, depth, n, written,
+                                                    variant, progress)
+                    return {**metrics, "protocol": study.protocol.name,
+                            "ranking": study.config.ranking}, preds
+
+                key = {"rule": rule, "p1": written, "p2": written, "template": "manual",
+                       "variant": variant, "depth": depth, "distractors": n}
+                units.append(Unit(key, run, len(items) * study.config.pairs))
+    return units
+
+
+def run_chain_cell(study, chained: Chained, rule: str, depth: int, distractors: int,
+                   written: str, variant: int, progress: bool = False) -> tuple[dict, list[dict]]:
+    """Score one chained cell: every item's prompt under every pseudoword pair (predictions
+    shaped like the study's own, `study.run_cell`)."""
+    from kgprobe.studies.probes import ProbeRequest, predict, summarize
+
+    from .candidates import item_candidates, item_others
+
+    requests, answers = [], {}
+    for item in chained.items[(rule, depth)]:
+        candidates = item_candidates(study, item)
+        also = tuple(gold_indices(candidates, item_others(study, item)))
+        golds = tuple(gold_indices(candidates, item.answers))
+        text = chain_prompt(study, chained, item, written, distractors, variant)
+        answers[item.id] = item.answers
+        for pair, vectors in enumerate(study.pseudowords):
+            requests.append(ProbeRequest(text, tuple(candidates), vectors, item=item.id,
+                                         golds=golds, also_true=also, setting={"pair": pair}))
+    if not requests:
+        return {"n": 0}, []
+    predictions = predict(study.scorer, requests, filtered=study.truth is not None,
+                          batch_size=study.config.batch_size,
+                          desc=f"{rule} depth {depth} +{distractors} ({written})",
+                          progress=progress)
+    preds = [{"item": p.request.item, "pair": p.request.setting["pair"],
+              "prompt": p.request.prompt, "answers": answers[p.request.item],
+              "gold_rank": min(p.ranks), "gold_ranks": list(p.ranks),
+              "top5": [p.request.candidates[i] for i in p.top(5, skip_also_true=True)]}
+             for p in predictions]
+    metrics = summarize(predictions, ks=(1, 5))
+    return {k: v for k, v in metrics.items() if k in UNIT_COLUMNS}, preds
+
+
+def dry_records(study) -> list:
+    """`--dry-run`: every chained prompt a run would score (`PromptRecord`s, kind "chain")."""
+    from kgprobe.studies.dry_run import PromptRecord
+
+    from .candidates import item_candidates
+
+    chained = chained_items(study)
+    config = study.config
+    out = []
+    for rule in config.rules:
+        for depth, n, written in chained_cells(config.depth, config.distractors):
+            for item in chained.items[(rule, depth)]:
+                count = len(item_candidates(study, item))
+                for v in variants(study.templates, rule, "manual"):
+                    out.append(PromptRecord(
+                        "premise-ablation", chain_prompt(study, chained, item, written, n, v),
+                        tuple(item.answers), count, rule=rule, template=f"manual:{v}",
+                        h=item.hypotheses[v],
+                        extra={"kind": "chain", "item": item.id, "depth": depth,
+                               "distractors": n, "written": written == WRITTEN,
+                               "order": config.premise_order, "protocol": "default",
+                               "pairs": config.pairs}))
+    return out
