@@ -29,6 +29,7 @@ from kgprobe.reasoning.items import RULE_RELATIONS
 from kgprobe.studies import comparisons, stats
 
 from .config import DEPTH_COLUMNS, METRICS, SETTINGS
+from .settings import ReportSettings
 
 MEAN = "mean"
 
@@ -118,18 +119,18 @@ def sample(prompts: list[Prompt], stratified: bool = False) -> stats.Clustered:
                                         [p.rule for p in prompts] if stratified else None)
 
 
-def cell_row(key: dict, prompts: list[Prompt], config: dict, *, stratified: bool = False) -> dict:
+def cell_row(key: dict, prompts: list[Prompt], config: ReportSettings, *, stratified: bool = False) -> dict:
     row = {**key, "n": len(prompts), "n_items": 0, "n_prompts": len(prompts),
-           "protocol": parse_protocol(str(config.get("candidates", "all"))).name,
-           "study_protocol": config.get("protocol", "default"),
+           "protocol": parse_protocol(str(config.candidates)).name,
+           "study_protocol": config.protocol,
            # a folder from before filtered ranking existed ranked raw
-           "ranking": config.get("ranking", "raw")}
+           "ranking": config.ranking}
     if not prompts:
         return row  # an empty cell: no numbers, not made-up zeros
     clustered = sample(prompts, stratified)
     interval = stats.bootstrap_interval(
-        clustered, seed=config.get("seed", 0), key=tuple(key.values()),
-        resamples=config.get("resamples", stats.RESAMPLES))
+        clustered, seed=config.seed, key=tuple(key.values()),
+        resamples=config.resamples)
     row["n_items"] = interval.n_items
     for k, metric in enumerate(METRICS):
         row.update({metric: float(interval.estimate[k]), f"{metric}_lo": float(interval.lo[k]),
@@ -137,16 +138,16 @@ def cell_row(key: dict, prompts: list[Prompt], config: dict, *, stratified: bool
     # A rule with a single item adds nothing to resample: the rule average's interval is then
     # too narrow, so it is flagged however many items the other rules have.
     lone = any(np.count_nonzero(clustered.strata == s) == 1 for s in clustered.stratum_labels())
-    low = interval.n_items < config.get("min_items", stats.MIN_ITEMS) or (stratified and lone)
+    low = interval.n_items < config.min_items or (stratified and lone)
     row["low_n"] = "yes" if low else ""
     return row
 
 
-def result_rows(prompts: list[Prompt], config: dict) -> list[dict]:
+def result_rows(prompts: list[Prompt], config: ReportSettings) -> list[dict]:
     """Every unit's row, then each cell's template average, then the rule averages."""
     templates = load_templates()
-    kinds = config.get("templates") or sorted({p.template for p in prompts})
-    rules = config.get("rules") or sorted({p.rule for p in prompts})
+    kinds = config.templates or sorted({p.template for p in prompts})
+    rules = config.rules or sorted({p.rule for p in prompts})
     by_cell: dict[tuple, list[Prompt]] = {}
     for p in prompts:
         by_cell.setdefault((p.rule, p.template, p.p1, p.p2), []).append(p)
@@ -157,7 +158,7 @@ def result_rows(prompts: list[Prompt], config: dict) -> list[dict]:
                 for rule in rules:
                     cell = by_cell.get((rule, kind, p1, p2), [])
                     # The paper protocol scores one template per rule (its scripts' template).
-                    paper = config.get("protocol") == "paper"
+                    paper = config.protocol == "paper"
                     for v in [0] if paper else variants(templates, rule, kind):
                         key = {"rule": rule, "p1": p1, "p2": p2, "template": kind, "variant": v}
                         units.append(cell_row(key, [p for p in cell if p.variant == v], config))
@@ -187,7 +188,7 @@ def _mrr(prompts: list[Prompt], stratified: bool) -> stats.Clustered:
     return stats.Clustered(s.sums[:, [METRICS.index("MRR")]], s.counts, s.strata)
 
 
-def compare(spec: Spec, prompts: list[Prompt], name: str, config: dict,
+def compare(spec: Spec, prompts: list[Prompt], name: str, config: ReportSettings,
             stratified: bool) -> comparisons.Comparison:
     """One comparison on MRR over `prompts` (one template kind; one rule or all of them).
 
@@ -195,7 +196,7 @@ def compare(spec: Spec, prompts: list[Prompt], name: str, config: dict,
     pairs (the pair decides whether the model knows P2); the unpaired test then treats the
     groups as independent, which only widens the interval.
     """
-    seed, resamples = config.get("seed", 0), config.get("resamples", stats.RESAMPLES)
+    seed, resamples = config.seed, config.resamples
     first = [p for p in prompts if (p.p1, p.p2) in spec.first]
     second = [p for p in prompts if (p.p1, p.p2) in spec.second]
     if spec.test == "paired":
@@ -208,11 +209,11 @@ def compare(spec: Spec, prompts: list[Prompt], name: str, config: dict,
                                 resamples=resamples)
 
 
-def comparison_rows(prompts: list[Prompt], config: dict) -> list[dict]:
+def comparison_rows(prompts: list[Prompt], config: ReportSettings) -> list[dict]:
     """Every comparison per template kind, per rule and over the rules (rule "mean"),
     template-averaged; Holm-adjusted together (one report, one family)."""
-    kinds = config.get("templates") or sorted({p.template for p in prompts})
-    rules = config.get("rules") or sorted({p.rule for p in prompts})
+    kinds = config.templates or sorted({p.template for p in prompts})
+    rules = config.rules or sorted({p.rule for p in prompts})
     found, keys = [], []
     for kind in kinds:
         of_kind = [p for p in prompts if p.template == kind]

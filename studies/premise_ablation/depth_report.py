@@ -26,6 +26,7 @@ from kgprobe.studies.runner import read_results, rows_to_csv
 
 from .cells import MEAN, Prompt, cell_row, prompt_values, sample, variants
 from .config import COMPARISON_COLUMNS, METRICS, UNWRITTEN, WRITTEN, chained_cells
+from .settings import ReportSettings
 
 #: a chained prompt: the cell it is in (depth, distractors) and the observation
 Chained = tuple[int, int, Prompt]
@@ -46,9 +47,9 @@ def load_chained(out: Path) -> list[Chained]:
     return found
 
 
-def _cells(config: dict, prompts: list[Chained]) -> list[tuple[int, int, str]]:
-    return chained_cells(config.get("depth") or sorted({d for d, _, _ in prompts}),
-                         config.get("distractors") or sorted({n for _, n, _ in prompts}))
+def _cells(config: ReportSettings, prompts: list[Chained]) -> list[tuple[int, int, str]]:
+    return chained_cells(config.depth or sorted({d for d, _, _ in prompts}),
+                         config.distractors or sorted({n for _, n, _ in prompts}))
 
 
 def _of(prompts: list[Chained], depth: int, n: int, written: str) -> list[Prompt]:
@@ -66,11 +67,11 @@ def common(prompts: list[Chained]) -> list[Chained]:
     return [c for c in prompts if c[2].rule in every]
 
 
-def depth_rows(out: Path, config: dict) -> list[dict]:
+def depth_rows(out: Path, config: ReportSettings) -> list[dict]:
     """results.csv's chained rows: per template, template average, rule average, per cell."""
     prompts = load_chained(out)
     templates = load_templates()
-    rules = config.get("rules") or sorted({p.rule for _, _, p in prompts})
+    rules = config.rules or sorted({p.rule for _, _, p in prompts})
     units, means, overall = [], [], []
     for depth, n, written in _cells(config, prompts):
         cell = _of(prompts, depth, n, written)
@@ -110,10 +111,10 @@ def _gains(written: list[Prompt], unwritten: list[Prompt]) -> stats.Clustered:
                                         [p.rule for p, _ in pairs])
 
 
-def depth_comparisons(out: Path, config: dict) -> list[dict]:
+def depth_comparisons(out: Path, config: ReportSettings) -> list[dict]:
     """The tests of the reading (see the module), over the rules, Holm-adjusted together."""
     prompts = common(load_chained(out))
-    seed, resamples = config.get("seed", 0), config.get("resamples", stats.RESAMPLES)
+    seed, resamples = config.seed, config.resamples
     cells = _cells(config, prompts)
     depths = sorted({d for d, _, _ in cells})
     counts = sorted({n for _, n, w in cells if w == WRITTEN})
@@ -245,7 +246,7 @@ def _table(rows: list[dict], rule: str) -> list[str]:
     return lines
 
 
-def depth_section(out: Path, config: dict, finding) -> list[str]:
+def depth_section(out: Path, config: ReportSettings, finding) -> list[str]:
     """report.md's section: the tables, the tests (depth_comparisons.csv, each read by
     `finding`, the report's sentence for a comparison) and the figure."""
     rows = [r for r in read_results(out / "results.csv") if r.get("depth")]
@@ -254,7 +255,7 @@ def depth_section(out: Path, config: dict, finding) -> list[str]:
              for r in tests]
     write_text(out / "depth_comparisons.csv", rows_to_csv(clean, COMPARISON_COLUMNS))
     figure(out, rows)
-    order = ("in chain order" if config.get("premise_order", "ordered") == "ordered"
+    order = ("in chain order" if config.premise_order == "ordered"
              else "in a seeded shuffled order")
     lines = ["## Depth and distraction", "",
              f"Chained items (docs/depth.md): depth k needs k derivation steps and writes k + 1 "

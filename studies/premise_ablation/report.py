@@ -10,7 +10,6 @@ and report.md with the tables and a reading that states a difference only where 
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +23,7 @@ from kgprobe.studies.stats import format_interval
 
 from .cells import MEAN, comparison_rows, load_prompts, result_rows, variants
 from .config import COLUMNS, COMPARISON_COLUMNS, SETTINGS, with_depth
+from .settings import ReportSettings
 
 WORDS = {"not": "not given", "implicit": "implicitly given", "explicit": "explicitly given"}
 RULE_TITLES = {
@@ -254,17 +254,15 @@ def reading(rows: list[dict], comparisons: list[dict], template: str) -> list[st
     return out
 
 
-def write_tables(out: Path) -> tuple[list[dict], list[dict], dict]:
+def write_tables(out: Path) -> tuple[list[dict], list[dict], ReportSettings]:
     """results.csv and comparisons.csv, recomputed from the prompts on disk."""
-    config = {}
-    if (out / "config.json").exists():
-        config = json.loads((out / "config.json").read_text(encoding="utf-8"))
+    config = ReportSettings.read(out)
     prompts = load_prompts(out)
     rows, comparisons = result_rows(prompts, config), comparison_rows(prompts, config)
     clean = [{k: ("" if isinstance(v, float) and math.isnan(v) else v) for k, v in r.items()}
              for r in comparisons]
     columns = COLUMNS
-    if "depth" in config:  # a run with chained cells: their rows too (depth_report.py)
+    if config.chained:  # a run with chained cells: their rows too (depth_report.py)
         from .depth_report import depth_rows
 
         rows, columns = rows + depth_rows(out, config), with_depth(COLUMNS)
@@ -273,16 +271,16 @@ def write_tables(out: Path) -> tuple[list[dict], list[dict], dict]:
     return load_rows(out), read_results(out / "comparisons.csv"), config
 
 
-def _known_rule(config: dict) -> str:
+def _known_rule(config: ReportSettings) -> str:
     """How the run decided that a premise is known (the paper protocol's rules: paper.py)."""
-    if config.get("protocol") == "paper":
-        p1 = ("ranks its gold first" if config.get("memorized") == "rank1"
+    if config.protocol == "paper":
+        p1 = ("ranks its gold first" if config.memorized == "rank1"
               else "ranks its gold in the top half of the relation's test set")
         return ("Protocol **paper** (the OntoProbe paper as its official code implements it; "
                 f"docs/fidelity.md): P1 is *implicitly given* when its memorizing probe {p1}, P2 "
                 "when its probe ranks in the top half.")
     return ("A premise is *implicitly given* when the model's memorizing probe ranks it in the "
-            f"top {100 * config.get('memorized_fraction', 0.5):.0f}% of every premise of its relation "
+            f"top {100 * config.memorized_fraction:.0f}% of every premise of its relation "
             "in the ontology.")
 
 
@@ -292,16 +290,16 @@ def write_report(out: str | Path) -> Path:
     rows, comparisons, config = write_tables(out)
     figures(out, rows)
     templates = _kinds(rows)
-    min_items = config.get("min_items", 10)
+    min_items = config.min_items
     lines = ["# Premise-ablation study", ""]
-    if config:
-        lines += [f"Model `{config.get('model')}`, rules {', '.join(config.get('rules', []))}, "
-                  f"{config.get('limit') or 'all'} items per rule, {config.get('pairs')} pseudoword pair(s), "
-                  f"seed {config.get('seed')}. " + _known_rule(config), ""]
+    if config.model is not None:
+        lines += [f"Model `{config.model}`, rules {', '.join(config.rules)}, "
+                  f"{config.limit or 'all'} items per rule, {config.pairs} pseudoword pair(s), "
+                  f"seed {config.seed}. " + _known_rule(config), ""]
     lines += ["MRR in %, averaged over each relation's manual templates (per template below), "
               "with its 95% bootstrap interval in brackets: items resampled with their "
               "pseudoword pairs and templates "
-              f"({config.get('resamples', 2000)} resamples, seeded; stratified by rule for the "
+              f"({config.resamples} resamples, seeded; stratified by rule for the "
               f"rule average). n = items. {LOW_N}: fewer than {min_items} items, read with care. "
               "R@1, R@5, MRRa and every interval are in results.csv; the tests in comparisons.csv "
               "(Holm-adjusted over all of them).", ""]
@@ -310,7 +308,7 @@ def write_report(out: str | Path) -> Path:
     for name in sorted({r.get("protocol") or "all" for r in rows}):  # one, unless mixed by hand
         lines += [f"Protocol `{name}`: {parse_protocol(name).describe()}; MRR is comparable only "
                   "between runs of the same protocol.", ""]
-    if config.get("ranking", "raw") == "filtered":
+    if config.ranking == "filtered":
         lines += ["Ranking `filtered`: the answers an item's premises make true besides its gold "
                   "(entailed superclasses, superproperties, domain and range classes) are left "
                   "out when the gold is ranked; `--ranking raw` counts them.", ""]
@@ -327,7 +325,7 @@ def write_report(out: str | Path) -> Path:
         tested = [c for c in comparisons if c["rule"] == rule and c["comparison"] in WHAT]
         lines += [f"- {c['template']}: {finding(c, WHAT[c['comparison']])}" for c in tested]
         lines += ["", f"![{rule}](heatmap_{rule}.png)", ""]
-    if "depth" in config:
+    if config.chained:
         from .depth_report import depth_section
 
         lines += depth_section(out, config, finding)
