@@ -39,6 +39,8 @@ from kgprobe.ontology.model import (
 from kgprobe.ontology.verbalize import TemplateSet, pattern_middle
 from kgprobe.reasoning.items import (
     SLOT_X,
+    count_by_text,
+    sorted_by_text,
     SLOT_Y,
     PremiseText,
     ReasoningItem,
@@ -135,15 +137,9 @@ def chain_items(onto: Ontology, closure: Closure, templates: TemplateSet, rule: 
     by_text: dict[tuple, ReasoningItem] = {}
     for chain in derivation_chains(closure, rule, depth):
         item = _chain_item(onto, verb, chain, closure.asserted)
-        if item is None:
-            continue
-        key = (tuple(p.text for p in item.premises), item.conclusion["text"], tuple(item.answers))
-        if key in by_text:
-            by_text[key].count += 1
-        else:
-            by_text[key] = item
-    items = sorted(by_text.values(), key=lambda i: (i.conclusion["text"], i.answers,
-                                                   [p.text for p in i.premises]))
+        if item is not None:
+            count_by_text(by_text, item)
+    items = sorted_by_text(by_text)
     for n, item in enumerate(items):
         item.id = f"{rule}-d{depth}-{n:05d}"
     return items

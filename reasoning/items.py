@@ -222,13 +222,24 @@ def _rule_items(onto: Ontology, verb: Verbalizer, derivations: Iterable[Derivati
             skipped[f"{d.rule}: {reason}"] += 1
         if pseudowords:
             by_shape[shape] = item
-        if item is None:
-            continue
-        key = (tuple(p.text for p in item.premises), item.conclusion["text"], tuple(item.answers))
-        if key in by_text:
-            by_text[key].count += 1
-        else:
-            by_text[key] = item
+        if item is not None:
+            count_by_text(by_text, item)
+    return sorted_by_text(by_text)
+
+
+def count_by_text(by_text: dict[tuple, ReasoningItem], item: ReasoningItem) -> None:
+    """Add `item` to `by_text`, or count it on the item that reads the same: a probe asks its
+    words, so derivations that read alike are one item (its `count` says how many)."""
+    key = (tuple(p.text for p in item.premises), item.conclusion["text"], tuple(item.answers))
+    if key in by_text:
+        by_text[key].count += 1
+    else:
+        by_text[key] = item
+
+
+def sorted_by_text(by_text: dict[tuple, ReasoningItem]) -> list[ReasoningItem]:
+    """The items in the order of their words (conclusion, answers, premises): stable across
+    runs whatever order the derivations came in."""
     return sorted(by_text.values(), key=lambda i: (i.conclusion["text"], i.answers,
                                                   [p.text for p in i.premises]))
 
