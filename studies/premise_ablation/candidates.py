@@ -49,3 +49,22 @@ def probe_candidates(study, candidates_key: str, true: frozenset[str], key: str)
     golds = sorted(true)
     return distractor_candidates(pool, golds, study.protocol.k - 1 + len(golds),
                                  seed=f"{study.config.seed}:{key}")
+
+
+def score_cell(study, requests: list, answers: dict[str, list[str]], *, desc: str,
+               progress: bool) -> tuple[dict, list[dict]]:
+    """Rank a cell's requests (`studies.probes`): the unit's row and every prompt's
+    observation, its golds' ranks, from which the report's intervals are recomputed."""
+    from kgprobe.studies.probes import predict, summarize
+
+    from .config import UNIT_COLUMNS
+
+    predictions = predict(study.scorer, requests, filtered=study.truth is not None,
+                          batch_size=study.config.batch_size, desc=desc, progress=progress)
+    preds = [{"item": p.request.item, "pair": p.request.setting["pair"],
+              "prompt": p.request.prompt, "answers": answers[p.request.item],
+              "gold_rank": min(p.ranks), "gold_ranks": list(p.ranks),
+              "top5": [p.request.candidates[i] for i in p.top(5, skip_also_true=True)]}
+             for p in predictions]
+    metrics = summarize(predictions, ks=(1, 5))
+    return {k: v for k, v in metrics.items() if k in UNIT_COLUMNS}, preds

@@ -21,7 +21,7 @@ from kgprobe.studies.metrics import gold_indices
 from kgprobe.studies.runner import Unit
 
 from .cells import variants
-from .config import UNIT_COLUMNS, WRITTEN, chained_cells
+from .config import WRITTEN, chained_cells
 
 
 @dataclass
@@ -84,9 +84,9 @@ def run_chain_cell(study, chained: Chained, rule: str, depth: int, distractors: 
                    written: str, variant: int, progress: bool = False) -> tuple[dict, list[dict]]:
     """Score one chained cell: every item's prompt under every pseudoword pair (predictions
     shaped like the study's own, `study.run_cell`)."""
-    from kgprobe.studies.probes import ProbeRequest, predict, summarize
+    from kgprobe.studies.probes import ProbeRequest
 
-    from .candidates import item_candidates, item_others
+    from .candidates import item_candidates, item_others, score_cell
 
     requests, answers = [], {}
     for item in chained.items[(rule, depth)]:
@@ -100,17 +100,8 @@ def run_chain_cell(study, chained: Chained, rule: str, depth: int, distractors: 
                                          golds=golds, also_true=also, setting={"pair": pair}))
     if not requests:
         return {"n": 0}, []
-    predictions = predict(study.scorer, requests, filtered=study.truth is not None,
-                          batch_size=study.config.batch_size,
-                          desc=f"{rule} depth {depth} +{distractors} ({written})",
-                          progress=progress)
-    preds = [{"item": p.request.item, "pair": p.request.setting["pair"],
-              "prompt": p.request.prompt, "answers": answers[p.request.item],
-              "gold_rank": min(p.ranks), "gold_ranks": list(p.ranks),
-              "top5": [p.request.candidates[i] for i in p.top(5, skip_also_true=True)]}
-             for p in predictions]
-    metrics = summarize(predictions, ks=(1, 5))
-    return {k: v for k, v in metrics.items() if k in UNIT_COLUMNS}, preds
+    return score_cell(study, requests, answers, desc=f"{rule} depth {depth} +{distractors} "
+                      f"({written})", progress=progress)
 
 
 def dry_records(study) -> list:

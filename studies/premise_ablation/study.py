@@ -34,7 +34,7 @@ from kgprobe.studies.settings import first_pin, pin_settings
 
 from .build import Study, build_study, population_rules, select_items  # noqa: F401
 from .cells import variants
-from .config import SETTINGS, UNIT_COLUMNS, AblationConfig
+from .config import SETTINGS, AblationConfig
 
 
 # ------------------------------------------------------------------ memorized or not
@@ -250,24 +250,14 @@ def cell_requests(study: Study, rule: str, p1: str, p2: str, kind: str, premises
 def run_cell(study: Study, rule: str, p1: str, p2: str, kind: str, premises: dict,
              soft: dict | None, variant: int | None = None,
              progress: bool = False) -> tuple[dict, list[dict]]:
-    from kgprobe.studies.probes import predict, summarize
+    from .candidates import score_cell
 
     requests = cell_requests(study, rule, p1, p2, kind, premises, soft, variant)
     if not requests:
         return {"n": 0}, []  # an empty setting is reported as empty
-    filtered = study.truth is not None
-    predictions = predict(study.scorer, requests, filtered=filtered,
-                          batch_size=study.config.batch_size,
-                          desc=f"{rule} P1 {p1} P2 {p2} ({kind})", progress=progress)
     answers = {item.id: item.answers for item in study.items[rule]}
-    # Every gold's rank: the prompt's observation, from which the intervals are recomputed.
-    preds = [{"item": p.request.item, "pair": p.request.setting["pair"],
-              "prompt": p.request.prompt, "answers": answers[p.request.item],
-              "gold_rank": min(p.ranks), "gold_ranks": list(p.ranks),
-              "top5": [p.request.candidates[i] for i in p.top(5, skip_also_true=True)]}
-             for p in predictions]
-    metrics = summarize(predictions, ks=(1, 5))
-    return {k: v for k, v in metrics.items() if k in UNIT_COLUMNS}, preds
+    return score_cell(study, requests, answers, desc=f"{rule} P1 {p1} P2 {p2} ({kind})",
+                      progress=progress)
 
 
 def run_premise_ablation(config: AblationConfig, out: str | Path, *, source: Source | None = None,
