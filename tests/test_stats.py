@@ -77,12 +77,12 @@ def test_paired_and_unpaired_comparisons_use_their_tests():
     first = Clustered(base[:, None] + 0.2, np.ones(n), np.zeros(n, dtype=object))
     second = Clustered(base[:, None], np.ones(n), np.zeros(n, dtype=object))
     paired = paired_difference("P1 explicit vs unwritten", first, second, seed=0)
-    assert paired.kind == "paired" and paired.n_items == "30"
+    assert paired.test == "paired" and paired.n_items == "30"
     # The same items shifted by 0.2: the paired interval is exactly 0.2 wide of nothing.
     assert paired.lo == pytest.approx(0.2) and paired.hi == pytest.approx(0.2)
     assert paired.p < 0.001 and paired.excludes_zero
     unpaired = unpaired_difference("P1 implicit vs not", first, second, seed=0)
-    assert unpaired.kind == "unpaired" and unpaired.n_items == "30 vs 30"
+    assert unpaired.test == "unpaired" and unpaired.n_items == "30 vs 30"
     # Unpaired, the items' spread counts: wider than the paired interval.
     assert unpaired.hi - unpaired.lo > 0.1
     with pytest.raises(ValueError):
@@ -105,7 +105,7 @@ def test_one_stratum_permutation_matches_scipy():
 def test_against_target_and_holm():
     sample = Clustered.from_prompts(list(range(20)), np.linspace(0.2, 0.6, 20))
     c = against_target("both explicit vs 100", sample, 1.0, seed=0)
-    assert c.kind == "target" and c.estimate == pytest.approx(0.4 - 1.0) and c.hi < 0
+    assert c.test == "target" and c.estimate == pytest.approx(0.4 - 1.0) and c.hi < 0
     assert c.p < 0.01
     # Holm: sorted p times (m - rank), made monotone; NaN ignored.
     assert np.allclose(holm([0.01, 0.04, 0.03, np.nan])[:3], [0.03, 0.06, 0.06])
