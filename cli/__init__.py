@@ -38,7 +38,7 @@ from kgprobe.studies.options import apply_threads  # noqa: E402
 from kgprobe.terminal import printable  # noqa: E402
 
 from . import cache, compare, generate, interop, kg, kg_check, kg_remote, studies  # noqa: E402
-from .bounds import check_numbers  # noqa: E402
+from kgprobe.bounds import check_numbers  # noqa: E402
 from .outcome import damaged_store_line, os_error_line, quiet_broken_pipe  # noqa: E402
 from .registry import COMMANDS  # noqa: E402
 

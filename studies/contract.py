@@ -87,8 +87,13 @@ class Study:
         return self.config.from_args(args)
 
     def parser(self) -> argparse.ArgumentParser:
+        """The study's options with the command line's range checks (`kgprobe.bounds`), so
+        `kgprobe.run(..., seed=-1)` is refused as `--seed -1` is."""
+        from kgprobe.bounds import check_numbers
+
         parser = argparse.ArgumentParser(prog=f"kgprobe study {self.name}", add_help=False)
         self.add_arguments(parser)
+        check_numbers(parser)
         return parser
 
     def config_from_settings(self, **settings: Any) -> tuple[Any, argparse.Namespace]:

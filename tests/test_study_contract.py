@@ -15,7 +15,7 @@ import pytest
 
 import kgprobe
 from kgprobe.cli import main
-from kgprobe.errors import StudyError
+from kgprobe.errors import KgprobeError, StudyError
 from kgprobe.studies.contract import (
     RegistryError,
     Study,
@@ -130,6 +130,10 @@ def test_a_name_taken_is_refused(toy_study):
 def test_the_api_takes_the_cli_options_as_keywords(tmp_path):
     with pytest.raises(StudyError, match="not a setting"):
         kgprobe.run("memorization", model="frequency", out=tmp_path / "x", limits=3)
+    # the command line's range checks too: one line naming the option, nothing written
+    with pytest.raises(KgprobeError, match="--seed -1"):
+        kgprobe.run("memorization", model="frequency", out=tmp_path / "y", seed=-1)
+    assert not (tmp_path / "y").exists()
     config = kgprobe.config("memorization", model="frequency", task="domain", no_cache=True)
     assert config.tasks == ("domain",) and config.cache is False
 

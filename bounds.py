@@ -1,4 +1,5 @@
-"""Every number and device option is checked where argparse reads it, by the option's name.
+"""Every number and device option is checked where argparse reads it, by the option's name
+(for the command line and for `kgprobe.run`, which parses the same options).
 
 Why here, once: an option name means one thing in every command (`--seed` is a seed wherever
 it appears), so its valid range is one entry below rather than a check in each handler. Without
