@@ -380,6 +380,14 @@ def last_token_logits(model, rows: Sequence[Sequence[int]], pad_id: int) -> torc
         ids[b, : len(r)] = torch.tensor(list(r), dtype=torch.long)
     ids = ids.to(device)
     last = torch.tensor([[len(r) - 1] for r in rows], device=device)
-    if "logits_to_keep" in inspect.signature(model.forward).parameters:
-        return model(input_ids=ids, logits_to_keep=last).logits[:, 0].float()
-    return model(input_ids=ids).logits[torch.arange(len(rows), device=device), last[:, 0]].float()
+    try:
+        if "logits_to_keep" in inspect.signature(model.forward).parameters:
+            return model(input_ids=ids, logits_to_keep=last).logits[:, 0].float()
+        return model(input_ids=ids).logits[torch.arange(len(rows), device=device), last[:, 0]].float()
+    except IndexError:
+        config = getattr(model, "config", None)
+        limit = getattr(config, "n_positions", None) or getattr(config, "max_position_embeddings", None)
+        if isinstance(limit, int) and width > limit:  # past a learned position table
+            raise ModelError(f"a prompt needs {width} tokens but the model takes at most {limit}; "
+                             "use a model with a longer context or shorter prompts") from None
+        raise

@@ -130,9 +130,9 @@ def test_text_answers_rank_the_option_texts(model, request, short_data, tmp_path
     assert rows[0]["accuracy"] == pytest.approx(sum(p["predicted"] == p["gold"] for p in preds) / 3)
 
 
-def test_cli_errors_are_one_line(tiny_bert_dir, tiny_llama_dir, small_data, tmp_path, capsys):
-    def fails(*extra):
-        out = tmp_path / "never"
+def test_cli_errors_are_one_line(tiny_bert_dir, tiny_llama_dir, tiny_gpt2_dir, small_data,
+                                 tmp_path, capsys):
+    def fails(*extra, out=tmp_path / "never"):
         code = main(["probe", "multiple-choice", "--out", str(out), *extra])
         err = capsys.readouterr().err.strip().splitlines()[-1]  # after transformers' loading bar
         assert code == 2 and err.startswith("kgprobe: error:")
@@ -146,6 +146,9 @@ def test_cli_errors_are_one_line(tiny_bert_dir, tiny_llama_dir, small_data, tmp_
     (long / "memorizing" / "type.jsonl").write_text(json.dumps(
         {"prompt": "Is " + "very " * 80 + "long? (a) yes, (b) no", "gold": "(a) yes"}) + "\n")
     assert "at most 64" in fails("--model", str(tiny_bert_dir), "--data", str(long), "--answer", "text")
+    # and longer than the tiny GPT-2's 128 learned positions, as a letter question: the same
+    assert "at most 128" in fails("--model", str(tiny_gpt2_dir), "--data", str(long),
+                                  out=tmp_path / "never-gpt2")
     assert "rdfs99" in fails("--model", str(tiny_llama_dir), "--task", "rdfs99")
     assert "--threads" in fails("--model", str(tiny_llama_dir), "--threads", "0")
     (small_data / "reasoning" / "rdfs9-33.jsonl").write_text("")
