@@ -29,26 +29,13 @@ from kgprobe.studies.premise_ablation.study import (
     run_premise_ablation,
 )
 
-ZOO = """@prefix ex: <http://ex.org/> .
-@prefix rdfs: <http://www.w3.org/2000/01/rdf-schema#> .
-@prefix kgp: <https://w3id.org/kgprobe/vocab#> .
-ex:Dog rdfs:subClassOf ex:Mammal . ex:Cat rdfs:subClassOf ex:Mammal .
-ex:Mammal rdfs:subClassOf ex:Animal . ex:Animal rdfs:subClassOf ex:Agent .
-ex:ZooKeeper rdfs:subClassOf ex:Person . ex:Person rdfs:subClassOf ex:Agent .
-ex:caresFor rdfs:domain ex:ZooKeeper ; rdfs:range ex:Animal ; rdfs:subPropertyOf ex:knows ;
-    kgp:pattern "[X] takes care of [Y] ."@en .
-ex:feeds rdfs:domain ex:Person ; rdfs:range ex:Mammal ; rdfs:subPropertyOf ex:caresFor .
-ex:knows rdfs:subPropertyOf ex:relatedTo ; kgp:pattern "[X] knows [Y] ."@en .
-ex:rex a ex:Dog . ex:tom a ex:Cat . ex:ann a ex:ZooKeeper .
-ex:ann ex:caresFor ex:rex . ex:bob ex:feeds ex:tom .
-"""
+sys.path.insert(0, str(Path(__file__).parent))
+from zoo import write_zoo  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def zoo(tmp_path_factory):
-    path = tmp_path_factory.mktemp("zoo") / "zoo.ttl"
-    path.write_text(ZOO)
-    return path
+    return write_zoo(tmp_path_factory.mktemp("zoo"))
 
 
 def read(path: Path) -> list[dict]:

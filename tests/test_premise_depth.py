@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import json
 import random
+import sys
 from pathlib import Path
 
 import pytest
@@ -18,21 +19,12 @@ from kgprobe.reasoning.items import item_closure
 from kgprobe.reasoning.rdfs import RULES
 from kgprobe.studies.premise_ablation.config import COLUMNS
 
-# The zoo of tests/test_premise_ablation.py, and unrelated classes and properties that can
-# stand beside its items as distractors.
-ZOO = """@prefix ex: <http://ex.org/> .
-@prefix rdfs: <http://www.w3.org/2000/01/rdf-schema#> .
-@prefix kgp: <https://w3id.org/kgprobe/vocab#> .
-ex:Dog rdfs:subClassOf ex:Mammal . ex:Cat rdfs:subClassOf ex:Mammal .
-ex:Mammal rdfs:subClassOf ex:Animal . ex:Animal rdfs:subClassOf ex:Agent .
-ex:ZooKeeper rdfs:subClassOf ex:Person . ex:Person rdfs:subClassOf ex:Agent .
-ex:caresFor rdfs:domain ex:ZooKeeper ; rdfs:range ex:Animal ; rdfs:subPropertyOf ex:knows ;
-    kgp:pattern "[X] takes care of [Y] ."@en .
-ex:feeds rdfs:domain ex:Person ; rdfs:range ex:Mammal ; rdfs:subPropertyOf ex:caresFor .
-ex:knows rdfs:subPropertyOf ex:relatedTo ; kgp:pattern "[X] knows [Y] ."@en .
-ex:rex a ex:Dog . ex:tom a ex:Cat . ex:ann a ex:ZooKeeper .
-ex:ann ex:caresFor ex:rex . ex:bob ex:feeds ex:tom .
-ex:Car rdfs:subClassOf ex:Vehicle . ex:Truck rdfs:subClassOf ex:Vehicle .
+sys.path.insert(0, str(Path(__file__).parent))
+from zoo import write_zoo  # noqa: E402
+
+#: Beside the zoo: unrelated classes and properties that can stand beside its items as
+#: distractors.
+EXTRA = """ex:Car rdfs:subClassOf ex:Vehicle . ex:Truck rdfs:subClassOf ex:Vehicle .
 ex:Vehicle rdfs:subClassOf ex:Machine . ex:Rose rdfs:subClassOf ex:Flower .
 ex:Flower rdfs:subClassOf ex:Plant . ex:Oak rdfs:subClassOf ex:Tree .
 ex:drives rdfs:domain ex:Driver ; rdfs:range ex:Car ; rdfs:subPropertyOf ex:uses .
@@ -47,9 +39,7 @@ SCHEMA = {RDF_TYPE, RDFS_DOMAIN, RDFS_RANGE, RDFS_SUBCLASSOF, RDFS_SUBPROPERTYOF
 
 @pytest.fixture(scope="module")
 def zoo(tmp_path_factory):
-    path = tmp_path_factory.mktemp("zoo") / "zoo.ttl"
-    path.write_text(ZOO)
-    return path
+    return write_zoo(tmp_path_factory.mktemp("zoo"), EXTRA)
 
 
 @pytest.fixture(scope="module")
