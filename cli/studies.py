@@ -20,7 +20,7 @@ BASELINES = ("frequency", "random")
 def _run_study(name: str):
     """The handler of `kgprobe study NAME` (and its aliases): the study's own `main`."""
     def handler(args: argparse.Namespace) -> int:
-        from kgprobe.studies.contract import get_study
+        from kgprobe.studies.registry import get_study
 
         return get_study(name).main(args)
     return handler
@@ -29,7 +29,7 @@ def _run_study(name: str):
 @command("report")
 def cmd_report(args: argparse.Namespace) -> int:
     """Rebuild report.md (and figures) of any study's run folder from the files on disk."""
-    from kgprobe.studies.contract import get_study
+    from kgprobe.studies.registry import get_study
     from kgprobe.studies.settings import require_study
 
     name = require_study(args.dir, results=False)
@@ -42,7 +42,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     """The main job: the premise-ablation study's ``--preset demo`` (so `kgprobe study
     premise-ablation --preset demo --out DIR` resumes the demo's folder), with the options
     given here on top."""
-    from kgprobe.studies.contract import get_study
+    from kgprobe.studies.registry import get_study
 
     study = get_study("premise-ablation")
     argv = ["--preset", "demo", "--out", str(args.out), "--model", args.model,
@@ -69,7 +69,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def add_parsers(sub) -> None:
     """`study NAME` for every registered study, its aliases (`probe memorizing`), `report`,
     `demo`."""
-    from kgprobe.studies.contract import studies
+    from kgprobe.studies.registry import studies
     from kgprobe.studies.options import candidates_option, ranking_option, threads_option
 
     registered = studies()

@@ -1,12 +1,12 @@
 """The study contract: what every study declares (`Study`); `registry` finds them.
 
 A study is a sub-package of `kgprobe.studies` whose light ``cli`` module defines a subclass of
-`Study` and decorates it with `register_study`. That is all a new study touches: the CLI
+`Study` and decorates it with `registry.register_study`. That is all a new study touches: the CLI
 (`kgprobe study NAME`, `kgprobe report RUN`), the Python API (`kgprobe.run`) and
 `Results.from_path` find it through the registry, and the run folder's ``config.json`` records
 the study's name (`settings.pin_settings`), so nothing guesses which study wrote a folder.
 
-The sub-packages are discovered by listing `kgprobe.studies` (`discover`), importing only each
+The sub-packages are discovered by listing `kgprobe.studies` (`registry.discover`), importing only each
 one's ``cli`` module: options and a handler, no torch, so building the parser stays fast.
 """
 
@@ -15,15 +15,6 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
-
-from kgprobe.studies.registry import (  # noqa: F401 (a study module needs only this one)
-    RegistryError,
-    get_study,
-    register_study,
-    studies,
-    study_names,
-    unregister_study,
-)
 
 from kgprobe.errors import StudyError
 
@@ -48,6 +39,8 @@ class Study:
     aliases: ClassVar[tuple[tuple[str, str], ...]] = ()
     #: The columns of ``results.csv`` that name a row's cell (the rest are its numbers).
     cell_columns: ClassVar[tuple[str, ...]] = ()
+    #: What a finished run has written into its folder, for the command's last line.
+    written: ClassVar[str] = "results.csv, predictions.jsonl and report.md"
     #: The cell columns whose value for an item comes from the model's own answers (the
     #: premise-ablation study's P1/P2: a premise the model recalls is "implicit"), so two
     #: models may put one item in different cells; `kgprobe compare` pairs items only where
@@ -71,7 +64,7 @@ class Study:
         raise StudyError(f"kgprobe study {self.name} has no --dry-run")
 
     def summary(self, out: Path) -> str:
-        """What the command prints after a run (the results table)."""
+        """The results table the command prints after a run (before where things are)."""
         return ""
 
     def observations(self, out: Path) -> list[dict]:
@@ -101,7 +94,8 @@ class Study:
         ``model="smollm2-135m", limit=10, templates="manual"`` is
         ``--model smollm2-135m --limit 10 --templates manual``, so Python callers get the
         CLI's defaults and checks, not a second copy of them."""
-        args = self.parser().parse_args(settings_argv(self.parser(), settings))
+        parser = self.parser()
+        args = parser.parse_args(settings_argv(parser, settings))
         return self.config_from_args(args), args
 
     def run(self, config: Any, out: str | Path) -> "Results":
@@ -115,15 +109,16 @@ class Study:
 
     def main(self, args: argparse.Namespace) -> int:
         """``kgprobe study NAME …``: check the settings, dry-run or run, print the summary."""
+        from kgprobe.studies.options import dry_run_done
+
         config = self.config_from_args(args)
         if getattr(args, "dry_run", False):
-            n = self.dry_run(config, args.out)
-            print(f"wrote {args.out}/prompts.jsonl ({n} prompts; no model loaded)")
-            return 0
+            return dry_run_done(args.out, self.dry_run(config, args.out))
         self.run(config, args.out)
         text = self.summary(Path(args.out))
         if text:
             print(text)
+        print(f"wrote {args.out}/{self.written}; read {args.out}/report.md")
         return 0
 
 

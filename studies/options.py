@@ -7,8 +7,7 @@ sub-command, and a study must never import the layer above it.
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
-from typing import Callable, Sequence
+from typing import Sequence
 
 from kgprobe.errors import KgprobeError
 
@@ -90,11 +89,3 @@ def comma_list(text: str | None, *, choices: Sequence[str] | None = None,
             raise KgprobeError(f"{option} {text}: use one or more of {', '.join(choices)} "
                                "(comma-separated)")
     return items
-
-
-def finish(out: Path, table: str, write_report: Callable[[Path], Path]) -> int:
-    """The end of a study command: print its table, write its report, say where things are."""
-    print(table)
-    write_report(out)
-    print(f"wrote {out}/results.csv, predictions.jsonl and report.md")
-    return 0

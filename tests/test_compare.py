@@ -24,7 +24,8 @@ from kgprobe.cli import main
 from kgprobe.errors import StudyError
 from kgprobe.studies.comparisons import paired_difference
 from kgprobe.studies.compare import compare, paired_interval
-from kgprobe.studies.contract import Study, get_study, register_study, unregister_study
+from kgprobe.studies.contract import Study
+from kgprobe.studies.registry import get_study, register_study, unregister_study
 from kgprobe.studies.stats import Clustered
 
 CELLS = ("easy", "hard")

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,9 +15,9 @@ import pytest
 import kgprobe
 from kgprobe.cli import main
 from kgprobe.errors import KgprobeError, StudyError
-from kgprobe.studies.contract import (
+from kgprobe.studies.contract import Study
+from kgprobe.studies.registry import (
     RegistryError,
-    Study,
     get_study,
     register_study,
     study_names,
@@ -48,7 +47,7 @@ class ToyConfig:
 @pytest.fixture
 def toy_study():
     """A study defined and registered inside the test: nothing else in the package names it."""
-    from kgprobe.studies.runner import Unit, read_results, rows_to_csv, run_units
+    from kgprobe.studies.runner import Unit, read_results, run_units
     from kgprobe.studies.settings import pin_settings
     from kgprobe.atomic import write_text
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from kgprobe.studies.contract import Study, register_study
+from kgprobe.studies.contract import Study
+from kgprobe.studies.registry import register_study
 from kgprobe.studies.options import (
     candidates_option,
     dry_run_option,
@@ -77,8 +78,7 @@ class Consistency(Study):
     def summary(self, out: Path) -> str:
         from .report import format_table, read_rows
 
-        return (format_table(read_rows(out))
-                + f"\nwrote {out}/results.csv, predictions.jsonl and report.md")
+        return format_table(read_rows(out))
 
     def observations(self, out: Path) -> list[dict]:
         from .report import observations

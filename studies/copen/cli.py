@@ -7,7 +7,8 @@ import argparse
 from pathlib import Path
 
 from kgprobe.errors import KgprobeError
-from kgprobe.studies.contract import Study, register_study
+from kgprobe.studies.contract import Study
+from kgprobe.studies.registry import register_study
 
 from .config import DOC, CopenConfig, add_arguments
 
@@ -54,7 +55,7 @@ class Copen(Study):
             lines.append(f"{r['task']:4s} {r['method']:9s} {str(r['variant']):10s} seed "
                          f"{str(r['seed']):3s} n {r['n']:>5}  accuracy "
                          f"{pct(r['accuracy'])}{extra}")
-        return "\n".join(lines + [f"wrote {out}/results.csv, predictions.jsonl and report.md"])
+        return "\n".join(lines)
 
     def observations(self, out: Path) -> list[dict]:
         from .analysis import observations

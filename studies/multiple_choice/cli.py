@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from kgprobe.studies.contract import Study, register_study
+from kgprobe.studies.contract import Study
+from kgprobe.studies.registry import register_study
 from kgprobe.studies.options import dry_run_option, threads_option
 
 from .config import MultipleChoiceConfig
@@ -73,8 +74,7 @@ class MultipleChoice(Study):
 
         from .study import format_table
 
-        return (format_table(read_results(out / "results.csv"))
-                + f"\nwrote {out}/results.csv, predictions.jsonl and report.md")
+        return format_table(read_results(out / "results.csv"))
 
     def observations(self, out: Path) -> list[dict]:
         from .report import observations

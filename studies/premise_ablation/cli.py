@@ -6,7 +6,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from kgprobe.studies.contract import Study, register_study
+from kgprobe.studies.contract import Study
+from kgprobe.studies.registry import register_study
 
 from .config import AblationConfig, add_arguments
 
@@ -18,6 +19,7 @@ class PremiseAblation(Study):
     name = "premise-ablation"
     help = "reasoning with premises not given, implicit, explicit (the main job)"
     config = AblationConfig
+    written = "results.csv, predictions.jsonl, comparisons.csv, report.md and figures"
     cell_columns = ("rule", "p1", "p2", "template", "variant", "depth", "distractors")
     model_assigned = ("p1", "p2")  # recalled premises are "implicit": the model's answers
 
@@ -43,10 +45,6 @@ class PremiseAblation(Study):
         from .dry import write_dry_run
 
         return write_dry_run(config, out, ontology=config.ontology)
-
-    def summary(self, out: Path) -> str:
-        return (f"wrote {out}/results.csv, predictions.jsonl, report.md and figures; "
-                f"read {out}/report.md")
 
     def observations(self, out: Path) -> list[dict]:
         from .cells import observations

@@ -6,7 +6,8 @@ import argparse
 from pathlib import Path
 
 from kgprobe.ontology.norms import FORMATS
-from kgprobe.studies.contract import Study, register_study
+from kgprobe.studies.contract import Study
+from kgprobe.studies.registry import register_study
 from kgprobe.studies.options import dry_run_option, threads_option
 from kgprobe.studies.sta import retrieval as ret
 
@@ -65,6 +66,7 @@ class Sta(Study):
     description = DOC
     config = StaConfig
     cell_columns = ("task", "condition", "n_properties", "relation", "context")
+    written = "results.csv, predictions.jsonl, report.md and figures"
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         add_arguments(parser)
@@ -98,8 +100,7 @@ class Sta(Study):
 
         from .report import format_tables
 
-        return (format_tables(read_results(out / "results.csv"))
-                + f"\nwrote {out}/results.csv, predictions.jsonl, report.md and figures")
+        return format_tables(read_results(out / "results.csv"))
 
     def observations(self, out: Path) -> list[dict]:
         from .study import observations
