@@ -9,8 +9,8 @@ mode ``22``, trained_soft ``none``), and renders each example through its templa
 OpenPrompt's ``ManualTemplate`` does (parts joined by the spaces between them). Golds are the
 labels the authors' ``gt`` indexes point at.
 
-    mkdir off && git -C CHECKOUT archive HEAD data.py get_memorized.py data/memorizing | tar x -C off
-    python bench/paper_official_prompts.py off official.jsonl
+    git clone https://github.com/vickywu1022/OntoProbe-PLMs official-code
+    python bench/paper_official_prompts.py official-code official.jsonl
     python bench/paper_agreement.py official.jsonl D1/prompts.jsonl D2/prompts.jsonl
 
 Premise selection reads the authors' "memorized" files; mode 22 selects every premise, so the
