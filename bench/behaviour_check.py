@@ -5,10 +5,14 @@ vocabulary, a GPT-2 with a byte-level BPE, as in tests/conftest.py, with a few m
 positions), then runs each study on them through the CLI only, so the check survives any
 reshuffle of the modules behind it (``--only NAME,...`` reruns some runs, for debugging):
 
-    python bench/behaviour_check.py run --cli "python -m kgprobe.studies.cli" --out before
+    python bench/behaviour_check.py run --cli "python -m kgprobe.cli" --out before
     # ... refactor ...
     python bench/behaviour_check.py run --cli "python -m kgprobe.cli" --out after
     python bench/behaviour_check.py compare before after
+
+(``--cli`` is the command line's entry as the checkout before the change has it.) Each mode
+ends with one JSON line (``run``: the runs made; ``compare``: identical or not, files,
+differences); the test suite runs both on two small runs (tests/test_bench_smoke.py).
 
 ``compare`` checks every csv/json/jsonl/md result file of two output folders, after masking
 what may legitimately change between runs: absolute paths (only their last component is
@@ -142,19 +146,22 @@ def run(cli: str, out: Path, only: list[str] | None = None) -> int:
         return 2
     work = out / "_work"
     work.mkdir(parents=True, exist_ok=True)
-    models = build_models(work / "models")
-    hashes = {k: {f.name: hashlib.sha256(f.read_bytes()).hexdigest()[:16] for f in sorted(p.iterdir())
-                  if f.suffix in {".safetensors", ".txt"} or f.name == "tokenizer.json"} for k, p in models.items()}
-    (out / "models.json").write_text(json.dumps(hashes, indent=1) + "\n")
+    models = {"bert": work / "models" / "tiny-bert", "gpt2": work / "models" / "tiny-gpt2"}
+    chosen = [(name, args) for name, args in commands(models, out) if not only or name in only]
+    if not only or any(str(p) in args for p in models.values() for _, args in chosen):
+        build_models(work / "models")  # runs without a model (--only) skip building them
+        hashes = {k: {f.name: hashlib.sha256(f.read_bytes()).hexdigest()[:16] for f in sorted(p.iterdir())
+                      if f.suffix in {".safetensors", ".txt"} or f.name == "tokenizer.json"}
+                  for k, p in models.items()}
+        (out / "models.json").write_text(json.dumps(hashes, indent=1) + "\n")
     env = {**os.environ, "KGPROBE_CACHE": str(work / "cache"), "KGPROBE_STORE": str(work / "store"),
            "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
     spec = importlib.util.find_spec("kgprobe")
     print(f"kgprobe from {spec and Path(spec.origin).resolve().parent}; cli: {cli}", flush=True)
     start = time.perf_counter()
     (work / "logs").mkdir(exist_ok=True)
-    for name, args in commands(models, out):
-        if only and name not in only:
-            continue
+    ran = []
+    for name, args in chosen:
         if (out / name).exists():
             shutil.rmtree(out / name)  # only with --only: rerun from scratch
         argv = [sys.executable if w == "python" else w for w in shlex.split(cli)] + args
@@ -167,7 +174,10 @@ def run(cli: str, out: Path, only: list[str] | None = None) -> int:
         if rc:
             print(f"failed: {shlex.join(argv)}\n{log.read_text()[-3000:]}", file=sys.stderr)
             return 1
+        ran.append(name)
     print(f"done in {time.perf_counter() - start:.0f} s -> {out}")
+    print(json.dumps({"bench": "behaviour_check", "mode": "run", "runs": ran, "out": str(out),
+                      "seconds": round(time.perf_counter() - start, 1)}))
     return 0
 
 
@@ -254,9 +264,12 @@ def compare(dir_a: Path, dir_b: Path, *, strict: bool = False) -> int:
     if differences:
         print(f"different: {differences} difference(s) in {len(files_a | files_b)} files "
               f"(and {allowed} intended)")
-        return 1
-    print(f"identical: {len(files_a)} files, apart from {allowed} intended difference(s)")
-    return 0
+    else:
+        print(f"identical: {len(files_a)} files, apart from {allowed} intended difference(s)")
+    print(json.dumps({"bench": "behaviour_check", "mode": "compare", "identical": not differences,
+                      "files": len(files_a | files_b), "differences": differences,
+                      "intended": allowed}))
+    return 1 if differences else 0
 
 
 def main(argv=None) -> int:

@@ -64,7 +64,7 @@ def main() -> None:
     args = parser.parse_args()
     designs = {"accuracy": accuracy_design(), "mrr": mrr_design(0.02, 0.3, 0.05),
                "mrr_skewed": mrr_design(0.1, 0.8, 0.1)}
-    out = {"reps": args.reps, "resamples": args.resamples}
+    out = {"bench": "compare_coverage", "reps": args.reps, "resamples": args.resamples}
     for name, (draw, true) in designs.items():
         out[name] = {str(n): round(coverage(draw, true, n, args.reps, args.resamples), 3)
                      for n in (50, 200)}

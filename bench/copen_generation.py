@@ -1,6 +1,6 @@
 """Benchmark: COPEN's CSJ and CiC generation from the bundled store, reasoned against unreasoned.
 
-    python bench/copen_generation.py [--repeat 3]
+    python bench/copen_generation.py [--repeat 3] [--source ONTOLOGY]
 
 Builds two stores of the bundled OntoProbe ontology in a temporary folder (one as `kg load
 --default`, one as `kg load --default --reason`) and times, best of `--repeat`, what
@@ -9,7 +9,9 @@ the taxonomy, generate CSJ and CiC. Prints one JSON line: seconds on each store,
 (reasoned / unreasoned, the anchor: the same work in the same run), item counts, whether
 the items are the same, and `closure_model_s`: CSJ+CiC generated straight from the reasoned
 store's union model (asserted ∪ inferred: what the study read when issue 26's run hung for
-minutes; the generators now read it as its direct hierarchy).
+minutes; the generators now read it as its direct hierarchy). ``--source`` builds the stores
+from another ontology (a file or folder `kgprobe kg load` reads): the test suite runs the
+script on a tiny one (tests/test_bench_smoke.py).
 """
 
 from __future__ import annotations
@@ -21,13 +23,13 @@ import time
 from pathlib import Path
 
 
-def _store(path: Path, reason: bool) -> Path:
+def _store(path: Path, reason: bool, source: str | None = None) -> Path:
     from kgprobe.kg.store import KnowledgeGraph
-    from kgprobe.ontology.loaders import bundled_source
+    from kgprobe.ontology.loaders import bundled_source, load_source
     from kgprobe.reasoning.materialize import materialize
 
     with KnowledgeGraph(path) as kg:
-        kg.add_sources([bundled_source()])
+        kg.add_sources([load_source(source) if source else bundled_source()])
         if reason:
             materialize(kg)
     return path
@@ -63,12 +65,13 @@ def _closure_path(store: Path) -> float:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--source", help="ontology to build the stores from (default: the bundled one)")
     args = ap.parse_args()
     from kgprobe.reasoning.copen_items import to_json
 
     with tempfile.TemporaryDirectory(prefix="kgprobe-bench-copen-") as tmp:
-        plain = _store(Path(tmp) / "plain", reason=False)
-        reasoned = _store(Path(tmp) / "reasoned", reason=True)
+        plain = _store(Path(tmp) / "plain", reason=False, source=args.source)
+        reasoned = _store(Path(tmp) / "reasoned", reason=True, source=args.source)
         best: dict[str, float] = {}
         items = {}
         for _ in range(args.repeat):
@@ -81,7 +84,7 @@ def main() -> None:
         return [json.dumps(to_json(i), sort_keys=True) for task in pair for i in task]
 
     print(json.dumps({
-        "bench": "copen_generation", "store": "bundled OntoProbe ontology",
+        "bench": "copen_generation", "store": args.source or "bundled OntoProbe ontology",
         "tasks": ["csj", "cic"], "repeat": args.repeat,
         "reasoned_s": round(best["reasoned"], 3), "unreasoned_s": round(best["unreasoned"], 3),
         "ratio_reasoned_over_unreasoned": round(best["reasoned"] / best["unreasoned"], 3),

@@ -184,7 +184,7 @@ def main() -> None:
             path = Path(tmp) / "lubm.ttl"
         ours = run("kgprobe", path, Path(tmp) / "store")
         theirs = run("rdflib", path, Path(tmp) / "unused")
-        print(json.dumps({"triples": n, "format": args.format, "seed": args.seed,
+        print(json.dumps({"bench": "load", "triples": n, "format": args.format, "seed": args.seed,
                           "file_mb": round(path.stat().st_size / 2**20, 1),
                           "kgprobe_load_s": ours["seconds"], "kgprobe_peak_mb": ours["peak_mb"],
                           "rdflib_parse_s": theirs["seconds"], "rdflib_peak_mb": theirs["peak_mb"],

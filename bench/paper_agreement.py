@@ -1,17 +1,17 @@
 """How many `--protocol paper` prompts equal the official code's, per task and rule.
 
-    python bench/paper_agreement.py OFFICIAL.jsonl D1/prompts.jsonl D2/prompts.jsonl
+    python bench/paper_agreement.py OFFICIAL.jsonl D1/prompts.jsonl D2/prompts.jsonl [--json]
 
 OFFICIAL.jsonl is what bench/paper_official_prompts.py writes. Memorizing prompts are
 matched by (task, template, record), reasoning prompts (both premises written) by (rule, item
 order); texts compare with whitespace runs collapsed, golds as ordered lists. Prints a
-Markdown table (the one in docs/fidelity.md).
+Markdown table (the one in docs/fidelity.md), or with ``--json`` the same counts as one JSON line.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
-import sys
 from collections import Counter
 
 
@@ -33,7 +33,9 @@ def ours(paths) -> dict:
     return out
 
 
-def main(official: str, *paths: str) -> None:
+def agreement(official: str, paths) -> tuple[Counter, Counter, Counter]:
+    """Per (task or rule, template): the official prompts, how many of ours have the same
+    text, how many the same golds."""
     mine = ours(paths)
     total, text, gold = Counter(), Counter(), Counter()
     for r in _rows(official):
@@ -44,6 +46,21 @@ def main(official: str, *paths: str) -> None:
             continue
         text[group] += " ".join(m["text"].split()) == " ".join(r["text"].split())
         gold[group] += list(m["golds"]) == list(r["golds"])
+    return total, text, gold
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("official", help="what bench/paper_official_prompts.py wrote")
+    ap.add_argument("prompts", nargs="+", help="prompts.jsonl of `--protocol paper` runs")
+    ap.add_argument("--json", action="store_true", help="one JSON line instead of the table")
+    args = ap.parse_args(argv)
+    total, text, gold = agreement(args.official, args.prompts)
+    if args.json:
+        print(json.dumps({"bench": "paper_agreement", "groups": [
+            {"group": g, "template": t, "official": total[(g, t)], "same_text": text[(g, t)],
+             "same_golds": gold[(g, t)]} for g, t in total]}))
+        return
     print("| task / rule | template | official prompts | same text | same golds |")
     print("|---|---|---|---|---|")
     for group in total:
@@ -53,4 +70,4 @@ def main(official: str, *paths: str) -> None:
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:])
+    main()

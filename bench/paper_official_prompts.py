@@ -9,17 +9,19 @@ mode ``22``, trained_soft ``none``), and renders each example through its templa
 OpenPrompt's ``ManualTemplate`` does (parts joined by the spaces between them). Golds are the
 labels the authors' ``gt`` indexes point at.
 
-    git -C MIRROR archive HEAD data.py get_memorized.py data/memorizing | tar x -C /tmp/off
-    python bench/paper_official_prompts.py /tmp/off /tmp/official.jsonl
-    python bench/paper_agreement.py /tmp/official.jsonl D1/prompts.jsonl D2/prompts.jsonl
+    git clone https://github.com/vickywu1022/OntoProbe-PLMs official-code
+    python bench/paper_official_prompts.py official-code official.jsonl
+    python bench/paper_agreement.py official.jsonl D1/prompts.jsonl D2/prompts.jsonl
 
 Premise selection reads the authors' "memorized" files; mode 22 selects every premise, so the
 stand-in returns every index of the premise's memorizing run (the test slice that run scores:
-records 20–519 of subClassOf, 20– of the others).
+records 20–519 of subClassOf, 20– of the others). Prints one JSON line: the prompts written,
+per task or rule.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import re
@@ -89,11 +91,29 @@ def render(template: str, example: _Example) -> str:
     return " ".join(re.sub(r"\{[^{}]*\}", part, template).split())
 
 
-def main(repo: str, path: str) -> None:
-    _stubs()
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("checkout", help="the authors' data.py, get_memorized.py and data/memorizing")
+    ap.add_argument("out", help="the JSON lines file to write")
+    args = ap.parse_args(argv)
     here = os.getcwd()
-    os.chdir(repo)
-    sys.path.insert(0, repo)
+    out = os.path.join(here, args.out)  # an absolute `out` stays as it is
+    checkout = os.path.abspath(args.checkout)
+    os.chdir(checkout)  # the authors' code reads data/... relative to its folder
+    sys.path.insert(0, checkout)
+    try:
+        counts = write_prompts(out)
+    finally:
+        os.chdir(here)
+        sys.path.remove(checkout)
+    print(json.dumps({"bench": "paper_official_prompts", "prompts": sum(counts.values()),
+                      "groups": counts, "out": args.out}))
+
+
+def write_prompts(path: str) -> dict[str, int]:
+    """Write every official prompt to `path` (the current folder is the authors' checkout);
+    returns how many per task or rule."""
+    _stubs()
     import data  # the authors' data.py
 
     n_test = {}
@@ -108,7 +128,8 @@ def main(repo: str, path: str) -> None:
         return idx, idx, []
 
     data.split_by_Acc = data.split_by_MRR = select
-    out = open(os.path.abspath(path) if os.path.isabs(path) else os.path.join(here, path), "w", encoding="utf-8")
+    counts: dict[str, int] = {}
+    out = open(path, "w", encoding="utf-8")
     plain = '{"placeholder":"text_a"} {"mask"} {"placeholder":"text_b"}'
     for k, templates in MEMORIZING.items():
         for t, pattern in enumerate(templates):
@@ -117,6 +138,7 @@ def main(repo: str, path: str) -> None:
             for n, (ex, golds) in enumerate(zip(dataset, gt)):
                 out.write(json.dumps({"group": k, "template": t, "index": n,
                                       "text": render(plain, ex), "golds": golds}) + "\n")
+                counts[k] = counts.get(k, 0) + 1
     for rule, pattern in REASONING.items():
         loader = data.DatasetLoader(f"{rule}-22", _Labels(), pattern, "zs-f", "x/m.zs-f.m.mean.t", "none")
         dataset, gt, _, template = loader.load_data()
@@ -125,8 +147,10 @@ def main(repo: str, path: str) -> None:
                                   "text": render(template, ex), "golds": golds,
                                   "p1": ex.meta["1"], "p2": ex.meta["2"],
                                   "h": ex.meta["h"]}) + "\n")
+            counts[rule] = counts.get(rule, 0) + 1
     out.close()
+    return counts
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2])
+    main()

@@ -52,6 +52,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import importlib.util
 import json
 import os
 import random
@@ -301,6 +302,10 @@ def main(argv=None) -> int:
         return 0
     import tempfile
 
+    if not args.skip_reasonable and importlib.util.find_spec("reasonable") is None:
+        print("bench/rdfs_closure: `reasonable` is not installed: install the bench extra "
+              "(pip install -e '.[bench]') or pass --skip-reasonable", file=sys.stderr)
+        return 2
     failed = False
     tmp = tempfile.TemporaryDirectory(prefix="rdfs-closure-")
     for size in sizes:
@@ -311,7 +316,7 @@ def main(argv=None) -> int:
         if not args.skip_reasonable:
             res["reasonable"] = run_worker("reasonable", size, args.seed, out["reasonable"])
         k = res["kgprobe"]
-        line = {"size": label(size), "triples": size, "closure_triples": k["closure_triples"],
+        line = {"bench": "rdfs_closure", "engines": sorted(res), "size": label(size), "triples": size, "closure_triples": k["closure_triples"],
                 "kgprobe_s": round(k["seconds"], 3), "owlrl_s": None, "reasonable_s": None,
                 "kgprobe_peak_mb": k["peak_mb"], "kgprobe_input_mb": k["input_mb"]}
         for eng in ("owlrl", "reasonable"):

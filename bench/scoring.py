@@ -79,9 +79,6 @@ import sys
 import time
 from importlib.metadata import PackageNotFoundError, version
 
-import numpy as np
-import torch
-
 
 def log(msg: str) -> None:
     print(f"[bench/scoring] {msg}", file=sys.stderr, flush=True)
@@ -89,6 +86,8 @@ def log(msg: str) -> None:
 
 def matmul_flops(n: int, repeats: int = 3) -> float:
     """Best float32 n x n matmul rate (FLOP/s) of `repeats` runs after a warm-up."""
+    import torch
+
     a, b = torch.randn(n, n), torch.randn(n, n)
     a @ b
     best = math.inf
@@ -123,6 +122,8 @@ def lm_eval_pair(prompt: str, candidate: str) -> tuple[str, str]:
 
 
 def naive_score(model, prefix_ids: list[int], cand: list[int]) -> float:
+    import torch
+
     ids = torch.tensor([prefix_ids + cand])
     lp = torch.log_softmax(model(input_ids=ids).logits[0].double(), dim=-1)
     p = len(prefix_ids)
@@ -148,6 +149,8 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--suffix-naive-requests", type=int, default=100,
                     help="requests of the suffix case's naive loop")
     args = ap.parse_args(argv)
+    import numpy as np
+    import torch
 
     if args.threads:
         torch.set_num_threads(args.threads)

@@ -2,6 +2,7 @@
 
     python bench/study.py [--models smollm2-135m,gemma3-270m] [--prompts-all 2]
                           [--prompts-k 16] [--k 20] [--threads 1] [--device cpu] [--dtype float32]
+                          [--source ONTOLOGY] [--matmul-size 1024]
 
 For each preset it scores a seeded sample of the study's own prompts (reasoning items of the
 bundled ontology, both premises written, one pseudoword pair) and prints ONE JSON line with,
@@ -21,7 +22,10 @@ per model:
   probes) and its projected hours here under both protocols (prompts / prompts/s; the sample
   is uniform over items, so the mix of rules and candidate kinds matches the study's).
 
-Only scoring is timed (not model loading). Use ``--threads 1`` on a shared CPU.
+Only scoring is timed (not model loading). Use ``--threads 1`` on a shared CPU. ``--source``
+takes the items from another ontology (a file or folder `kgprobe kg load` reads; the paper
+scale then counts its items), and a model may be a saved model's folder: the test suite runs
+the script that way at a tiny size (tests/test_bench_smoke.py).
 """
 
 from __future__ import annotations
@@ -34,8 +38,6 @@ import sys
 import tempfile
 import time
 
-import torch
-
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from scoring import body_params, matmul_flops  # noqa: E402 (the same measures as bench/scoring.py)
 
@@ -44,14 +46,15 @@ def log(msg: str) -> None:
     print(f"[bench/study] {msg}", file=sys.stderr, flush=True)
 
 
-def study_prompts(seed: int = 0):
-    """Every reasoning item of the bundled ontology, its candidate pool, the paper-scale count."""
-    from kgprobe.ontology.loaders import bundled_source
+def study_prompts(path: str | None = None):
+    """Every reasoning item of the bundled ontology (or the one at `path`), its candidate pool,
+    the paper-scale count."""
+    from kgprobe.ontology.loaders import bundled_source, load_source
     from kgprobe.ontology.verbalize import load_templates
     from kgprobe.reasoning.items import item_closure, reasoning_items
     from kgprobe.reasoning.memorizing import candidate_sets
 
-    source = bundled_source()
+    source = load_source(path) if path else bundled_source()
     templates = load_templates()
     items = [i for rule_items in reasoning_items(source.ontology, item_closure(source.ontology, source.triples),
                                                  templates).values() for i in rule_items]
@@ -73,13 +76,15 @@ def prompt_of(item, conjunction: str) -> str:
 #: Every matmul rate measured during the run; the best is the machine's limit (other jobs on
 #: shared cores only ever lower a measurement).
 PEAKS: list[float] = []
+#: The side of the measuring matmuls (``--matmul-size``).
+MATMUL_SIZE = [1024]
 
 
 def run_scoring(scorer, requests, batch_size: int) -> dict:
     """Score (prompt, candidates, vectors) requests grouped by candidates; time and count."""
-    from kgprobe.studies.premise_ablation.candidates import Request, score_requests
+    from kgprobe.studies.probes import Request, score_requests
 
-    PEAKS.append(matmul_flops(1024))
+    PEAKS.append(matmul_flops(MATMUL_SIZE[0]))
     before = dict(getattr(scorer, "stats", {}) or {})
     t = time.perf_counter()
     score_requests(scorer, [Request(p, tuple(c), v) for p, c, v in requests],
@@ -162,11 +167,18 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--dtype", default="float32")
+    parser.add_argument("--source", help="ontology to take the items from (default: the bundled one)")
+    parser.add_argument("--matmul-size", type=int, default=1024, help="side of the measuring matmuls")
     args = parser.parse_args()
+    import torch
+
     torch.set_num_threads(args.threads)
+    MATMUL_SIZE[0] = args.matmul_size
     t0 = time.perf_counter()
-    items, pools, conjunction, scale = study_prompts()
-    peak = max(matmul_flops(1024) for _ in range(3))
+    items, pools, conjunction, scale = study_prompts(args.source)
+    if not items:
+        raise SystemExit(f"bench/study: {args.source or 'the bundled ontology'} has no reasoning items")
+    peak = max(matmul_flops(args.matmul_size) for _ in range(3))
     PEAKS.append(peak)
     results = [bench_model(m.strip(), args, items, pools, conjunction, scale, peak)
                for m in args.models.split(",") if m.strip()]
@@ -177,7 +189,7 @@ def main() -> None:
                 r = result[part]
                 r["fraction_of_matmul"] = round(r.pop("flop_per_s") / peak, 3)
                 r.pop("flops")
-    print(json.dumps({"bench": "study", "threads": args.threads, "cpu_count": os.cpu_count(),
+    print(json.dumps({"bench": "study", "source": args.source or "bundled", "threads": args.threads, "cpu_count": os.cpu_count(),
                       "matmul_flops": round(peak / 1e9, 2), "matmul_unit": "GFLOP/s",
                       "paper_scale": {**scale, "prompts": scale["reasoning_prompts"] + scale["premise_probes"]},
                       "models": results, "seconds": round(time.perf_counter() - t0, 1)}))

@@ -12,6 +12,7 @@ is exercised too:
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 import torch
@@ -165,3 +166,23 @@ def tiny_gemma3(tiny_gemma3_dir):
 def _score_cache_dir(tmp_path_factory, monkeypatch):
     """Every test gets its own empty score cache (models/score_cache.py), never ~/.cache."""
     monkeypatch.setenv("KGPROBE_CACHE_DIR", str(tmp_path_factory.mktemp("score-cache")))
+
+
+#: The shared data folder: `shared/` beside the checkout (the repository's ../shared).
+SHARED = Path(__file__).resolve().parents[1].parent / "shared"
+
+
+def shared_path(relative: str) -> Path:
+    """`relative` inside the shared data folder; a test that needs it FAILS when it is missing
+    (never a silent skip: a test skipped on every machine but one proves nothing)."""
+    path = SHARED / relative
+    if not path.exists():
+        pytest.fail(f"shared data missing: {path} (the tests read ../shared beside the checkout; "
+                    f"put the shared data folder there)", pytrace=False)
+    return path
+
+
+@pytest.fixture(scope="session")
+def shared_data():
+    """`shared_path` as a fixture: ``shared_data("data/ontologies/pizza.owl")``."""
+    return shared_path

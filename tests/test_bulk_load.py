@@ -78,11 +78,10 @@ def test_reload_replaces_through_staging_and_keeps_inferences_fresh(tmp_path):
         assert kg.stats()[0].triples == 1  # the recorded figures were replaced too
 
 
-def test_graph_triples_reads_what_quads_for_pattern_reads(tmp_path):
+def test_graph_triples_reads_what_quads_for_pattern_reads(tmp_path, shared_data):
     store = str(tmp_path / "store")
-    assert cli("kg", "load", "/work/shared/data/ontologies/pizza.owl"
-               if Path("/work/shared/data/ontologies/pizza.owl").exists()
-               else str(DATA / "veg_pizza.ttl"), "--store", store, "--name", "p")[0] == 0
+    pizza = shared_data("data/ontologies/pizza.owl")
+    assert cli("kg", "load", str(pizza), "--store", store, "--name", "p")[0] == 0
     with KnowledgeGraph(store, read_only=True) as kg:
         fast = list(bulk.graph_triples(kg._store, graph_iri("p")))
         assert len(fast) == len(set(fast)) and set(fast) == set(kg.triples(graph_iri("p")))
@@ -122,7 +121,7 @@ def _canonical(onto) -> dict:
     }
 
 
-def _samples(tmp_path: Path) -> list[Path]:
+def _samples(tmp_path: Path, pizza: Path) -> list[Path]:
     """Turtle with OWL expressions, IDs, schema.org, hygiene; OWL/XML (converted); gzip;
     RDF/XML with blank nodes (pizza); a file stating triples twice."""
     import gzip
@@ -133,17 +132,16 @@ def _samples(tmp_path: Path) -> list[Path]:
     twice = tmp_path / "twice.ttl"
     stated = "ex:Dog rdfs:subClassOf ex:Animal . ex:rex a ex:Dog ; ex:owner ex:ann .\n"
     twice.write_text(PREFIX + stated + stated, encoding="utf-8")
-    pizza = Path("/work/shared/data/ontologies/pizza.owl")
-    return files + [gz, twice] + ([pizza] if pizza.exists() else [])
+    return files + [gz, twice, pizza]
 
 
-def test_the_model_built_beside_the_bulk_load_is_the_stored_graphs_model(tmp_path):
+def test_the_model_built_beside_the_bulk_load_is_the_stored_graphs_model(tmp_path, shared_data):
     """stage_file builds the model from a second parse of the file, in a thread beside the
     loader: it must be the model of exactly what the store holds."""
     from kgprobe.ontology.from_triples import build_ontology
     from kgprobe.ontology.loaders import load_source
 
-    for n, path in enumerate(_samples(tmp_path)):
+    for n, path in enumerate(_samples(tmp_path, shared_data("data/ontologies/pizza.owl"))):
         src = load_source(path, lazy=True)
         assert src.rdf is not None and src.ontology is None, path
         with KnowledgeGraph(tmp_path / f"store{n}") as kg:

@@ -16,7 +16,6 @@ from kgprobe.kg.store import KnowledgeGraph
 from kgprobe.reasoning.owl import PROVENANCE, parse_hermit
 
 DATA = Path(__file__).parent / "data"
-PIZZA = Path("/work/shared/data/ontologies/pizza.owl")
 EX = "http://ex.org/pizza#"
 SUB = "http://www.w3.org/2000/01/rdf-schema#subClassOf"
 TYPE = "http://www.w3.org/1999/02/22-rdf-syntax-ns#type"
@@ -87,10 +86,9 @@ def test_owl_subsumptions_are_stored_with_provenance_and_used(tmp_path):
 
 
 @needs_java
-@pytest.mark.skipif(not PIZZA.exists(), reason="the shared pizza.owl is not on this machine")
-def test_pizza_margherita_is_vegetarian(tmp_path):
+def test_pizza_margherita_is_vegetarian(tmp_path, shared_data):
     store = str(tmp_path / "store")
-    assert cli("kg", "load", str(PIZZA), "--store", store)[0] == 0
+    assert cli("kg", "load", str(shared_data("data/ontologies/pizza.owl")), "--store", store)[0] == 0
     assert cli("reason", "--owl", "--store", store)[0] == 0
     ns = "https://raw.githubusercontent.com/owlcs/pizza-ontology/refs/heads/master/pizza.owl#"
     with KnowledgeGraph(store, read_only=True) as kg:

@@ -18,8 +18,6 @@ from hypothesis import strategies as st
 
 from kgprobe.cli import main
 
-ONTOLOGIES = Path("/work/shared/data/ontologies")
-
 
 def cli(*args: str) -> tuple[int, str, str]:
     out, err = io.TextIOWrapper(io.BytesIO(), encoding="utf-8"), io.StringIO()
@@ -35,7 +33,7 @@ def _cut(text: str, size: int, end: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def world(tmp_path_factory):
+def world(tmp_path_factory, shared_data):
     """A store holding the bundled data, its export, and the seed files (small slices)."""
     tmp = tmp_path_factory.mktemp("fuzz")
     store = str(tmp / "store")
@@ -45,11 +43,10 @@ def world(tmp_path_factory):
     assert nt[0] == ttl[0] == 0
     seeds = {"bundled.nt": "".join(nt[1].splitlines(keepends=True)[:60]),
              "bundled.ttl": _cut(ttl[1], 6000, "\n\n")}
-    if ONTOLOGIES.is_dir():  # the shared data; the bundled seeds alone still fuzz every path
-        pizza = (ONTOLOGIES / "pizza.owl").read_text(encoding="utf-8")
-        seeds["pizza.owl"] = _cut(pizza, 12000, "</owl:Class>\n") + "</rdf:RDF>\n"
-        dbo = (ONTOLOGIES / "dbpedia-ontology.ttl").read_text(encoding="utf-8")
-        seeds["dbpedia.ttl"] = _cut(dbo, 8000, " .\n")
+    pizza = shared_data("data/ontologies/pizza.owl").read_text(encoding="utf-8")
+    seeds["pizza.owl"] = _cut(pizza, 12000, "</owl:Class>\n") + "</rdf:RDF>\n"
+    dbo = shared_data("data/ontologies/dbpedia-ontology.ttl").read_text(encoding="utf-8")
+    seeds["dbpedia.ttl"] = _cut(dbo, 8000, " .\n")
     for name, text in seeds.items():
         (tmp / name).write_text(text, encoding="utf-8")
     before = cli("kg", "export", "--format", "ntriples", "--store", store)[1]
