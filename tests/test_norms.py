@@ -104,9 +104,8 @@ def test_conjunction_is_grammatical():
         conjoin([])
 
 
-def test_every_real_mcrae_phrase_starts_with_a_verb():
-    if not MCRAE.is_dir():
-        pytest.skip(f"{MCRAE} not present")
+def test_every_real_mcrae_phrase_starts_with_a_verb(shared_data):
+    shared_data("data/mcrae")
     norms = load_mcrae(MCRAE)
     # Each phrase must follow "A bear ...": a third-person verb or a modal.
     bad = [(f.feature, f.phrase) for f in norms.features
@@ -179,9 +178,8 @@ def test_cslb_fixture_loads(tmp_path):
     assert norms.concepts["knife"].features[1].phrase == "is made of metal"
 
 
-def test_real_mcrae_norms():
-    if not MCRAE.is_dir():
-        pytest.skip(f"{MCRAE} not present")
+def test_real_mcrae_norms(shared_data):
+    shared_data("data/mcrae")
     norms = load_mcrae(MCRAE)
     assert len(norms.concepts) == 541
     assert len(norms.features) == 7259

@@ -181,9 +181,8 @@ def test_thesaurus_prompts_in_spanish_and_french(unesco, lang):
 
 
 @pytest.fixture(scope="module")
-def dbpedia():
-    if not DBPEDIA.exists():
-        pytest.skip(f"{DBPEDIA} not here (shared data)")
+def dbpedia(shared_data):
+    shared_data("data/ontologies/dbpedia-ontology.ttl")
     return parse_rdf(DBPEDIA)
 
 

@@ -365,9 +365,9 @@ def test_cli_runs_and_reports_bad_input(norms_dir, vocab_file, tiny_bert_dir, tm
 
 
 @pytest.mark.slow
-def test_smollm2_end_to_end_on_mcrae(tmp_path):
-    if not MCRAE.is_dir() or not LAMA.is_file():
-        pytest.skip("../shared/data/mcrae or the LAMA vocabulary is missing")
+def test_smollm2_end_to_end_on_mcrae(tmp_path, shared_data):
+    shared_data("data/mcrae")
+    shared_data("data/lama/common_vocab_cased.txt")
     cfg = StaConfig(norms=MCRAE, model="smollm2-135m", limit=3, elicitation_limit=10, vocab_file=LAMA,
                     conditions=("top-dec", "random"), random_sets=1, random_permutations=2, progress=False)
     threads = torch.get_num_threads()
