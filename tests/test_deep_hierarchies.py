@@ -290,6 +290,6 @@ def test_bench_chains_runs_tiny_and_shows_polynomial_growth(tmp_path):
     assert [r["depth"] for r in line["chains"]] == [4, 8, 12]
     for row in line["chains"]:
         assert row["load_s"] > 0 and row["reason_s"] > 0 and row["stats_s"] > 0
-        assert row["closure_triples"] == row["depth"] * (row["depth"] + 1) // 2
+        assert row["triples"] == row["depth"] * (row["depth"] + 1) // 2 + 2  # + 2 labels
     assert isinstance(line["fitted_exponent"], float)
     assert line["anchor"]["name"] and len(line["anchor"]["runs"]) == 2
