@@ -95,24 +95,28 @@ def _worker_cli(depth: int, tmp: str) -> dict:
     return row
 
 
-def _worker_build(depth: int, naive: bool) -> dict:
+def _worker_anchor(depth: int) -> dict:
+    """The model build at `depth`, current then with the walk of every path (one process,
+    warmed up on a depth-2 chain so lazy imports are not timed); both give bottom ⊑ top."""
     from kgprobe.ontology import prune
     from kgprobe.ontology.from_triples import build_ontology
 
-    if naive:
-        prune.nearest_kept = naive_nearest
-    build_ontology("warm-up", chain_triples(2))  # lazy imports out of the time
+    build_ontology("warm-up", chain_triples(2))
     triples = chain_triples(depth)
-    start = time.perf_counter()
-    onto = build_ontology("chain", triples)
-    seconds = time.perf_counter() - start
     bottom, top = "http://e/c000", f"http://e/c{depth:03d}"
-    assert onto.classes[bottom].parents == [top], onto.classes[bottom].parents
-    return {"depth": depth, "seconds": round(seconds, 4)}
+    row: dict = {"depth": depth}
+    for name in ("current_s", "walk_every_path_s"):
+        if name == "walk_every_path_s":
+            prune.nearest_kept = naive_nearest
+        start = time.perf_counter()
+        onto = build_ontology("chain", triples)
+        row[name] = round(time.perf_counter() - start, 4)
+        assert onto.classes[bottom].parents == [top], (name, onto.classes[bottom].parents)
+    return row
 
 
 def worker(kind: str, depth: int) -> dict:
-    """One measurement in a fresh process (`kind`: cli, build or naive)."""
+    """One measurement in a fresh process (`kind`: cli or anchor)."""
     args = [sys.executable, __file__, "--worker", kind, str(depth)]
     env = dict(os.environ, OMP_NUM_THREADS="1")
     with tempfile.TemporaryDirectory() as tmp:
@@ -130,17 +134,14 @@ def slope(xs: list[float], ys: list[float]) -> float:
 
 
 def anchor(depths: list[int], max_depth: int) -> dict:
-    old = [worker("naive", d) for d in depths]
-    new = [worker("build", d) for d in depths]
-    per_level = math.exp(slope([r["depth"] for r in old],
-                               [math.log(max(r["seconds"], 1e-6)) for r in old]))
-    last_old, last_new = old[-1]["seconds"], max(new[-1]["seconds"], 1e-6)
-    return {"name": "model build, walk of every path (kgprobe before)",
-            "runs": [{"depth": o["depth"], "walk_every_path_s": o["seconds"],
-                      "current_s": n["seconds"]} for o, n in zip(old, new)],
+    runs = [worker("anchor", d) for d in depths]
+    old = [max(r["walk_every_path_s"], 1e-6) for r in runs]
+    per_level = math.exp(slope(depths, [math.log(t) for t in old]))
+    return {"name": "model build, walk of every path (kgprobe before)", "runs": runs,
             "growth_per_level": round(per_level, 2),
-            "speedup": round(last_old / last_new, 1),
-            "extrapolated_s_at_max_depth": float(f"{last_old * per_level ** (max_depth - depths[-1]):.3g}")}
+            "speedup": round(old[-1] / max(runs[-1]["current_s"], 1e-6), 1),
+            "extrapolated_s_at_max_depth":
+                float(f"{old[-1] * per_level ** (max_depth - depths[-1]):.3g}")}
 
 
 def _depths(text: str) -> list[int]:
@@ -168,7 +169,7 @@ def main() -> None:
             with tempfile.TemporaryDirectory() as tmp:
                 row = _worker_cli(depth, tmp)
         else:
-            row = _worker_build(depth, naive=kind == "naive")
+            row = _worker_anchor(depth)
         print(json.dumps(row))
         return
     rows = [worker("cli", d) for d in args.depths]
