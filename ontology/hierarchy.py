@@ -34,7 +34,7 @@ def nearest_kept(parents: Mapping[str, Sequence[str]], dropped: Container[str]
     """For every dropped key of `parents`, and every dropped term above one: its nearest
     kept ancestors, in the order a depth-first walk of every path up from it, parents in
     their listed order, first meets them (a kept term's nearest kept ancestor is itself; a
-    dropped term left out, only ever a parent of kept terms, has none).
+    dropped term left out is no key and has no parents, so it has none).
 
     Time: the condensation and one pass over it in topological order, each term's answer
     joined from its parents' answers (linear in the edges times the answers' lengths), plus
