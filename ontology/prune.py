@@ -8,7 +8,10 @@ is lost, and counting what went, so that `kg load` and both `generate` commands 
 
 from __future__ import annotations
 
+from collections import defaultdict, deque
+
 from kgprobe.ontology.exclusions import ADJECTIVE, ANNOTATION, DEPRECATED, ID_LIKE, WHY, Exclusions
+from kgprobe.ontology.hierarchy import nearest_kept
 from kgprobe.ontology.labels import is_adjective_label
 from kgprobe.ontology.model import OWL_DATATYPE_PROPERTY, OWL_OBJECT_PROPERTY, Ontology
 
@@ -66,72 +69,65 @@ def _unusable(iri: str, label: str, deprecated: set[str], adjectives: bool) -> s
 
 
 def _spread_datatypes(onto: Ontology, out: dict[str, str]) -> None:
-    """Subclasses of a datatype are datatypes (schema:URL ⊑ schema:Text)."""
+    """Subclasses of a datatype are datatypes (schema:URL ⊑ schema:Text).
+
+    They are marked in the order that repeated passes over the classes would mark them (a
+    class in the same pass as its datatype parent when that parent comes first, else in the
+    next pass), found by one 0-1 breadth-first search instead of a pass per level."""
     datatypes = {i for i, r in out.items() if r == "datatype"}
-    changed = True
-    while changed:
-        changed = False
-        for iri, c in onto.classes.items():
-            if iri not in datatypes and datatypes.intersection(c.parents):
-                datatypes.add(iri)
-                out[iri] = "datatype"
-                changed = True
+    if not datatypes:
+        return
+    position = {iri: n for n, iri in enumerate(onto.classes)}
+    children: dict[str, list[str]] = defaultdict(list)
+    for iri, c in onto.classes.items():
+        if iri not in datatypes:
+            for parent in dict.fromkeys(c.parents):
+                children[parent].append(iri)
+    passes = {v: 1 for d in datatypes for v in children.get(d, ())}
+    queue = deque((1, v) for v in passes)
+    while queue:
+        n, u = queue.popleft()
+        if n > passes[u]:
+            continue
+        for v in children.get(u, ()):
+            later = position[u] > position[v]
+            if n + later < passes.get(v, n + 2):
+                passes[v] = n + later
+                (queue.append if later else queue.appendleft)((n + later, v))
+    for iri in sorted(passes, key=lambda i: (passes[i], position[i])):
+        out[iri] = "datatype"
 
 
-def _bypass(iri: str, parents: dict[str, list[str]], excluded: dict[str, str],
-            seen: frozenset[str] = frozenset()) -> list[str]:
-    """The nearest kept ancestors of `iri` (itself when kept): an edge to an excluded term
-    is replaced by edges to that term's own parents, so no entailment is lost."""
-    if iri not in excluded:
-        return [iri]
-    if iri in seen:
-        return []
-    out: list[str] = []
-    for parent in parents.get(iri, []):
-        out.extend(p for p in _bypass(parent, parents, excluded, seen | {iri}) if p not in out)
-    return out
-
-
-class _Lift:
-    """Edges to excluded terms replaced by edges to their nearest kept ancestors, each
-    excluded term's ancestors found once (150k instances share a few classes)."""
-
-    def __init__(self, excluded: dict[str, str]):
-        self.excluded = excluded
-        self.bypassed: dict[tuple[int, str], list[str]] = {}
-
-    def around(self, iri: str, parents: dict[str, list[str]]) -> list[str]:
-        if iri not in self.excluded:
-            return [iri]
-        key = (id(parents), iri)
-        if key not in self.bypassed:
-            self.bypassed[key] = _bypass(iri, parents, self.excluded)
-        return self.bypassed[key]
-
-    def __call__(self, iris: list[str], parents: dict[str, list[str]], own: str = "") -> list[str]:
-        return list(dict.fromkeys(p for i in iris for p in self.around(i, parents) if p != own))
+def _lifted(iris: list[str], nearest: dict[str, tuple[str, ...]], excluded: dict[str, str],
+            own: str = "") -> list[str]:
+    """`iris` with each excluded term replaced by its nearest kept ancestors, each once."""
+    return list(dict.fromkeys(p for i in iris
+                              for p in (nearest.get(i, ()) if i in excluded else (i,))
+                              if p != own))
 
 
 def _reconnect(onto: Ontology, excluded: dict[str, str]) -> None:
-    """Every edge to an excluded term lifted to its kept ancestors; a kept term whose
-    relation this leaves empty is counted in `onto.emptied`."""
-    class_parents = {i: c.parents for i, c in onto.classes.items()}
-    prop_parents = {i: p.parents for i, p in onto.properties.items()}
-    lift = _Lift(excluded)
+    """Every edge to an excluded term lifted to its kept ancestors (`hierarchy.nearest_kept`,
+    each excluded term's found once: 150k instances share a few classes, and a deep hierarchy
+    has exponentially many paths); a kept term whose relation this leaves empty is counted in
+    `onto.emptied`."""
+    classes = nearest_kept({i: c.parents for i, c in onto.classes.items()}, excluded)
+    props = nearest_kept({i: p.parents for i, p in onto.properties.items()}, excluded)
     emptied = onto.emptied
     for c in onto.classes.values():
         had = bool(c.parents)
-        c.parents = lift(c.parents, class_parents, c.iri)
+        c.parents = _lifted(c.parents, classes, excluded, c.iri)
         emptied["subClassOf"] += had and not c.parents and c.iri not in excluded
     for p in onto.properties.values():
         had = (bool(p.domain), bool(p.range))
-        p.parents = lift(p.parents, prop_parents, p.iri)
-        p.domain, p.range = lift(p.domain, class_parents), lift(p.range, class_parents)
+        p.parents = _lifted(p.parents, props, excluded, p.iri)
+        p.domain = _lifted(p.domain, classes, excluded)
+        p.range = _lifted(p.range, classes, excluded)
         if p.iri not in excluded:
             emptied["domain"] += had[0] and not p.domain
             emptied["range"] += had[1] and not p.range
     for i in onto.instances.values():
-        i.types = sorted(lift(i.types, class_parents))
+        i.types = sorted(_lifted(i.types, classes, excluded))
         emptied["type"] += not i.types and i.iri not in excluded
 
 
