@@ -210,7 +210,7 @@ def config_from_args(args: argparse.Namespace) -> AblationConfig:
     config = AblationConfig(args.model or "-", rules, templates, None if args.limit == 0 else args.limit,
                             args.seed, args.pairs, args.fraction, args.device, args.batch_size,
                             args.soft_epochs, resamples=args.resamples, min_items=args.min_items,
-                            extra=source_pin(source, args.ontology),
+                            extra=source_pin(source),
                             candidates=str(args.candidates), dtype=args.dtype,
                             protocol=args.protocol, memorized=args.memorized,
                             ranking=ranking, ontology=source, cache=not args.no_cache)
@@ -227,13 +227,14 @@ def config_from_args(args: argparse.Namespace) -> AblationConfig:
     return config
 
 
-def source_pin(source: OntologySource, given) -> dict:
-    """``extra`` of config.json: the ontology as given (``bundled`` alone for the bundled one,
-    as runs always pinned it), and for any other source what `OntologySource.pinned` records
-    (a store's fingerprint, a file's hash), so a rerun on a changed one is refused."""
+def source_pin(source: OntologySource) -> dict:
+    """``extra`` of config.json: ``bundled`` alone for the bundled ontology (as runs always
+    pinned it); for any other source its description (the report's first line names it) and
+    what `OntologySource.pinned` records (a store's fingerprint, a file's hash), so a rerun
+    on a changed one is refused."""
     if source.bundled:
         return {"ontology": "bundled"}
-    return {"ontology": str(given or source.describe()), "source": source.pinned()}
+    return {"ontology": source.describe(), "source": source.pinned()}
 
 
 #: the deepest chain and the most distractors a run may ask for
