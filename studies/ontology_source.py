@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -165,7 +165,7 @@ class OntologySource:
         source = cls(kind, location, **model, **tuning)
         source.options()  # a bad --lang or --exclusions stops here, before any data is read
         if source.kind in (BUNDLED, "probes") or source.is_ontoprobe_folder():
-            changed = [k for k, v in model.items() if v != cls.MODEL_DEFAULTS[k]]
+            changed = source.model_changed()
             if changed:
                 flag = "--" + changed[0].replace("_", "-")
                 what = ("a probe folder is read as `generate` wrote it" if source.kind == "probes"
@@ -194,6 +194,10 @@ class OntologySource:
         if value is None or str(value) == BUNDLED:
             return cls()
         return cls("file", str(value))
+
+    def model_changed(self) -> list[str]:
+        """The model options given other values than their defaults."""
+        return [k for k, v in self.MODEL_DEFAULTS.items() if getattr(self, k) != v]
 
     @property
     def bundled(self) -> bool:
@@ -239,8 +243,7 @@ class OntologySource:
             out["sha256"] = path_hash(Path(str(self.location)))
         elif self.kind == "endpoint":
             out["url"] = self.location
-        out.update({k: v for k, v in asdict(self).items()
-                    if k in self.MODEL_DEFAULTS and v != self.MODEL_DEFAULTS[k]})
+        out.update({k: getattr(self, k) for k in self.model_changed()})
         return out
 
     def load(self) -> "Source":
@@ -272,7 +275,7 @@ class OntologySource:
         return KnowledgeGraph(self.store_path(), create=False, read_only=True)
 
 
-def read_model(kg, options: BuildOptions) -> "Source":
+def read_model(kg, options: BuildOptions, *, stale_fix: str = "run `kgprobe reason`") -> "Source":
     """A store's (or endpoint's) model as `generate` reads it: the asserted triples and
     HermiT's conclusions (`reason --owl`); the RDFS inferred graph is left out (a study
     computes its own closure from these, as `generate reasoning` does)."""
@@ -281,7 +284,7 @@ def read_model(kg, options: BuildOptions) -> "Source":
     from kgprobe.reasoning.materialize import reasoning_base
 
     if getattr(kg, "path", None) is not None:
-        kg.stale_fix = "run `kgprobe reason`"
+        kg.stale_fix = stale_fix
         if not kg.asserted_graphs():
             raise SourceError(f"{kg.path}: the store holds no sources; load one first "
                               "(`kgprobe kg load FILE`, or --default)")
