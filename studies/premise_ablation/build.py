@@ -101,7 +101,8 @@ def build_study(config: AblationConfig, source: Source | None = None, *, cache: 
     if load:
         from kgprobe.models.score_cache import cached_scorer
 
-        memorizing = reference_sets() if bundled else generated_memorizing_sets(onto, seed=config.seed)
+        memorizing = (reference_sets() if bundled else generated_memorizing_sets(
+            onto, seed=config.seed, lang=config.source.language()))
         loaded = load_model(config.model, device=config.device, dtype=config.dtype)
         # pooling: the model's default_pooling; scores persist across studies and runs (--no-cache)
         scorer = cached_scorer(loaded.scorer(masks="multi"), loaded, enabled=cache)
