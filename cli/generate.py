@@ -1,8 +1,9 @@
 """`kgprobe generate memorizing|reasoning`: probe sets from the knowledge graph.
 
-The typed model is built here from the store's triples with the model options (`--lang`,
-`--schema-includes`, `--exclusions`), and what it leaves out is printed as warnings and
-written to `summary.json`.
+The typed model is built from the store's triples (or an endpoint's, a file's, the bundled
+ontology's: the option group every command that reads an ontology shares,
+`studies.ontology_source`) with the model options (`--lang`, `--schema-includes`,
+`--exclusions`), and what it leaves out is printed as warnings and written to `summary.json`.
 """
 
 from __future__ import annotations
@@ -13,13 +14,12 @@ from collections import Counter
 from pathlib import Path
 
 from kgprobe.errors import KgprobeError
-from kgprobe.kg.endpoint_options import endpoint_options
 from kgprobe.ontology.model import Ontology
 from kgprobe.reasoning.rdfs import RULES
+from kgprobe.studies.ontology_source import OntologySource, add_ontology_options, model_options
 from kgprobe.studies.options import comma_list
 
 from .kg import memory_arg, open_reader, open_store, print_reason, writer_args
-from .model_options import model_args, model_options
 from .registry import command, warn
 
 
@@ -39,19 +39,28 @@ def parse_split(text: str) -> tuple[float, float]:
     return tuple(int(x) if x.is_integer() else x for x in (train, dev))
 
 
-def _model(kg, options) -> tuple[Ontology, set, set]:
-    """The typed model both `generate` commands write from: built from the asserted triples
-    (and HermiT's conclusions, `reason --owl`) exactly as `kg load` builds each source's, so
-    the three print the same counts of what they skipped. The RDFS inferred graph adds nothing
-    a probe needs (answers come from the direct edges, ordered specific → general), but read
-    into the model it made more "instances" (things typed by a domain) and "restrictions"
-    (subclass chains through a blank node) than were loaded. The caller checks the
-    inferences are fresh (`fresh_reader`)."""
-    from kgprobe.ontology.from_triples import build_ontology
+def _model(args: argparse.Namespace) -> tuple[Ontology, set, set]:
+    """The typed model both `generate` commands write from, and its (asserted, HermiT's)
+    triples: a store's or endpoint's built from the asserted triples (and HermiT's
+    conclusions, `reason --owl`) exactly as `kg load` builds each source's, so the three print
+    the same counts of what they skipped. The RDFS inferred graph adds nothing a probe needs
+    (answers come from the direct edges, ordered specific → general), but read into the model
+    it made more "instances" (things typed by a domain) and "restrictions" (subclass chains
+    through a blank node) than were loaded. A file (`--ontology`) is read as `kg load` reads
+    it, with nothing inferred by HermiT."""
     from kgprobe.reasoning.materialize import reasoning_base
 
-    asserted, owl = reasoning_base(kg)  # owl: HermiT's conclusions (`reason --owl`)
-    return build_ontology("store", sorted(asserted | owl), options), asserted, owl
+    source = OntologySource.from_args(args, default="store")
+    if source.kind in ("store", "endpoint"):
+        from kgprobe.ontology.from_triples import build_ontology
+
+        with fresh_reader(args) as kg:
+            asserted, owl = reasoning_base(kg)  # owl: HermiT's conclusions (`reason --owl`)
+        return build_ontology("store", sorted(asserted | owl), source.options()), asserted, owl
+    if args.reason:
+        raise KgprobeError("--reason writes the store; drop it with --ontology")
+    loaded = source.load()
+    return loaded.ontology, set(loaded.triples), set()
 
 
 def _skipped_summary(onto: Ontology, skipped: Counter) -> dict:
@@ -88,10 +97,9 @@ def generation_args(p: argparse.ArgumentParser) -> None:
     """What `generate memorizing` and `generate reasoning` read from, the same way."""
     p.add_argument("--reason", action="store_true", help="re-run `kgprobe reason` first if the "
                    "inferences are stale (as it last ran: its --rules and --owl)")
-    model_args(p)
     writer_args(p)
     memory_arg(p)
-    endpoint_options(p)
+    add_ontology_options(p, default="store", store=False)
 
 
 @command("generate memorizing")
@@ -105,8 +113,7 @@ def cmd_generate_memorizing(args: argparse.Namespace) -> int:
 
     train, dev = parse_split(args.split)
     options = model_options(args)
-    with fresh_reader(args) as kg:
-        onto = _model(kg, options)[0]
+    onto = _model(args)[0]
     skipped: Counter = Counter()
     records = generate_memorizing(onto, seed=args.seed, train=train, dev=dev,
                                   instances_per_class=args.instances_per_class, skipped=skipped)
@@ -140,8 +147,7 @@ def cmd_generate_reasoning(args: argparse.Namespace) -> int:
 
     options = model_options(args)
     templates = load_templates(args.templates, lang=prompt_language(options.langs))
-    with fresh_reader(args) as kg:
-        onto, asserted, owl = _model(kg, options)
+    onto, asserted, owl = _model(args)
     triples = sorted(asserted | owl)
     skipped: Counter = Counter()
     items = reasoning_items(onto, item_closure(onto, triples), templates,

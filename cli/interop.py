@@ -10,6 +10,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from kgprobe.errors import KgprobeError
+from kgprobe.studies.ontology_source import OntologySource, add_ontology_options
 from kgprobe.studies.options import candidates_option, comma_list, ranking_option
 
 from .registry import command
@@ -23,6 +25,10 @@ def cmd_export(args: argparse.Namespace) -> int:
     from kgprobe.reasoning.rdfs import RULES
     from kgprobe.studies.lm_eval.export import STUDIES, ExportSettings, export_lm_eval
 
+    source = OntologySource.from_args(args, ask=args.protocol != "paper")
+    if args.protocol == "paper" and not source.bundled:
+        raise KgprobeError("--protocol paper: the paper's probes come from the bundled ontology; "
+                           "drop --probes, --store, --endpoint and --ontology")
     relations = None if args.task == "all" else tuple(relation_name(t) for t in comma_list(args.task))
     settings = ExportSettings(
         studies=tuple(comma_list(args.tasks, choices=STUDIES, option="--studies")),
@@ -30,8 +36,9 @@ def cmd_export(args: argparse.Namespace) -> int:
         rules=(tuple(comma_list(args.rules, choices=RULES, option="--rules"))
                if args.rules != "all" else None),
         candidates=parse_protocol(args.candidates).k, split=args.split, limit=args.limit, seed=args.seed,
-        probes=str(args.probes) if args.probes else None, protocol=args.protocol,
-        ranking=parse_ranking(args.ranking))
+        probes=source.location if source.kind == "probes" else None, protocol=args.protocol,
+        ranking=parse_ranking(args.ranking),
+        source=None if source.kind in ("probes", "bundled") else source)
     counts = export_lm_eval(args.out, settings)
     for name, n in counts.items():
         print(f"{name:40s} {n:6d} docs")
@@ -75,12 +82,11 @@ def add_parsers(sub) -> None:
     p.add_argument("--limit", type=int, default=None,
                    help="probes per task (default: the paper's memorizing limits, every "
                         "reasoning item; reasoning items are the premise-ablation study's sample)")
-    p.add_argument("--probes", type=Path, default=None,
-                   help="a `kgprobe generate memorizing` folder (default: the paper's sets)")
     p.add_argument("--seed", type=int, default=0, help="distractors and reasoning sample")
     p.add_argument("--protocol", choices=["default", "paper"], default="default",
                    help="paper: the paper's prompts, test records and items as its official "
                         "code writes them (docs/fidelity.md)")
+    add_ontology_options(p, probes=True)
 
     imp = sub.add_parser("import", help="read another engine's results into kgprobe run folders")
     imp_sub = imp.add_subparsers(dest="import_command", required=True)

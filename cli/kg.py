@@ -21,10 +21,10 @@ from kgprobe.ontology.formats import SYNTAXES
 from kgprobe.ontology.from_triples import BuildOptions
 from kgprobe.ontology.loaders import Source, bundled_source, load_source
 from kgprobe.reasoning.rdfs import RULES
+from kgprobe.studies.ontology_source import model_args, model_options
 from kgprobe.studies.options import comma_list
 from kgprobe.terminal import printable
 
-from .model_options import model_args, model_options
 from .registry import command, warn
 
 

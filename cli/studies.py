@@ -48,7 +48,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     argv = ["--preset", "demo", "--out", str(args.out), "--model", args.model,
             "--limit", str(args.limit), "--pairs", str(args.pairs), "--candidates",
             str(args.candidates), "--ranking", args.ranking, "--soft-epochs",
-            str(args.soft_epochs), "--templates", args.templates]
+            str(args.soft_epochs), "--templates", args.templates, "--ontology", "bundled"]
     config = study.config_from_args(study.parser().parse_args(argv))
     from kgprobe.reasoning.distractors import parse_protocol
     from kgprobe.studies.premise_ablation.report import console_table, load_rows

@@ -110,11 +110,12 @@ def _set_language(directory: Path) -> str:
 
 
 def generated_memorizing_sets(onto: Ontology, tasks: Sequence[str] = RELATIONS, *,
-                              seed: int = 0) -> dict[str, MemorizingSet]:
-    """Sets generated from any ontology (seeded split), over its own candidate labels."""
-    cands, kinds = candidate_sets(onto), load_templates()
+                              seed: int = 0, lang: str = "en") -> dict[str, MemorizingSet]:
+    """Sets generated from any ontology (seeded split), over its own candidate labels; `lang`:
+    the language its labels were read in (`--lang`), whose templates its prompts use."""
+    cands, kinds = candidate_sets(onto), load_templates(lang=lang)
     out = {}
     for relation, records in generate_memorizing(onto, tasks, seed=seed).items():
         out[relation] = MemorizingSet(relation, records, cands[kinds[relation].candidates],
-                                      _property_metas(records, onto))
+                                      _property_metas(records, onto), lang)
     return out

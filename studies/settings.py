@@ -73,6 +73,8 @@ def pin_settings(out: Path, settings: dict, report: dict | None = None) -> None:
                          "they came from are unknown; pass another --out, or delete the folder's "
                          "results to start over")
     study = _RUNNING.get()
+    if before is not None and before.get(DRY_RUN_KEY) and not holds_results(out):
+        before = None  # a dry run's record of what its prompts came from: no run to resume
     if before is not None:
         if study and before.get(STUDY_KEY) not in (None, study):
             raise StudyError(f"{out}: holds a {before[STUDY_KEY]} run, not {study}; pass "
@@ -84,6 +86,19 @@ def pin_settings(out: Path, settings: dict, report: dict | None = None) -> None:
                              "rerun with the same settings to resume, or pass another --out")
     named = {STUDY_KEY: study} if study else {}
     write_json(path, {**named, **settings, **report})
+
+
+#: config.json of a folder only `--dry-run` wrote: its settings, marked so a run replaces it.
+DRY_RUN_KEY = "dry_run"
+
+
+def record_dry_run(out: Path, study: str, settings: dict) -> None:
+    """Write what a dry run's prompts came from (its source first of all) to
+    ``out/config.json``, unless the folder already holds a run's settings: those stay."""
+    path = Path(out) / "config.json"
+    before = _pinned(path)
+    if before is None or before.get(DRY_RUN_KEY):
+        write_json(path, {STUDY_KEY: study, DRY_RUN_KEY: True, **json.loads(json.dumps(settings))})
 
 
 def _pinned(path: Path) -> dict | None:

@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from kgprobe.studies.contract import Study
+from kgprobe.studies.ontology_source import add_ontology_options
 from kgprobe.studies.registry import register_study
 from kgprobe.studies.options import (
     candidates_option,
@@ -22,8 +23,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", default=None,
                    help="a preset (smollm2-135m, gemma3-270m), HF id, local dir, .gguf file, "
                         "or random (a seeded random ranking; not needed with --dry-run)")
-    p.add_argument("--ontology", type=Path, default=None,
-                   help="an RDF file or OntoProbe directory (default: the bundled ontology)")
     p.add_argument("--rules", default="all",
                    help="comma-separated rules (rdfs2, rdfs3, rdfs5, rdfs7, rdfs9, rdfs11), or "
                         "all: every rule with derivations among the ontology's entities")
@@ -45,6 +44,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", required=True, type=Path,
                    help="the run folder: every unit written as it finishes; rerun into it to "
                         "resume")
+    add_ontology_options(p)
 
 
 @register_study

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from kgprobe.errors import StudyError
 from kgprobe.reasoning.rdfs import RULES
+from kgprobe.studies.ontology_source import OntologySource
 
 #: ``--model`` values that need no weights: a seeded random ranking, the chance reference.
 BASELINES = ("random",)
@@ -23,7 +24,9 @@ class ConsistencyConfig:
     candidates: str = "all"  # "all", or K: the gold and K − 1 seeded false candidates
     ranking: str = "filtered"  # filtered: a statement's other true answers never count
     believe_at: int = 1  # a statement is believed when its gold ranks at or above this
-    ontology: Path | None = None  # an RDF file or OntoProbe folder; None: the bundled one
+    #: where the ontology comes from (`studies.ontology_source`); a path: an RDF file or
+    #: OntoProbe folder; None: the bundled one
+    ontology: OntologySource | Path | None = None
     device: str = "cpu"
     dtype: str = "float32"
     batch_size: int = 64
@@ -55,15 +58,23 @@ class ConsistencyConfig:
                                                               option="--rules"))
         return cls(args.model or "-", rules, args.limit or None, args.seed, args.template,
                    str(args.candidates), parse_ranking(args.ranking), args.believe_at,
-                   args.ontology, args.device, args.dtype, args.batch_size, not args.no_cache)
+                   OntologySource.from_args(args), args.device, args.dtype, args.batch_size, not args.no_cache)
 
     def pinned(self) -> dict:
         """The settings a run folder is pinned to: every one that decides which statements
         are asked and how they rank (``--believe-at`` only reads the ranks: `report_settings`)."""
-        ontology = str(Path(self.ontology).expanduser().resolve()) if self.ontology else "bundled"
-        return {"model": self.model, "rules": list(self.rules) if self.rules else "all",
-                "limit": self.limit, "seed": self.seed, "templates": self.templates,
-                "candidates": self.candidates, "ranking": self.ranking, "ontology": ontology}
+        source = self.source
+        pinned = {"model": self.model, "rules": list(self.rules) if self.rules else "all",
+                  "limit": self.limit, "seed": self.seed, "templates": self.templates,
+                  "candidates": self.candidates, "ranking": self.ranking,
+                  "ontology": "bundled" if source.bundled else source.describe()}
+        if not source.bundled:  # a store's fingerprint, a file's hash: a changed one is refused
+            pinned["source"] = source.pinned()
+        return pinned
+
+    @property
+    def source(self) -> OntologySource:
+        return OntologySource.of(self.ontology)
 
     def report_settings(self) -> dict:
         return {"believe_at": self.believe_at}

@@ -69,14 +69,13 @@ def relation_pools(onto, templates, bundled: bool) -> dict[str, list[str]]:
 
 def build(config: ConsistencyConfig) -> Setup:
     """The derivations, statements and probes of `config` (no model needed)."""
-    from kgprobe.ontology.loaders import bundled_source, load_source
     from kgprobe.ontology.verbalize import load_templates
     from kgprobe.reasoning.items import Verbalizer, item_closure
 
     from .statements import Writer, study_derivations, true_answers
 
-    source = load_source(config.ontology) if config.ontology else bundled_source()
-    onto, templates = source.ontology, load_templates()
+    source = config.source.load()  # --store, --endpoint, --ontology (bundled by default)
+    onto, templates = source.ontology, load_templates(lang=config.source.language())
     closure = item_closure(onto, source.triples)
     verb = Verbalizer(onto, templates, pseudowords=False)
     writer = Writer(onto, verb)
@@ -84,7 +83,7 @@ def build(config: ConsistencyConfig) -> Setup:
     setup.derivations = study_derivations(writer, closure, config.rules, config.limit,
                                           config.seed, setup.skipped, setup.found)
     if not any(setup.derivations.values()):
-        raise StudyError(f"{config.ontology or 'the bundled ontology'}: no derivation among its "
+        raise StudyError(f"{config.source.describe()}: no derivation among its "
                          "entities can be asked in words (rules "
                          f"{', '.join(config.rules or ['all'])}); give an ontology with "
                          "instances, facts or subclass chains, or other --rules")
@@ -92,7 +91,7 @@ def build(config: ConsistencyConfig) -> Setup:
     for d in chain.from_iterable(setup.derivations.values()):
         for s in d.statements:
             statements.setdefault(s.relation, {}).setdefault(s.key, s)
-    pools = relation_pools(onto, templates, config.ontology is None)
+    pools = relation_pools(onto, templates, config.source.bundled)
     setup.protocol.check_pools(pools[rel] for rel in statements)
     candidates = Candidates(pools, true_answers(writer, chain(closure.asserted, closure.inferred)),
                             setup.protocol, config.seed)

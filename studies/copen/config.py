@@ -10,6 +10,7 @@ from pathlib import Path
 
 from kgprobe.errors import KgprobeError
 from kgprobe.reasoning.copen_items import TASKS
+from kgprobe.studies.ontology_source import SOURCE_OPTIONS, OntologySource, add_ontology_options
 from kgprobe.studies.options import comma_list, dry_run_option, threads_option
 
 METHODS = ("zero-shot", "linear", "finetune")
@@ -38,6 +39,9 @@ class CopenConfig:
     device: str = "cpu"
     reason: bool = False  # --reason: re-run stale inferences first (not pinned: same items)
     wait: bool = False  # --wait: for another writer, with --reason (not pinned)
+    #: --from-kg's source (`studies.ontology_source`): pinned as `store`/`endpoint` above, and
+    #: as `source` when it is a file or the bundled ontology, or reads the model otherwise
+    ontology: OntologySource | None = None
 
     def limit_for(self, task: str, train: bool = False) -> int | None:
         value = self.train_limit if train else self.limit
@@ -49,8 +53,14 @@ class CopenConfig:
 
     def pinned(self) -> dict:
         d = asdict(self)
-        for key in ("device", "reason", "wait"):
+        for key in ("device", "reason", "wait", "ontology"):
             d.pop(key)
+        source = self.ontology
+        if source is not None and (source.kind not in ("store", "endpoint")
+                                   or source.model_changed()):
+            # generated data is kept in OUT/data, so a store's later changes never mix in;
+            # a file, the bundled ontology or other model options make other items
+            d["source"] = source.pinned()
         return d
 
 
@@ -67,14 +77,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     src.add_argument("--from-kg", action="store_true",
                      help="generate CSJ and CiC from the knowledge graph (CPJ from --norms)")
     p.add_argument("--norms", type=Path, default=None, help="McRae feature norms folder (CPJ with --from-kg)")
-    p.add_argument("--store", type=Path, default=None,
-                   help="store directory (default: $KGPROBE_STORE, else .kgprobe/store)")
     p.add_argument("--reason", action="store_true", help="with --from-kg: re-run `kgprobe reason` "
                    "first if the store's inferences are stale (as it last ran)")
     p.add_argument("--wait", action="store_true", help="with --reason: if another kgprobe process "
                    "is writing to the store, wait for it to finish (default: exit 2)")
-    p.add_argument("--endpoint", default=None, metavar="URL",
-                   help="with --from-kg: read the knowledge graph from this SPARQL endpoint")
     p.add_argument("--model", default=None, help="a preset (smollm2-135m, gemma3-270m), HF directory, "
                    "hub id or .gguf file; required unless --dry-run")
     p.add_argument("--limit", type=_limit_arg, default=None,
@@ -98,6 +104,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--device", default="cpu", help="cpu, cuda or auto")
     p.add_argument("--out", required=True, type=Path)
     dry_run_option(p)
+    add_ontology_options(p, default="store")
 
 
 def _limit_arg(text: str) -> int | dict:
@@ -145,8 +152,11 @@ def config_from_args(args: argparse.Namespace) -> CopenConfig:
     if args.wait and not args.reason:
         raise KgprobeError("--wait applies to --reason (the only write to the store); add "
                            "--reason or drop --wait")
-    if args.endpoint and args.store:
-        raise KgprobeError("--store and --endpoint both name a knowledge graph; give one")
+    named = [flag for key, flag in SOURCE_OPTIONS if getattr(args, key, None)]
+    if named and not args.from_kg:
+        raise KgprobeError(f"{named[0]} applies to --from-kg (the knowledge graph COPEN "
+                           "generates from); drop it with --data")
+    source = OntologySource.from_args(args, default="store") if args.from_kg else None
     return CopenConfig(
         model=args.model or "-", method=args.method, tasks=parse_tasks(args.task),
         data=str(args.data) if args.data else None, from_kg=args.from_kg,
@@ -156,4 +166,4 @@ def config_from_args(args: argparse.Namespace) -> CopenConfig:
         train_limit=args.train_limit, seed=args.seed, seeds=seeds,
         parts=comma_list(args.parts) if args.parts else None,
         pooling=args.pooling, hparams=hparams, device=args.device,
-        reason=args.reason, wait=args.wait)
+        reason=args.reason, wait=args.wait, ontology=source)

@@ -52,6 +52,7 @@ from kgprobe.studies.copen.methods import (
     zero_shot,
 )
 from kgprobe.studies.copen.report import build_report
+from kgprobe.studies.ontology_source import OntologySource
 from kgprobe.studies.runner import Unit, run_units
 from kgprobe.studies.settings import STUDY_KEY, pin_settings
 
@@ -70,49 +71,41 @@ def _warn(message: str) -> None:
 
 
 def kg_ontology(store: str | None, endpoint: str | None = None, *, reason: bool = False,
-                wait: bool = False):
-    """The model COPEN generates from: the store's (or endpoint's) asserted graphs, with
-    HermiT's conclusions after `reason --owl`; the bundled OntoProbe ontology when the store is
-    missing or empty.  An endpoint that cannot be read is an error, never silently replaced.
+                wait: bool = False, source: OntologySource | None = None):
+    """The model COPEN generates from and a description of where it came from: the source
+    the options name (`studies.ontology_source`; `store`/`endpoint` build one), a store's or
+    endpoint's asserted graphs with HermiT's conclusions after `reason --owl`; the bundled
+    OntoProbe ontology, said in one line, when the store is missing or empty. An endpoint
+    that cannot be read is an error, never silently replaced.
 
     The RDFS inferred graph is left out: the generators walk the subClassOf chains and apply
     the domain/range rules themselves (`reasoning.copen_kg`), so a reasoned store gives the
     same items as the unreasoned one. Stale inferences are refused as by every command that
     reads the store (`reason`: re-run reasoning first, as `generate memorizing --reason`)."""
-    from kgprobe.kg.store import KnowledgeGraph, default_store_path
     from kgprobe.ontology.loaders import bundled_source
+    from kgprobe.studies.ontology_source import read_model
 
-    if endpoint:
-        from kgprobe.kg.endpoint import SparqlEndpoint
-        from kgprobe.kg.sparql_client import SparqlClient
-
-        if reason:
-            raise KgprobeError("--reason writes the store; with --endpoint, run `kgprobe reason` "
-                               "on the store behind the endpoint instead")
-        with SparqlEndpoint(SparqlClient(endpoint)) as kg:
-            return _asserted_model(kg), endpoint
-
-    path = Path(store) if store else default_store_path()
+    if source is None:
+        source = OntologySource("endpoint", endpoint) if endpoint else OntologySource("store", store)
+    if reason and source.kind != "store":
+        raise KgprobeError("--reason writes the store; with --endpoint, run `kgprobe reason` "
+                           "on the store behind the endpoint instead" if source.kind == "endpoint"
+                           else "--reason writes the store; drop it with --ontology")
+    if source.kind == "endpoint":
+        return source.load().ontology, str(source.location)
+    if source.kind != "store":
+        return source.load().ontology, source.describe()
+    path = source.store_path()
     if path.exists():
         if reason:
             _reason_if_stale(path, wait)
-        with KnowledgeGraph(path, create=False, read_only=True) as kg:
-            kg.stale_fix = "run `kgprobe reason` (or pass --reason)"  # `study copen` has it
-            if kg.count():
-                return _asserted_model(kg), str(path)
+        with source.open_reader() as kg:
+            if kg.count():  # `study copen` has --reason
+                fix = "run `kgprobe reason` (or pass --reason)"
+                return read_model(kg, source.options(), stale_fix=fix).ontology, str(path)
     _warn(f"store {path} is missing or empty; generating from the bundled OntoProbe ontology "
-          "(run `kgprobe kg load` to use another)")
+          "(run `kgprobe kg load` to use another, or pass --ontology bundled)")
     return bundled_source().ontology, "bundled OntoProbe ontology"
-
-
-def _asserted_model(kg):
-    """The asserted graphs (+ HermiT's conclusions) as an ontology, refusing stale inferences."""
-    from kgprobe.ontology.from_triples import build_ontology
-    from kgprobe.reasoning.materialize import reasoning_base
-
-    kg.require_fresh()
-    asserted, owl = reasoning_base(kg)
-    return build_ontology(kg.default_name, sorted(asserted | owl))
 
 
 def _reason_if_stale(path: Path, wait: bool) -> None:
@@ -142,7 +135,8 @@ def generate_sets(cfg: CopenConfig, out: Path, tasks: Sequence[str], *,
     # the norms are read first: a wrong --norms is refused before minutes of CSJ generation
     norms = load_mcrae(cfg.norms) if "cpj" in todo else None
     if {"csj", "cic"} & set(todo):  # first: a stale store is refused before anything is written
-        onto, source_kg = kg_ontology(cfg.store, cfg.endpoint, reason=cfg.reason, wait=cfg.wait)
+        onto, source_kg = kg_ontology(cfg.store, cfg.endpoint, reason=cfg.reason, wait=cfg.wait,
+                                      source=cfg.ontology)
         tax = Taxonomy.of(onto)
     for task in todo:
         t0 = time.perf_counter()

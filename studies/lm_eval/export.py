@@ -26,6 +26,7 @@ from kgprobe.prompts.lm_eval_tasks import (
     reasoning_docs,
 )
 from kgprobe.reasoning.items import sample_items
+from kgprobe.studies.ontology_source import OntologySource
 
 STUDIES = ("memorizing", "reasoning")
 METRICS = ("r@1", "r@5", "mrr")
@@ -61,6 +62,15 @@ class ExportSettings:
     protocol: str = "default"  # "paper": the paper protocol's prompts (paper_export.py)
     ranking: str = "filtered"  # filtered | raw (reasoning.filtering), as the studies rank
     extra: dict = field(default_factory=dict)
+    #: another ontology than the bundled one (`--store`, `--endpoint`, `--ontology`): the
+    #: memorizing sets are generated from it (seeded split) and the reasoning items read from it
+    source: OntologySource | None = None
+
+    def record(self) -> dict:
+        """The settings as kgprobe_export.json records them: a source by its `pinned` form
+        (a store's fingerprint, a file's hash); none for the bundled ontology."""
+        return {k: (v.pinned() if isinstance(v, OntologySource) else v)
+                for k, v in self.__dict__.items() if k != "extra" and not (k == "source" and v is None)}
 
 
 def task_name(study: str, task: str, template: str) -> str:
@@ -78,15 +88,22 @@ def _memorizing(settings: ExportSettings) -> dict[str, list[ClozeDoc]]:
     )
 
     relations = settings.relations or RELATIONS
-    sets = (generated_sets(settings.probes, tasks=relations) if settings.probes
-            else reference_sets(relations))
+    if settings.probes:
+        sets = generated_sets(settings.probes, tasks=relations)
+    elif settings.source is not None:
+        from kgprobe.reasoning.memorizing_sets import generated_memorizing_sets
+
+        sets = generated_memorizing_sets(settings.source.load().ontology, relations,
+                                         seed=settings.seed, lang=settings.source.language())
+    else:
+        sets = reference_sets(relations)
     templates = load_templates(lang=next(iter(sets.values())).lang if sets else None)
     out = {}
     for relation, mset in sets.items():
         n = len(templates[relation].manual)
         chosen = range(n) if settings.templates == "all" else [int(settings.templates)]
         limit = settings.limit
-        if limit is None and not settings.probes:
+        if limit is None and not settings.probes and settings.source is None:
             limit = PAPER_LIMITS.get(relation)
         for t in chosen:
             if not 0 <= t < n:
@@ -105,8 +122,8 @@ def _reasoning(settings: ExportSettings) -> dict[str, list[ClozeDoc]]:
     from kgprobe.reasoning.memorizing import candidate_sets
     from kgprobe.reasoning.rdfs import RULES
 
-    source = bundled_source()
-    templates = load_templates()
+    source = settings.source.load() if settings.source is not None else bundled_source()
+    templates = load_templates(lang=settings.source.language() if settings.source else None)
     rules = settings.rules or RULES
     closure = item_closure(source.ontology, source.triples)
     items = reasoning_items(source.ontology, closure, templates, rules=rules)
@@ -182,6 +199,6 @@ def export_lm_eval(out: str | Path, settings: ExportSettings) -> dict[str, int]:
     utils = resources.files("kgprobe.studies.lm_eval") / "harness_utils.py"
     write_text(out / "utils.py", utils.read_text(encoding="utf-8"))
     write_text(out / "kgprobe_export.json", json.dumps(
-        {"settings": {k: v for k, v in settings.__dict__.items() if k != "extra"},
+        {"settings": settings.record(),
          "tasks": counts}, indent=1) + "\n")
     return counts

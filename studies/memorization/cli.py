@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from kgprobe.studies.contract import Study
+from kgprobe.studies.ontology_source import add_ontology_options
 from kgprobe.studies.registry import register_study
 from kgprobe.studies.options import (
     candidates_option,
@@ -42,8 +43,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="which records of each set are asked")
     p.add_argument("--limit", type=int, default=None,
                    help="records per task (default: the paper's, 500 for TP and SCO, all others)")
-    p.add_argument("--probes", type=Path, default=None,
-                   help="a directory from `kgprobe generate memorizing` (default: the paper's sets)")
     p.add_argument("--seed", type=int, default=0, help="seed of the distractors and baselines")
     candidates_option(p)
     ranking_option(p)
@@ -52,6 +51,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     threads_option(p)
     p.add_argument("--out", required=True, type=Path,
                    help="the run folder: results, report and every unit written as it finishes; rerun into it to resume")
+    add_ontology_options(p, probes=True)
 
 
 @register_study

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from kgprobe.errors import StudyError
 from kgprobe.reasoning.memorizing import RELATIONS, relation_name
+from kgprobe.studies.ontology_source import OntologySource
 
 MASKS = ("multi", "single")
 SPLITS = ("train", "dev", "test")
@@ -25,6 +26,9 @@ class MemorizationConfig:
     limit: int | None = None  # records per task; None: the paper's (500 for TP and SCO)
     seed: int = 0
     probes: Path | None = None  # a `generate memorizing` folder; None: the paper's sets
+    #: another ontology (`--store`, `--endpoint`, `--ontology`): sets generated from it (seeded
+    #: split, as `generate memorizing --seed` writes them); None: the bundled ontology
+    ontology: OntologySource | Path | None = None
     device: str = "cpu"
     batch_size: int = 64
     dtype: str = "float32"  # the weights' dtype (models/loading.DTYPES)
@@ -43,9 +47,10 @@ class MemorizationConfig:
             raise StudyError(f"--split {self.split}: use one of {', '.join(SPLITS)}")
         if self.protocol not in PROTOCOLS:
             raise StudyError(f"--protocol {self.protocol}: use one of {', '.join(PROTOCOLS)}")
-        if self.protocol == "paper" and (self.probes is not None or self.split != "test"):
+        if self.protocol == "paper" and (self.probes is not None or self.split != "test"
+                                         or not self.source.bundled):
             raise StudyError("--protocol paper: the paper's test records of the bundled sets; "
-                             "drop --probes and --split")
+                             "drop --probes, --store, --endpoint, --ontology and --split")
         if self.limit is not None and self.limit < 1:
             raise StudyError(f"--limit {self.limit}: give at least 1 record per task")
         from kgprobe.reasoning.filtering import parse_ranking
@@ -63,11 +68,14 @@ class MemorizationConfig:
             raise StudyError("--model: give a model (a preset, HF id, local dir, .gguf file, "
                              "frequency or random), or pass --dry-run to only write the prompts")
         tasks = list(RELATIONS) if args.task == "all" else [args.task]
+        source = OntologySource.from_args(args, ask=args.protocol != "paper")
         return cls(args.model or "-", tasks=tasks, templates=args.template, masks=args.masks,
                    pooling=args.pooling, split=args.split, limit=args.limit, seed=args.seed,
-                   probes=args.probes, device=args.device, batch_size=args.batch_size,
+                   device=args.device, batch_size=args.batch_size,
                    dtype=args.dtype, cache=not args.no_cache, candidates=args.candidates,
-                   protocol=args.protocol, ranking=args.ranking)
+                   protocol=args.protocol, ranking=args.ranking,
+                   probes=source.location if source.kind == "probes" else None,
+                   ontology=None if source.kind == "probes" else source)
 
     def pinned(self) -> dict:
         """The settings a run folder is pinned to.
@@ -78,5 +86,33 @@ class MemorizationConfig:
         they are pinned.
         """
         probes = str(Path(self.probes).expanduser().resolve()) if self.probes else None
-        return {"model": self.model, "seed": self.seed, "probes": probes, "protocol": self.protocol,
-                "ranking": self.ranking}
+        pinned = {"model": self.model, "seed": self.seed, "probes": probes,
+                  "protocol": self.protocol, "ranking": self.ranking}
+        if not self.source.bundled:  # a store's fingerprint, a file's hash: a changed one is refused
+            pinned["source"] = self.source.pinned()
+        return pinned
+
+    @property
+    def source(self) -> OntologySource:
+        return OntologySource.of(self.ontology)
+
+    @property
+    def paper_sets(self) -> bool:
+        """Whether the run asks the paper's bundled sets (and so their record limits)."""
+        return self.probes is None and self.source.bundled
+
+    def memorizing_sets(self) -> dict:
+        """relation → `MemorizingSet` the run asks: the paper's, a `generate memorizing`
+        folder's (`--probes`), or generated from the ontology the options name."""
+        from kgprobe.reasoning.memorizing_sets import (
+            generated_memorizing_sets,
+            generated_sets,
+            reference_sets,
+        )
+
+        if self.probes is not None:
+            return generated_sets(self.probes, tasks=self.tasks)
+        if self.source.bundled:
+            return reference_sets(self.tasks)
+        return generated_memorizing_sets(self.source.load().ontology, self.tasks, seed=self.seed,
+                                         lang=self.source.language())

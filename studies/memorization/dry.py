@@ -20,19 +20,19 @@ def default_records(config: MemorizationConfig) -> list[PromptRecord]:
     from kgprobe.ontology.verbalize import load_templates
     from kgprobe.reasoning.distractors import parse_protocol
 
-    from .study import PAPER_LIMITS, generated_sets, prompts_for, reference_sets, select
+    from .study import PAPER_LIMITS, prompts_for, select
 
     protocol = parse_protocol(config.candidates)
-    templates = load_templates()
-    sets = (generated_sets(config.probes, tasks=config.tasks) if config.probes
-            else reference_sets(config.tasks))
+    sets = config.memorizing_sets()  # the paper's, --probes DIR's, or the ontology's
+    # a generated set's prompts are written in its labels' language (`--lang`), as a run's
+    templates = load_templates(lang=next(iter(sets.values())).lang if sets else None)
     protocol.check_pools(mset.candidates for mset in sets.values())
     out = []
     for relation, mset in sets.items():
         n = len(templates[relation].manual)
         chosen = range(n) if config.templates == "all" else [int(config.templates)]
         limit = config.limit if config.limit is not None else (
-            PAPER_LIMITS.get(relation) if config.probes is None else None)
+            PAPER_LIMITS.get(relation) if config.paper_sets else None)
         records = select(mset.records, config.split, limit)
         for t in chosen:
             if not 0 <= t < n:

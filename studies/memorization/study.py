@@ -106,8 +106,7 @@ def run_config(config: MemorizationConfig, out: Path, *, progress: bool = True) 
     from kgprobe.reasoning.distractors import parse_protocol
 
     protocol = parse_protocol(config.candidates)
-    probes = config.probes
-    sets = generated_sets(probes, tasks=config.tasks) if probes else reference_sets(config.tasks)
+    sets = config.memorizing_sets()  # the paper's, --probes DIR's, or the ontology's
     # a generated set's prompts are written in its labels' language (`generate --lang`)
     tmpl_set = load_templates(lang=next(iter(sets.values())).lang if sets else None)
     # a K above every pool fails before the model loads
@@ -130,7 +129,7 @@ def run_config(config: MemorizationConfig, out: Path, *, progress: bool = True) 
         n_templates = len(tmpl_set[relation].manual)
         chosen = range(n_templates) if config.templates == "all" else [int(config.templates)]
         task_limit = config.limit if config.limit is not None else (
-            PAPER_LIMITS.get(relation) if probes is None else None)
+            PAPER_LIMITS.get(relation) if config.paper_sets else None)
         records = select(mset.records, config.split, task_limit)
         for t in chosen:
             if not 0 <= t < n_templates:

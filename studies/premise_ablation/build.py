@@ -68,7 +68,8 @@ def select_items(items: dict[str, list[ReasoningItem]], limit: int | None, seed:
 
 def build_study(config: AblationConfig, source: Source | None = None, *, cache: bool = True,
                 load: bool = True) -> Study:
-    """Items from an ontology source (the bundled one by default), the model, its pseudowords.
+    """Items from an ontology source (the bundled one by default; `AblationConfig.load_source`
+    reads the one the options name), the model, its pseudowords.
 
     On the bundled ontology soft templates train on the paper's memorizing sets; on any
     other, on memorizing sets generated from it (seeded split). ``load=False`` (``--dry-run``)
@@ -85,7 +86,7 @@ def build_study(config: AblationConfig, source: Source | None = None, *, cache: 
     bundled = source is None
     source = source or bundled_source()
     onto = source.ontology
-    templates = load_templates()
+    templates = load_templates(lang=config.source.language())  # --lang: its templates
     closure = item_closure(onto, source.triples)
     # every rule whose premises share a kind with this run's: the premises' population
     population = reasoning_items(onto, closure, templates, rules=population_rules(config.rules))
@@ -100,7 +101,8 @@ def build_study(config: AblationConfig, source: Source | None = None, *, cache: 
     if load:
         from kgprobe.models.score_cache import cached_scorer
 
-        memorizing = reference_sets() if bundled else generated_memorizing_sets(onto, seed=config.seed)
+        memorizing = (reference_sets() if bundled else generated_memorizing_sets(
+            onto, seed=config.seed, lang=config.source.language()))
         loaded = load_model(config.model, device=config.device, dtype=config.dtype)
         # pooling: the model's default_pooling; scores persist across studies and runs (--no-cache)
         scorer = cached_scorer(loaded.scorer(masks="multi"), loaded, enabled=cache)

@@ -29,11 +29,7 @@ class PremiseAblation(Study):
     def execute(self, config: AblationConfig, out: Path) -> None:
         from .study import run_premise_ablation
 
-        source = None
-        if config.ontology is not None:
-            from kgprobe.ontology.loaders import load_source
-
-            source = load_source(config.ontology)
+        source = None if config.protocol == "paper" else config.load_source()
         run_premise_ablation(config, out, source=source, cache=config.cache)
 
     def report(self, out: Path) -> Path:
@@ -42,9 +38,13 @@ class PremiseAblation(Study):
         return write_report(out)
 
     def dry_run(self, config: AblationConfig, out: Path) -> int:
+        from kgprobe.studies.settings import record_dry_run
+
         from .dry import write_dry_run
 
-        return write_dry_run(config, out, ontology=config.ontology)
+        n = write_dry_run(config, out)
+        record_dry_run(out, self.name, config.pinned())
+        return n
 
     def observations(self, out: Path) -> list[dict]:
         from .cells import observations

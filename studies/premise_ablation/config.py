@@ -10,6 +10,7 @@ from pathlib import Path
 
 from kgprobe.errors import StudyError
 from kgprobe.reasoning.rdfs import RULES
+from kgprobe.studies.ontology_source import OntologySource, add_ontology_options
 from kgprobe.studies.options import (
     candidates_option,
     comma_list,
@@ -80,7 +81,9 @@ class AblationConfig:
     protocol: str = "default"  # "paper": the paper's items, split and metrics (paper.py)
     memorized: str = "top-half"  # paper protocol, P1: top-half (the paper) or rank1 (its code)
     ranking: str = "filtered"  # filtered: an item's other true answers never count (reasoning/filtering)
-    ontology: Path | None = None  # an RDF file or OntoProbe folder; None: the bundled ontology
+    #: where the ontology comes from (`studies.ontology_source`); a path: an RDF file or
+    #: OntoProbe folder; None: the bundled ontology
+    ontology: OntologySource | Path | None = None
     cache: bool = True  # read and write the persistent score cache (models/score_cache)
     #: chained items (`reasoning.chains`): derivation steps, irrelevant premises written beside
     #: the needed ones, their order; at the defaults the run is the study without them
@@ -104,6 +107,15 @@ class AblationConfig:
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> "AblationConfig":
         return config_from_args(args)
+
+    @property
+    def source(self) -> OntologySource:
+        return OntologySource.of(self.ontology)
+
+    def load_source(self):
+        """The ontology's `Source`, or None for the bundled one (its items, and the paper's
+        memorizing sets for soft templates: `build.build_study`)."""
+        return None if self.source.bundled else self.source.load()
 
     def check_paper(self) -> None:
         """The settings `--protocol paper` can reproduce (paper.py runs it)."""
@@ -185,9 +197,10 @@ def config_from_args(args: argparse.Namespace) -> AblationConfig:
     if not paper and args.memorized != "top-half":
         raise StudyError(f"--memorized {args.memorized}: applies to --protocol paper; the default "
                          "protocol splits by --fraction")
-    if paper and args.ontology is not None:
+    source = OntologySource.from_args(args, ask=not paper)
+    if paper and not source.bundled:
         raise StudyError("--protocol paper: the paper's items come from the bundled ontology; "
-                         "drop --ontology")
+                         "drop --ontology, --store and --endpoint")
     ranking = parse_ranking(args.ranking)
     rules = tuple(comma_list(args.rules, choices=RULES, option="--rules"))
     templates = template_kinds(args.templates)
@@ -197,10 +210,10 @@ def config_from_args(args: argparse.Namespace) -> AblationConfig:
     config = AblationConfig(args.model or "-", rules, templates, None if args.limit == 0 else args.limit,
                             args.seed, args.pairs, args.fraction, args.device, args.batch_size,
                             args.soft_epochs, resamples=args.resamples, min_items=args.min_items,
-                            extra={"ontology": str(args.ontology or "bundled")},
+                            extra=source_pin(source),
                             candidates=str(args.candidates), dtype=args.dtype,
                             protocol=args.protocol, memorized=args.memorized,
-                            ranking=ranking, ontology=args.ontology, cache=not args.no_cache)
+                            ranking=ranking, ontology=source, cache=not args.no_cache)
     config.depth, config.distractors = depth_options(args)
     config.premise_order = getattr(args, "premise_order", None) or "ordered"
     if config.premise_order not in ("ordered", "shuffled"):
@@ -212,6 +225,16 @@ def config_from_args(args: argparse.Namespace) -> AblationConfig:
     if paper:
         config.check_paper()
     return config
+
+
+def source_pin(source: OntologySource) -> dict:
+    """``extra`` of config.json: ``bundled`` alone for the bundled ontology (as runs always
+    pinned it); for any other source its description (the report's first line names it) and
+    what `OntologySource.pinned` records (a store's fingerprint, a file's hash), so a rerun
+    on a changed one is refused."""
+    if source.bundled:
+        return {"ontology": "bundled"}
+    return {"ontology": source.describe(), "source": source.pinned()}
 
 
 #: the deepest chain and the most distractors a run may ask for
@@ -243,8 +266,6 @@ def add_arguments(p: argparse.ArgumentParser, *, default_model: str | None = Non
                    help="--protocol paper, P1: known when in the top half by reciprocal rank "
                         "(the paper) or when ranked first (the official code)")
     dry_run_option(p)
-    p.add_argument("--ontology", type=Path, default=None,
-                   help="an RDF file or OntoProbe directory (default: the bundled ontology)")
     p.add_argument("--rules", default=",".join(RULES), help="comma-separated rules to study")
     p.add_argument("--templates", default=None,
                    help="manual, soft, or manual,soft (default: manual,soft; paper: manual)")
@@ -283,3 +304,4 @@ def add_arguments(p: argparse.ArgumentParser, *, default_model: str | None = Non
     threads_option(p)
     p.add_argument("--out", type=Path, required=True,
                    help="the run folder: results, report and every unit written as it finishes; rerun into it to resume")
+    add_ontology_options(p)

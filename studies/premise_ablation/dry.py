@@ -56,15 +56,12 @@ def paper_records(config: AblationConfig) -> list[PromptRecord]:
     return out
 
 
-def default_records(config: AblationConfig, ontology: Path | None = None) -> list[PromptRecord]:
-    from kgprobe.ontology.loaders import load_source
-
+def default_records(config: AblationConfig) -> list[PromptRecord]:
     from .candidates import item_candidates
     from .cells import variants
     from .study import build_study, premise_probes, reasoning_prompt
 
-    source = load_source(ontology) if ontology is not None else None
-    study = build_study(config, source, load=False)
+    study = build_study(config, config.load_source(), load=False)
     out = []
     # The premise probes over the relation's whole population, as the run classifies them.
     for probe in premise_probes(study):
@@ -94,9 +91,8 @@ def default_records(config: AblationConfig, ontology: Path | None = None) -> lis
     return out
 
 
-def write_dry_run(config: AblationConfig, out: Path, *, ontology: Path | None = None) -> int:
+def write_dry_run(config: AblationConfig, out: Path) -> int:
     """Write ``OUT/prompts.jsonl``; returns the number of prompts."""
-    records = (paper_records(config) if config.protocol == "paper"
-               else default_records(config, ontology))
+    records = paper_records(config) if config.protocol == "paper" else default_records(config)
     Path(out).mkdir(parents=True, exist_ok=True)
     return write_prompts(out, records)

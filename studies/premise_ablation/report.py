@@ -10,6 +10,7 @@ and report.md with the tables and a reading that states a difference only where 
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -284,6 +285,19 @@ def _known_rule(config: ReportSettings) -> str:
             "in the ontology.")
 
 
+def _source_title(out: Path) -> str:
+    """`` on store S`` for a run on another ontology than the bundled one (config.json's
+    ``extra.ontology``), so the report's first line says which ontology it is about."""
+    import json
+
+    try:
+        pinned = json.loads((out / "config.json").read_text(encoding="utf-8"))
+        ontology = pinned.get("extra", {}).get("ontology", "bundled")
+    except (OSError, ValueError, AttributeError):
+        return ""
+    return "" if ontology in (None, "bundled") else f" on {ontology}"
+
+
 def write_report(out: str | Path) -> Path:
     """results.csv, comparisons.csv, the figures and report.md, all from the prompts on disk."""
     out = Path(out)
@@ -291,7 +305,7 @@ def write_report(out: str | Path) -> Path:
     figures(out, rows)
     templates = _kinds(rows)
     min_items = config.min_items
-    lines = ["# Premise-ablation study", ""]
+    lines = [f"# Premise-ablation study{_source_title(out)}", ""]
     if config.model is not None:
         lines += [f"Model `{config.model}`, rules {', '.join(config.rules)}, "
                   f"{config.limit or 'all'} items per rule, {config.pairs} pseudoword pair(s), "
