@@ -32,8 +32,10 @@ def cmd_kg_serve(args: argparse.Namespace) -> int:
 @command("kg pull")
 def cmd_kg_pull(args: argparse.Namespace) -> int:
     from kgprobe.kg.pull import Puller, PullOptions, provenance
+    from kgprobe.kg.store import check_graph_name
     from kgprobe.ontology.source import Source
 
+    check_graph_name(args.name)
     opts = PullOptions(instances=args.instances, seed=args.seed, namespace=args.namespace,
                        lang=args.lang, pool=args.pool)
     with open_endpoint(args, store_is_target=True) as endpoint:

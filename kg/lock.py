@@ -20,6 +20,7 @@ import stat
 import sys
 from pathlib import Path
 
+from kgprobe.atomic import process_alive
 from kgprobe.errors import StoreError
 from kgprobe.guard import visible_pid
 
@@ -118,10 +119,10 @@ def _holder(fd: int) -> str:
     if not lines:
         return "pid unknown"
     pids = [_pid(line) for line in lines]
-    if pids[0] is None or _alive(pids[0]):
+    if pids[0] is None or process_alive(pids[0]):
         return lines[0]
     for line, pid in zip(lines[1:], pids[1:]):
-        if pid is not None and _alive(pid):
+        if pid is not None and process_alive(pid):
             return (f"{line.split(' (started by')[0]}, left running by pid {pids[0]}, which has "
                     f"exited; `kill {pid}` frees the store")
     return f"{lines[0]}, which has exited; a process it started still holds the lock"
@@ -130,19 +131,6 @@ def _holder(fd: int) -> str:
 def _pid(line: str) -> int | None:
     word = line.split(":", 1)[0].removeprefix("pid ").strip()
     return int(word) if word.isdigit() else None
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:  # a zombie has exited; its lock is gone with it
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return True
 
 
 def _same_file(fd: int, path: Path) -> bool:
