@@ -16,7 +16,7 @@ from typing import Sequence
 from kgprobe.errors import KgprobeError, OntologyError
 from kgprobe.kg.endpoint_options import endpoint_options, open_endpoint
 from kgprobe.kg.formats import print_result
-from kgprobe.kg.store import KnowledgeGraph, check_graph_name, default_store_path, graph_iri
+from kgprobe.kg.store import GraphNameError, KnowledgeGraph, default_store_path, graph_iri
 from kgprobe.ontology.formats import SYNTAXES
 from kgprobe.ontology.from_triples import BuildOptions
 from kgprobe.ontology.loaders import Source, bundled_source, load_source
@@ -66,6 +66,14 @@ def open_reader(args: argparse.Namespace):
 
 
 # ------------------------------------------------------------------------------ kg
+
+
+def check_graph_name(name: str, option: str = "--name") -> str:
+    """Refuse a name that names no graph: '' would make the bare `urn:kgprobe:source:`."""
+    if not name.strip():
+        raise GraphNameError(f"{option} {name!r}: a graph name must not be empty; give one, "
+                             f"e.g. {option} zoo")
+    return name
 
 
 def parse_sources(paths: Sequence[str], default: bool, name: str | None,

@@ -71,15 +71,7 @@ def graph_iri(name: str) -> str:
 
 
 class GraphNameError(StoreError):
-    """A load would put a second file into an existing source graph, or names none."""
-
-
-def check_graph_name(name: str, option: str = "--name") -> str:
-    """Refuse a name that names no graph: '' would make the bare `urn:kgprobe:source:`."""
-    if not name.strip():
-        raise GraphNameError(f"{option} {name!r}: a graph name must not be empty; give one, "
-                             f"e.g. {option} zoo")
-    return name
+    """A load would put a second file into an existing source graph."""
 
 
 class KnowledgeGraph(ModelReader):
