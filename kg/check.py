@@ -6,7 +6,8 @@ verifies each block's checksum as it reads it, and a table file the manifest lis
 directory lacks refuses the open), checks that the six quad indexes agree on how many quads
 there are, and compares each source graph with what the meta graph recorded when it was
 loaded: its triple count (bulk-loaded graphs) and its content hash (graphs loaded through
-Python). Inferred triples are checked as every other graph's, by the indexes; whether they
+Python; a graph `kg serve --allow-updates` may have written is noted when it differs, not
+called damaged). Inferred triples are checked as every other graph's, by the indexes; whether they
 are stale is `kg stats`' business, not damage.
 """
 
