@@ -29,7 +29,7 @@ from kgprobe import atomic
 from kgprobe.cli import main
 
 sys.path.insert(0, str(Path(__file__).parent))
-from cli_run import TINY, kgp, ok, one_line  # noqa: E402
+from cli_run import TINY, kgp, ok  # noqa: E402
 from test_serve_security import form, kg_serve, request  # noqa: E402
 
 CHAIN_HEAD = "@prefix ex: <http://ex.org/> . @prefix rdfs: <http://www.w3.org/2000/01/rdf-schema#> .\n"
