@@ -16,7 +16,7 @@ from typing import Sequence
 from kgprobe.errors import KgprobeError, OntologyError
 from kgprobe.kg.endpoint_options import endpoint_options, open_endpoint
 from kgprobe.kg.formats import print_result
-from kgprobe.kg.store import KnowledgeGraph, default_store_path, graph_iri
+from kgprobe.kg.store import GraphNameError, KnowledgeGraph, default_store_path, graph_iri
 from kgprobe.ontology.formats import SYNTAXES
 from kgprobe.ontology.from_triples import BuildOptions
 from kgprobe.ontology.loaders import Source, bundled_source, load_source
@@ -68,6 +68,14 @@ def open_reader(args: argparse.Namespace):
 # ------------------------------------------------------------------------------ kg
 
 
+def check_graph_name(name: str, option: str = "--name") -> str:
+    """Refuse a name that names no graph: '' would make the bare `urn:kgprobe:source:`."""
+    if not name.strip():
+        raise GraphNameError(f"{option} {name!r}: a graph name must not be empty; give one, "
+                             f"e.g. {option} zoo")
+    return name
+
+
 def parse_sources(paths: Sequence[str], default: bool, name: str | None,
                   options: BuildOptions | None = None, fmt: str | None = None,
                   lazy: bool = False, allow_imports: bool = False) -> list[Source]:
@@ -86,6 +94,7 @@ def parse_sources(paths: Sequence[str], default: bool, name: str | None,
     if not sources:
         raise OntologyError("nothing to load; give SOURCE paths or --default")
     if name is not None:
+        check_graph_name(name)
         if len(sources) != 1:
             raise OntologyError(f"--name {name}: names one source, but {len(sources)} were given; "
                                 "load them one at a time")
@@ -234,10 +243,19 @@ def cmd_kg_export(args: argparse.Namespace) -> int:
 # ------------------------------------------------------------------------------ reason
 
 
+def provenance_size(text: str) -> int | None:
+    """`--max-provenance`: a size as `--max-memory` reads it; None (0, off): no limit."""
+    from kgprobe.guard import parse_size
+
+    return parse_size(text, "--max-provenance")
+
+
 def print_reason(kg: KnowledgeGraph, rules=None, provenance: Path | None = None, *,
-                 owl: bool = False, ignore_imports: bool = False) -> None:
+                 owl: bool = False, ignore_imports: bool = False,
+                 max_provenance: int | None = None) -> None:
     """Reason and say what was derived. `rules=None` (the `--reason` flags): as the store was
-    last reasoned (its rules, HermiT after `reason --owl`), else every RDFS rule."""
+    last reasoned (its rules, HermiT after `reason --owl`), else every RDFS rule.
+    `provenance` is written after the inferences are stored, at most `max_provenance` bytes."""
     from kgprobe.reasoning.materialize import materialize, reason_again
 
     report = reason_again(kg) if rules is None else materialize(
@@ -253,7 +271,7 @@ def print_reason(kg: KnowledgeGraph, rules=None, provenance: Path | None = None,
              f"owl:Nothing), not stated: {', '.join(report.unsatisfiable[:5])}"
              f"{' …' if len(report.unsatisfiable) > 5 else ''}")
     if provenance:
-        n = report.write_provenance(provenance)
+        n = report.write_provenance(provenance, max_provenance)
         print(f"wrote {n} derivations to {provenance}")
 
 
@@ -266,7 +284,7 @@ def cmd_reason(args: argparse.Namespace) -> int:
             print(f"removed the inferred graph ({clear(kg)} triples)")
             return 0
         print_reason(kg, comma_list(args.rules), args.provenance, owl=args.owl,
-                     ignore_imports=args.ignore_imports)
+                     ignore_imports=args.ignore_imports, max_provenance=args.max_provenance)
     return 0
 
 
@@ -367,6 +385,10 @@ def add_parsers(sub) -> None:
                    "naming them)")
     p.add_argument("--provenance", type=Path, default=None,
                    help="write every one-step derivation (rule, conclusion, premises) as JSONL")
+    p.add_argument("--max-provenance", type=provenance_size, default="1G", metavar="SIZE",
+                   help="stop with one line (exit 2) and no file when --provenance passes SIZE "
+                        "(e.g. 1G, 512M; 0: no limit; derivations grow with a chain's depth "
+                        "cubed)")
     writer_args(p)
     memory_arg(p)
     return kg_sub

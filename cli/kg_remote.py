@@ -8,7 +8,7 @@ from pathlib import Path
 from kgprobe.kg.endpoint_options import endpoint_options, open_endpoint
 from kgprobe.kg.store import default_store_path, graph_iri
 
-from .kg import created_store, writer_args
+from .kg import check_graph_name, created_store, writer_args
 from .registry import command
 
 
@@ -34,6 +34,7 @@ def cmd_kg_pull(args: argparse.Namespace) -> int:
     from kgprobe.kg.pull import Puller, PullOptions, provenance
     from kgprobe.ontology.source import Source
 
+    check_graph_name(args.name)
     opts = PullOptions(instances=args.instances, seed=args.seed, namespace=args.namespace,
                        lang=args.lang, pool=args.pool)
     with open_endpoint(args, store_is_target=True) as endpoint:

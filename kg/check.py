@@ -6,7 +6,8 @@ verifies each block's checksum as it reads it, and a table file the manifest lis
 directory lacks refuses the open), checks that the six quad indexes agree on how many quads
 there are, and compares each source graph with what the meta graph recorded when it was
 loaded: its triple count (bulk-loaded graphs) and its content hash (graphs loaded through
-Python). Inferred triples are checked as every other graph's, by the indexes; whether they
+Python; a graph `kg serve --allow-updates` may have written is noted when it differs, not
+called damaged). Inferred triples are checked as every other graph's, by the indexes; whether they
 are stale is `kg stats`' business, not damage.
 """
 
@@ -111,34 +112,47 @@ def _scan(store, report: CheckReport) -> None:
 
 def _compare_meta(store, per_graph: dict[str, int], report: CheckReport,
                   pending: set[str]) -> None:
-    """Each source graph against its meta record: present, same triple count, same hash."""
-    records = {r["g"].value: r["hash"].value for r in store.query(
+    """Each source graph against its meta record: present, same triple count, same hash.
+
+    A graph whose record carries `kg serve`'s mark (`meta.recorded_hash`) may have been
+    changed by a write the server accepted: unchanged, it passes as any other; changed or
+    dropped, that is a note, not damage (tests/test_store_files.py)."""
+    records = {r["g"].value: kgmeta.recorded_hash(r["hash"].value) for r in store.query(
         f"SELECT ?g ?hash WHERE {{ GRAPH <{kgmeta.META_GRAPH}> {{ ?g <{kgmeta.SOURCE_HASH}> ?hash }} }}")}
     stats = kgmeta.cached_stats(store.query(kgmeta.stats_query()))
     for g in sorted(set(per_graph) | set(records)):
+        recorded, served = records.get(g, ("", False))
         if g.startswith(STAGING_NS) or g in pending:
             report.notes.append(f"graph <{g}>: left by an interrupted write; the next writer "
                                 "drops it")
-            continue
-        if g in records and g not in per_graph:
-            report.problems.append(f"graph <{g}>: recorded in the meta graph but missing")
-            continue
-        if g in stats and stats[g].triples != per_graph[g]:
+        elif g in records and g not in per_graph:
+            (report.notes if served else report.problems).append(
+                f"graph <{g}>: recorded in the meta graph but missing"
+                + (" (dropped by a write through `kg serve`)" if served else ""))
+        elif g in stats and stats[g].triples != per_graph[g]:
             report.problems.append(f"graph <{g}>: holds {per_graph[g]} triples, "
                                    f"{stats[g].triples} were loaded")
-        recorded = records.get(g, "")
-        if recorded and not recorded.startswith("file:") and g.startswith(GRAPH_NS):
-            tag = "_:g" + hashlib.sha256(g.encode()).hexdigest()[:8]  # terms.scoped
-            stored = [(_unscope(s, tag), p, _unscope(o, tag)) for s, p, o in graph_triples(store, g)]
-            if content_hash(stored) == recorded:
-                continue
-            if any(_normalized(o) for _, _, o in stored):
-                report.notes.append(f"graph <{g}>: content hash not comparable (Oxigraph "
-                                    "stores numeric, boolean and date literals in canonical "
-                                    "form); checked through its indexes only")
-            else:
-                report.problems.append(f"graph <{g}>: its triples differ from the ones loaded "
-                                       "(content hash mismatch)")
+        elif recorded and not recorded.startswith("file:") and g.startswith(GRAPH_NS):
+            _compare_hash(store, g, recorded, served, report)
+
+
+def _compare_hash(store, g: str, recorded: str, served: bool, report: CheckReport) -> None:
+    """The graph's triples against the content hash recorded when it was loaded."""
+    tag = "_:g" + hashlib.sha256(g.encode()).hexdigest()[:8]  # terms.scoped
+    stored = [(_unscope(s, tag), p, _unscope(o, tag)) for s, p, o in graph_triples(store, g)]
+    if content_hash(stored) == recorded:
+        return
+    if served:
+        report.notes.append(f"graph <{g}>: changed by a write through `kg serve "
+                            "--allow-updates` since it was loaded; checked through its "
+                            "indexes only")
+    elif any(_normalized(o) for _, _, o in stored):
+        report.notes.append(f"graph <{g}>: content hash not comparable (Oxigraph "
+                            "stores numeric, boolean and date literals in canonical "
+                            "form); checked through its indexes only")
+    else:
+        report.problems.append(f"graph <{g}>: its triples differ from the ones loaded "
+                               "(content hash mismatch)")
 
 
 def _unscope(term: str, tag: str) -> str:

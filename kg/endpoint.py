@@ -74,7 +74,7 @@ class SparqlEndpoint(ModelReader):
     def _list_graphs(self) -> list[str]:
         """The data graphs, as `KnowledgeGraph.graphs`: never meta, staging or pending ones (a
         bulk load that died leaves a pending graph until the store's next writer drops it)."""
-        rows = self.client.select(
+        rows = self.client.select_rows(
             f"SELECT DISTINCT ?g WHERE {{ GRAPH ?g {{ ?s ?p ?o }} FILTER NOT EXISTS {{ "
             f"GRAPH <{META_GRAPH}> {{ ?g <{PENDING}> ?mark }} }} }}")
         return sorted(s["g"].value for s in rows
@@ -100,12 +100,17 @@ class SparqlEndpoint(ModelReader):
         return self.client.select(text, default_graphs=self._dataset())
 
     def query(self, sparql: str) -> QueryResult:
-        return query_result(self.solutions(sparql))
+        try:  # solutions are parsed as they are read: see `SparqlClient.select_rows`
+            return query_result(self.solutions(sparql))
+        except (SyntaxError, ValueError) as err:
+            raise EndpointError(f"{self.path}: the answer holds a term that is not valid RDF "
+                                f"({' '.join(str(err).split())[:200]}); fix the data at the "
+                                "endpoint, or ask for less") from None
 
     def select(self, sparql: str) -> list:
         """The solutions of a SELECT over the endpoint's dataset, as a list."""
-        return list(self.client.select(with_prefixes(sparql, PREFIXES),
-                                       default_graphs=self._dataset()))
+        return self.client.select_rows(with_prefixes(sparql, PREFIXES),
+                                       default_graphs=self._dataset())
 
     def select_paged(self, sparql: str, order: str) -> Iterator:
         """Every solution of a SELECT (`order`: its ORDER BY variables), page by page."""
@@ -133,7 +138,7 @@ class SparqlEndpoint(ModelReader):
         The count comes first: a server that silently caps its answers (DBpedia: 10 000 rows)
         is caught, and its cap becomes the page size (or --page-size, if given, is checked)."""
         def ask(query: str) -> list:
-            return list(self.client.select(with_prefixes(query, PREFIXES), default_graphs=dataset))
+            return self.client.select_rows(with_prefixes(query, PREFIXES), default_graphs=dataset)
 
         (row,) = ask(f"SELECT (COUNT(*) AS ?n) WHERE {{ {{ {sparql} }} }}")
         total, size = int(row["n"].value), self.page_size

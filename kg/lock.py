@@ -13,11 +13,14 @@ even one its parent left behind, and the child's line in the file lets a refusal
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
+import stat
 import sys
 from pathlib import Path
 
+from kgprobe.atomic import process_alive
 from kgprobe.errors import StoreError
 from kgprobe.guard import visible_pid
 
@@ -39,7 +42,7 @@ class WriterLock:
     def acquire(self) -> None:
         self.file.parent.mkdir(parents=True, exist_ok=True)
         while True:
-            fd = os.open(self.file, os.O_RDWR | os.O_CREAT, 0o644)
+            fd = open_lock_file(self.file)
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
@@ -83,6 +86,31 @@ class WriterLock:
             self._fd = None
 
 
+def open_lock_file(path: Path) -> int:
+    """Open (or create) the lock file itself, never what a name planted there points to.
+
+    The lock is truncated and written, so following a symbolic link (or writing through a
+    second hard link) would empty a file outside the store: `O_NOFOLLOW` refuses a link,
+    and a file that is not a plain file with one name is refused before anything is
+    written (tests/test_store_files.py)."""
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK,
+                     0o644)
+    except OSError as err:
+        if err.errno != errno.ELOOP:
+            raise
+        raise StoreError(f"{path}: is a symbolic link; kgprobe never writes through one in a "
+                         f"store: remove it (`rm {path}`) and run the command again") from None
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1:
+        os.close(fd)
+        what = ("not a plain file" if not stat.S_ISREG(info.st_mode)
+                else "a second name of another file (a hard link)")
+        raise StoreError(f"{path}: is {what}; kgprobe writes its lock there: remove it "
+                         f"(`rm {path}`) and run the command again")
+    return fd
+
+
 def _holder(fd: int) -> str:
     """Who holds the lock: the first line of the file while that process lives; else a child
     it shared the lock with that still runs (an orphaned server), named with how to free it."""
@@ -91,10 +119,10 @@ def _holder(fd: int) -> str:
     if not lines:
         return "pid unknown"
     pids = [_pid(line) for line in lines]
-    if pids[0] is None or _alive(pids[0]):
+    if pids[0] is None or process_alive(pids[0]):
         return lines[0]
     for line, pid in zip(lines[1:], pids[1:]):
-        if pid is not None and _alive(pid):
+        if pid is not None and process_alive(pid):
             return (f"{line.split(' (started by')[0]}, left running by pid {pids[0]}, which has "
                     f"exited; `kill {pid}` frees the store")
     return f"{lines[0]}, which has exited; a process it started still holds the lock"
@@ -105,22 +133,9 @@ def _pid(line: str) -> int | None:
     return int(word) if word.isdigit() else None
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:  # a zombie has exited; its lock is gone with it
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return True
-
-
 def _same_file(fd: int, path: Path) -> bool:
     try:
-        st = os.stat(path)
+        st = os.lstat(path)
     except FileNotFoundError:
         return False
     mine = os.fstat(fd)

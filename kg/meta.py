@@ -20,6 +20,10 @@ INFERRED_GRAPH = "urn:kgprobe:inferred"
 META_GRAPH = "urn:kgprobe:meta"
 #: per source graph, in the meta graph: the file it was loaded from and its content hash
 SOURCE_PATH, SOURCE_HASH = KGP + "sourcePath", KGP + "sourceHash"
+#: What `kg serve --allow-updates` appends to every recorded source hash before and after a
+#: write it accepts (kg/serve_proxy.py `mark_stale`), followed by a time stamp: the hash
+#: before it stays what the graph held when it was loaded.
+SERVED_WRITE = " written through kg serve"
 #: the fingerprint of the sources the inferred graph was computed from
 COMPUTED_FROM = KGP + "computedFrom"
 _BY = KGP + "derivedBy"
@@ -39,6 +43,14 @@ class SourceRecord:
     graph: str
     path: str
     content_hash: str
+
+
+def recorded_hash(value: str) -> tuple[str, bool]:
+    """(the content hash recorded at load time, whether a write through `kg serve` may have
+    changed the graph since): `kg check` compares the first only when the second is false,
+    and otherwise says the graph was written through the server, not that it is damaged."""
+    head, served, _ = value.partition(SERVED_WRITE)
+    return head, bool(served)
 
 
 def _reified(name: str, triple: Triple) -> str:

@@ -74,6 +74,18 @@ class SparqlClient:
             raise EndpointError(f"{self.url}: the answer is not valid SPARQL results "
                                 f"({media}: {_one_line(err)}); is this a SPARQL endpoint?") from None
 
+    def select_rows(self, sparql: str, *, default_graphs: tuple[str, ...] | None = None) -> list:
+        """A SELECT answer as a list of solutions. pyoxigraph parses solutions lazily, so a
+        term it refuses (an IRI with a space in it) raises only while they are read: here,
+        where it is one line naming the endpoint, not wherever a caller iterates."""
+        answer = self.select(sparql, default_graphs=default_graphs)
+        try:
+            return list(answer)
+        except (SyntaxError, ValueError) as err:
+            raise EndpointError(f"{self.url}: the answer holds a term that is not valid RDF "
+                                f"({_one_line(err)}); nothing of it was used: fix the data "
+                                "at the endpoint, or ask for less (kg pull --namespace)") from None
+
     def construct(self, sparql: str, *, default_graphs: tuple[str, ...] | None = None) -> list:
         """A CONSTRUCT or DESCRIBE answer as a list of pyoxigraph Triples."""
         media, body = self.request(sparql, GRAPH_ACCEPT, default_graphs)

@@ -26,12 +26,13 @@ class ReasonReport:
     owl: set = field(default_factory=set)
     unsatisfiable: list[str] = field(default_factory=list)
 
-    def write_provenance(self, path) -> int:
+    def write_provenance(self, path, max_bytes: int | None = None) -> int:
         """Every one-step derivation as JSONL: HermiT's conclusions first (rule
-        ``owl:hermit``, no premises: HermiT gives no justification), then the RDFS ones."""
+        ``owl:hermit``, no premises: HermiT gives no justification), then the RDFS ones;
+        at most `max_bytes` (else an `OutputError` and no file)."""
         hermit = ({"rule": PROVENANCE, "conclusion": list(t), "premises": []}
                   for t in sorted(self.owl))
-        return self.closure.write_jsonl(path, head=hermit)
+        return self.closure.write_jsonl(path, head=hermit, max_bytes=max_bytes)
 
 
 def asserted_triples(kg: KnowledgeGraph) -> set:

@@ -44,7 +44,8 @@ from itertools import chain, repeat
 
 import numpy as np
 from kgprobe.atomic import atomic_path
-from kgprobe.errors import KgprobeError
+from kgprobe.errors import KgprobeError, OutputError
+from kgprobe.guard import human
 from kgprobe.ontology.model import (
     RDF_TYPE,
     RDFS_DOMAIN,
@@ -232,15 +233,26 @@ class Closure:
         for rule in wanted:
             yield from _DERIVE[rule](eng, rule)
 
-    def write_jsonl(self, path, rule: str | None = None, head: Iterable[dict] = ()) -> int:
+    def write_jsonl(self, path, rule: str | None = None, head: Iterable[dict] = (),
+                    max_bytes: int | None = None) -> int:
         """Write `derivations(rule)` as JSON lines (atomically: temp file, then rename),
-        after the rows of `head` (another reasoner's conclusions, e.g. HermiT's)."""
-        count = 0
+        after the rows of `head` (another reasoner's conclusions, e.g. HermiT's).
+
+        `max_bytes` bounds the file: the derivations of a deep chain grow with its depth
+        cubed (a 200-deep chain of 1,400 triples passed 4 GB), so past it the write stops
+        with an `OutputError` and no file (tests/test_store_files.py)."""
+        count = size = 0
         dumps = json.JSONEncoder(ensure_ascii=False, separators=(", ", ": ")).encode
-        with atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8") as fh:
+        with atomic_path(path) as tmp, open(tmp, "wb") as fh:
             for row in chain(head, (d.to_json() for d in self.derivations(rule))):
-                fh.write(dumps(row))
-                fh.write("\n")
+                line = (dumps(row) + "\n").encode("utf-8")
+                size += len(line)
+                if max_bytes is not None and size > max_bytes:
+                    raise OutputError(f"--provenance {path}: the derivations passed "
+                                      f"--max-provenance ({human(max_bytes)}) after {count} rows "
+                                      "and were not written; raise --max-provenance (0: no "
+                                      "limit) or pass fewer --rules")
+                fh.write(line)
                 count += 1
         return count
 
