@@ -21,7 +21,7 @@ from .config import ConsistencyConfig
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", default=None,
                    help="a preset (smollm2-135m, gemma3-270m), HF id, local dir, .gguf file, "
-                        "or random (a seeded random ranking; not needed with --dry-run)")
+                        "or a baseline: frequency, random (not needed with --dry-run)")
     p.add_argument("--ontology", type=Path, default=None,
                    help="an RDF file or OntoProbe directory (default: the bundled ontology)")
     p.add_argument("--rules", default="all",
