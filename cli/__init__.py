@@ -173,12 +173,12 @@ def main(argv: Sequence[str] | None = None, *, guard: bool | None = None) -> int
 
 def check_model(args) -> None:
     """A `--model` that names nothing loadable fails here, in a second, before any data is read
-    or torch is imported (`models/names.py`)."""
+    or torch is imported (`models/names.py`, which knows the baselines from their registry)."""
     model = getattr(args, "model", None)
     if isinstance(model, str) and not getattr(args, "dry_run", False):
         from kgprobe.models.names import check_model_name
 
-        check_model_name(model, extra=studies.BASELINES)
+        check_model_name(model)
 
 
 #: The commands whose `--out` is one file (every other `--out` is a folder).

@@ -10,11 +10,7 @@ import argparse
 import sys
 from pathlib import Path
 
-
 from .registry import command
-
-#: The names `study memorization --model` takes for its baselines instead of a model.
-BASELINES = ("frequency", "random")
 
 
 def _run_study(name: str):

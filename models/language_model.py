@@ -7,8 +7,10 @@ model and its tokenizer with the few operations the studies need:
   vectors at ``[X]``, ``[Y]``, ``<s1>`` slots), returning a `Scorer`;
 * `slot_distribution` — the model's own distribution at a slot over a fixed vocabulary
   (STA), returning a `SlotScorer`;
-* `next_token_logits` — the distribution of the token after each of some token rows (a
-  multiple-choice letter);
+* `next_token_logits` — the distribution of the token after each of some token rows, and
+  `letter_scores` — each option letter's score as a multiple-choice answer;
+* `trained_on` — the model after seeing a relation's training answers: a pretrained model
+  returns itself, the frequency baseline fits its counts (`models.baselines`);
 * `score_segments` — the mean log-probability of tagged text segments of whole prompts
   (COPEN's zero-shot parts), from `token_logprobs` per token;
 * `features` — frozen hidden states of prompts for probing (COPEN linear);
@@ -20,17 +22,21 @@ what differs between them is a class attribute, not a ``kind`` test in a study:
 `default_pooling` (of a multi-token candidate), `feature_pooling` (which token's hidden state
 is a prompt's feature), `pseudoword_anchor`. `kind` stays as the name written into run
 settings (``config.json``). A new model family is one more subclass; `load_model` picks it.
+The baselines (`models.baselines.Baseline`: ``frequency``, ``random``) answer the same calls
+without torch or weights; they are registered as virtual subclasses, so
+``isinstance(baseline, LanguageModel)`` holds.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Mapping, Protocol, Sequence, runtime_checkable
+from typing import Any, ClassVar, Iterable, Mapping, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 import torch
 from kgprobe.errors import ModelError
+from kgprobe.models.baselines import Baseline
 from kgprobe.models.cloze import AUTO
 from kgprobe.models.encoding import POOLINGS
 from kgprobe.models.segments import ALL, Prompt, TaggedIds, score_prompts
@@ -94,6 +100,19 @@ class LanguageModel(ABC):
     pseudoword_anchor: ClassVar[str]
     #: The transformers auto class `load_model` reads the weights with.
     auto_class: ClassVar[str]
+    #: Its scores go through the persistent score cache (`models.score_cache`).
+    caches_scores: ClassVar[bool] = True
+
+    # ------------------------------------------------------------------ training data
+    def trained_on(self, answers: Iterable[Sequence[str] | str]) -> "LanguageModel":
+        """The model after seeing the gold answers of a relation's training records.
+
+        Every study hands each model the training answers of the relation it asks, the same
+        way, so none asks which model learns from them: a pretrained model's knowledge comes
+        from pretraining and it returns itself without reading `answers` (a study may pass a
+        lazy iterable and pay nothing); the frequency baseline returns a copy fitted to them.
+        """
+        return self
 
     # ------------------------------------------------------------------ ranking fillers
     def scorer(self, *, masks: str = "multi", pooling: str | None = None,
@@ -125,6 +144,16 @@ class LanguageModel(ABC):
     @abstractmethod
     def next_token_logits(self, rows: Sequence[Sequence[int]]) -> torch.Tensor:
         """Float32 logits [len(rows), V] of the token after each row of token ids."""
+
+    def letter_scores(self, questions: Sequence[str], options: Sequence[Mapping[str, str]], *,
+                      instruction: str = "", use_chat_template: bool | None = None,
+                      batch_size: int = 4) -> list[dict[str, float]]:
+        """Per question, letter → log-probability of that option letter as the token after
+        the question (`options`: letter → option text, per question; `models.letters`)."""
+        from kgprobe.models.letters import letter_logprobs
+
+        return letter_logprobs(self, questions, options, instruction=instruction,
+                               use_chat_template=use_chat_template, batch_size=batch_size)
 
     # ------------------------------------------------------------------ text segments
     @abstractmethod
@@ -172,3 +201,6 @@ class LanguageModel(ABC):
     def hidden_size(self) -> int:
         """Width of the input embeddings (and of pseudoword vectors)."""
         return int(self.model.get_input_embeddings().weight.shape[1])
+
+
+LanguageModel.register(Baseline)

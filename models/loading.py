@@ -10,7 +10,9 @@
 The model's configuration decides its family: ``"masked"`` (BERT-like, loaded with
 `AutoModelForMaskedLM`, returned as a `MaskedLM`) or ``"causal"`` (GPT-like,
 `AutoModelForCausalLM`, returned as a `CausalLM`); both are the one `LanguageModel` interface
-the studies use (``models/language_model.py``).
+the studies use (``models/language_model.py``). A baseline's name (``frequency``, ``random``:
+`models.baselines.BASELINES`) returns that weightless model, seeded with `seed`, without
+importing torch: this module imports torch and transformers only where weights are loaded.
 
 GGUF files are de-quantised by transformers (`from_pretrained(dir, gguf_file=...)`), which
 takes 15-80 s. We therefore convert each GGUF file ONCE into a plain Hugging Face directory
@@ -32,14 +34,15 @@ import logging
 import os
 import time
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-import torch
 from kgprobe.errors import ModelError
-from kgprobe.models.causal_lm import CausalLM
-from kgprobe.models.language_model import LanguageModel
-from kgprobe.models.masked_lm import MaskedLM
+from kgprobe.models.baselines import BASELINES, load_baseline
 from kgprobe.models.names import check_model_name, unknown_model
+
+if TYPE_CHECKING:
+    import torch
+    from kgprobe.models.language_model import LanguageModel
 
 __all__ = [
     "PRESETS",
@@ -56,10 +59,30 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 Kind = Literal["masked", "causal"]
-#: The model families `load_model` can return, by `kind`.
-FAMILIES: dict[str, type[LanguageModel]] = {cls.kind: cls for cls in (MaskedLM, CausalLM)}
 
-from .gguf import PRESETS, gguf_entry, preset_entry
+
+def _families() -> dict[str, type]:
+    """The pretrained model families `load_model` can return, by `kind` (`FAMILIES`); the
+    weightless ones are `BASELINES`, by name."""
+    from kgprobe.models.causal_lm import CausalLM
+    from kgprobe.models.masked_lm import MaskedLM
+
+    return {cls.kind: cls for cls in (MaskedLM, CausalLM)}
+
+
+def __getattr__(name: str) -> Any:
+    """`FAMILIES`, `PRESETS` and `LanguageModel` import torch: looked up on first use."""
+    if name == "FAMILIES":
+        return _families()
+    if name == "PRESETS":
+        from .gguf import PRESETS
+
+        return PRESETS
+    if name == "LanguageModel":
+        from kgprobe.models.language_model import LanguageModel
+
+        return LanguageModel
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def default_cache_dir() -> Path:
@@ -72,6 +95,8 @@ def default_cache_dir() -> Path:
 
 def resolve_device(device: str | None) -> str:
     """``None``/``"auto"`` -> cuda if available else cpu; validates an explicit request."""
+    import torch
+
     if device in (None, "auto"):
         return "cuda" if torch.cuda.is_available() else "cpu"
     if device.startswith("cuda") and not torch.cuda.is_available():
@@ -91,6 +116,8 @@ def resolve_dtype(dtype: str | torch.dtype | None) -> torch.dtype:
     Scores are computed from float32 logits whatever the weights' dtype; bfloat16 ranks like
     float32 (tested) at half the memory traffic, the GPU setting.
     """
+    import torch
+
     if dtype is None:
         return torch.float32
     if isinstance(dtype, torch.dtype):
@@ -108,6 +135,8 @@ def set_threads(threads: int) -> None:
     """
     if threads < 1:
         raise ModelError(f"--threads {threads}: give a positive number of CPU threads")
+    import torch
+
     torch.set_num_threads(threads)
 
 
@@ -157,7 +186,7 @@ def _quiet_transformers():
 
 
 def _load_hf(source: str, name: str, *, kind: Kind | None, hub_kwargs: dict,
-             dtype: torch.dtype = torch.float32) -> tuple[Kind, Any, Any]:
+             dtype: torch.dtype | None = None) -> tuple[Kind, Any, Any]:
     import transformers
     from transformers import AutoConfig, AutoTokenizer
 
@@ -171,7 +200,8 @@ def _load_hf(source: str, name: str, *, kind: Kind | None, hub_kwargs: dict,
             ) from None
         raise _unknown(name) from None
     kind = kind or _kind_of(config, name)
-    auto = getattr(transformers, FAMILIES[kind].auto_class)
+    auto = getattr(transformers, _families()[kind].auto_class)
+    dtype = resolve_dtype(dtype)
     try:
         with _quiet_transformers():  # we report a missing head ourselves, in one line
             model, info = auto.from_pretrained(source, config=config, dtype=dtype, output_loading_info=True, **hub_kwargs)
@@ -204,27 +234,35 @@ def load_model(
     kind: Kind | None = None,
     local_files_only: bool | None = None,
     dtype: str | torch.dtype | None = "float32",
+    seed: int = 0,
 ) -> LanguageModel:
-    """Load a preset, a ``.gguf`` file, a local HF directory or a hub id.
+    """Load a preset, a ``.gguf`` file, a local HF directory, a hub id or a baseline.
 
     `device`: ``"cpu"``, ``"cuda"`` or ``"auto"`` (cuda if available). `cache_dir`: root of the
     GGUF conversion cache (default `default_cache_dir()`). `kind` overrides the masked/causal
     decision taken from the config. `local_files_only` forbids hub access (default: the
     ``HF_HUB_OFFLINE`` environment variable). `dtype`: the weights' dtype (`DTYPES`).
+`seed`: the run's seed, which only a model that draws uses (the baselines' random orders);
+every study passes it, so none needs to know which model draws.
 
     Raises `ModelError` (one line) for unknown names, models without an LM head, bad GGUF files.
     """
+    name = str(name_or_path)
+    if name in BASELINES:
+        return load_baseline(name, seed=seed)
+    from .gguf import PRESETS, gguf_entry, preset_entry
+
     t0 = time.perf_counter()
     dev = resolve_device(device)
     torch_dtype = resolve_dtype(dtype)
     cache = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
-    name = str(name_or_path)
     converted = False
     hub_kwargs: dict = {}
     if local_files_only:
         hub_kwargs["local_files_only"] = True
 
-    if kind is not None and kind not in FAMILIES:
+    families = _families()
+    if kind is not None and kind not in families:
         raise ModelError(f"unknown model kind '{kind}'; use masked or causal")
 
     if name in PRESETS:
@@ -261,7 +299,7 @@ def load_model(
             if getattr(tokenizer, candidate, None) is not None:
                 tokenizer.pad_token = getattr(tokenizer, candidate)
                 break
-    return FAMILIES[kind_](
+    return families[kind_](
         name=name,
         model=model,
         tokenizer=tokenizer,

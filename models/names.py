@@ -6,7 +6,8 @@ A hub id that is not in the local hub cache used to be tried on the network, wit
 in the local cache (`huggingface_hub.try_to_load_from_cache`, no network) is kept; an id that
 is not is looked up once on the hub (one request, no retries, a short timeout) unless the hub is
 switched off (``HF_HUB_OFFLINE``); an unknown name fails with the presets listed and the
-closest match suggested.
+closest match suggested. The baselines (`models.baselines.BASELINES`: ``frequency``,
+``random``) are model names too, known here from that one registry.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import os
 from pathlib import Path
 
 from kgprobe.errors import ModelError
+from kgprobe.models.baselines import BASELINES
 
 #: The presets' names (`models.gguf.PRESETS`, which needs torch, has the same keys; tested).
 PRESET_NAMES = ("gemma3-270m", "smollm2-135m")
@@ -58,7 +60,8 @@ def _on_hub(name: str) -> str | None:
 
 
 def unknown_model(name: str, why: str, extra: tuple[str, ...] = ()) -> ModelError:
-    """One line: what `name` is not, the presets, and the closest known name."""
+    """One line: what `name` is not, the presets and baselines, and the closest known name."""
+    extra = tuple(BASELINES) + tuple(e for e in extra if e not in BASELINES)
     known = list(PRESET_NAMES) + list(extra)
     close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
     hint = f"; did you mean '{close[0]}'?" if close else ""
@@ -71,9 +74,9 @@ def unknown_model(name: str, why: str, extra: tuple[str, ...] = ()) -> ModelErro
 def check_model_name(name: str, *, extra: tuple[str, ...] = (),
                      local_files_only: bool | None = None) -> None:
     """Raise `ModelError` (one line, with a suggestion) unless `name` can be loaded: a preset,
-    one of `extra` (baselines), an existing ``.gguf`` file, a local directory, a hub id in the
+    a baseline (`BASELINES`), one of `extra`, an existing ``.gguf`` file, a local directory, a hub id in the
     local hub cache, or (hub allowed) a hub id the hub knows."""
-    if name in PRESET_NAMES or name in extra:
+    if name in PRESET_NAMES or name in BASELINES or name in extra:
         return
     path = Path(name).expanduser()
     if name.lower().endswith(".gguf"):

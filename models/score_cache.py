@@ -274,5 +274,7 @@ def uncached(scorer: Any) -> Any:
 
 
 def cached_scorer(scorer: Any, loaded: Any, *, enabled: bool = True) -> Any:
-    """`scorer` behind the persistent cache, or unchanged when `enabled` is false."""
-    return CachedScorer(scorer, loaded) if enabled else scorer
+    """`scorer` behind the persistent cache, or unchanged when `enabled` is false or the model
+    keeps no cache (`caches_scores`: a baseline, cheaper to compute than to look up, whose
+    numbers no model identity key holds)."""
+    return CachedScorer(scorer, loaded) if enabled and getattr(loaded, "caches_scores", True) else scorer

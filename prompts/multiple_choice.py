@@ -5,10 +5,11 @@ The paper asks ChatGPT 20-option questions such as ``"What is the type of Lionel
 ``data/ontoprobe/multiple_choice/``) are ``{"prompt", "gold"}`` (reasoning) or
 ``{"prompt", "gold", "cands"}`` (memorizing) with ``gold`` like ``"(e) work"``.
 
-Protocol here (no free generation): the question plus an instruction to answer with the
-option letter is wrapped in the tokenizer's chat template when it has one (user turn,
-then the assistant generation prompt), followed by ``"("``; each option letter is scored
-as the next token and the highest-scoring letter is the prediction.
+Protocol here (no free generation): the model scores each option letter
+(`LanguageModel.letter_scores`: for a pretrained model, the question plus an instruction to
+answer with the option letter, wrapped in the tokenizer's chat template when it has one,
+followed by ``"("``, each letter scored as the next token, `models.letters`; a baseline ranks
+the options' texts, `models.baselines`) and the highest-scoring letter is the prediction.
 
 Small models cannot bind answers to letters, so `score_option_texts` offers the cloze form
 (as lm-evaluation-harness does for small models): the question without its option list,
@@ -26,10 +27,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-import torch
+from typing import TYPE_CHECKING
+
 from kgprobe.errors import KgprobeError, ModelError
-from kgprobe.models.encoding import PromptEncoder
-from kgprobe.models.language_model import LanguageModel
+
+if TYPE_CHECKING:
+    from kgprobe.models.language_model import LanguageModel
 
 __all__ = [
     "MultipleChoiceResult", "load_multiple_choice", "score_multiple_choice", "score_option_texts",
@@ -83,17 +86,6 @@ def gold_letter(gold: str) -> str:
     return _letter(gold)
 
 
-def _context(tok, question: str, instruction: str, use_chat: bool) -> list[int]:
-    message = f"{question}\n{instruction}" if instruction else question
-    if use_chat:
-        text = tok.apply_chat_template([{"role": "user", "content": message}], tokenize=False, add_generation_prompt=True)
-        ids = list(tok(text + "(", add_special_tokens=False)["input_ids"])
-    else:
-        ids = list(tok(f"{message}\nAnswer: (", add_special_tokens=True)["input_ids"])
-    return ids
-
-
-@torch.no_grad()
 def score_multiple_choice(
     loaded: LanguageModel,
     prompts: Sequence[str],
@@ -108,25 +100,15 @@ def score_multiple_choice(
         raise ModelError(f"multiple-choice scoring needs a causal (instruct) model; '{loaded.name}' is {loaded.kind}")
     if len(prompts) != len(golds):
         raise ValueError(f"{len(prompts)} prompts but {len(golds)} golds")
-    tok = loaded.tokenizer
-    use_chat = bool(getattr(tok, "chat_template", None)) if use_chat_template is None else use_chat_template
-    encoder = PromptEncoder(tok)
-    letter_id = {chr(c): encoder.encode_text(chr(c), "glued")[0] for c in range(ord("a"), ord("z") + 1)}
-
-    contexts = [_context(tok, q, instruction, use_chat) for q in prompts]
-    options = [list(dict.fromkeys(_OPTION.findall(q))) or [chr(c) for c in range(ord("a"), ord("t") + 1)] for q in prompts]
+    options = []
+    for q in prompts:
+        letters = list(dict.fromkeys(_OPTION.findall(q))) or [chr(c) for c in range(ord("a"), ord("t") + 1)]
+        texts = split_question(q)[1]
+        options.append({letter: texts.get(letter, "") for letter in letters})
     gold_letters = [_letter(g) for g in golds]
-
-    predictions: list[str] = []
-    per_question: list[dict[str, float]] = []
-    for start in range(0, len(contexts), batch_size):
-        batch = contexts[start : start + batch_size]
-        lp = torch.log_softmax(loaded.next_token_logits(batch), dim=-1).cpu()
-        for b in range(len(batch)):
-            letters = options[start + b]
-            row = {l: float(lp[b, letter_id[l]]) for l in letters}
-            per_question.append(row)
-            predictions.append(max(letters, key=lambda l: row[l]))
+    per_question = loaded.letter_scores(prompts, options, instruction=instruction,
+                                        use_chat_template=use_chat_template, batch_size=batch_size)
+    predictions = [max(opts, key=lambda l: row[l]) for opts, row in zip(options, per_question)]
     return _result(predictions, gold_letters, per_question)
 
 

@@ -48,7 +48,7 @@ def run(study: str, *, out: str | Path, threads: int | None = None, **settings: 
     if isinstance(model, str):
         from kgprobe.models.names import check_model_name
 
-        check_model_name(model, extra=("frequency", "random"))
+        check_model_name(model)
     args.threads = threads
     apply_threads(args)
     return definition.run(config, out)

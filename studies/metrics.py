@@ -1,4 +1,4 @@
-"""Ranking metrics of OntoProbe (§3.1.3) and the baseline pseudo-models (§4.1).
+"""Ranking metrics of OntoProbe (§3.1.3).
 
 For one item with candidate scores ``s`` (higher = better) and gold candidate set ``G``:
 
@@ -20,20 +20,17 @@ else true it is the raw rank; MRRa's best value becomes 1.
 
 `evaluate` averages these over items and returns fractions in [0, 1].
 
-Baselines implement the `Scorer` protocol (``score(prompts, candidates, ...)``) and ignore
-the prompt text, so a study runner can treat them like models:
-`FrequencyBaseline` ranks the gold labels of the training split by frequency (ties by first
-appearance), then the other candidates in a seeded random order; `RandomBaseline` ranks
-candidates in a seeded random order per prompt.
+The baselines (§4.1: ``--model frequency``, ``--model random``) are models, not metrics: they
+live in `kgprobe.models.baselines` and every study loads them like any other model.
 """
 
 from __future__ import annotations
 
-import hashlib
-from collections import Counter
 from typing import Iterable, Mapping, Sequence
 
 import numpy as np
+
+from kgprobe.models.baselines import stable_seed  # noqa: F401 (seeds of stats and STA)
 
 __all__ = [
     "gold_ranks",
@@ -46,8 +43,6 @@ __all__ = [
     "item_metrics",
     "evaluate",
     "gold_indices",
-    "FrequencyBaseline",
-    "RandomBaseline",
     "DEFAULT_KS",
     "stable_seed",
 ]
@@ -171,85 +166,3 @@ def gold_indices(candidates: Sequence[str], gold_labels: Iterable[str]) -> list[
     """Indices of `gold_labels` in `candidates` (labels not among the candidates are skipped)."""
     position = {c: i for i, c in reversed(list(enumerate(candidates)))}
     return sorted({position[g] for g in gold_labels if g in position})
-
-
-# --------------------------------------------------------------------------------------
-# Baselines as pseudo-models
-# --------------------------------------------------------------------------------------
-
-
-def stable_seed(*parts: object) -> list[int]:
-    """A numpy seed that depends only on `parts` (not on run order or on what else was drawn)."""
-    digest = hashlib.sha256("\x1f".join(str(p) for p in parts).encode()).digest()
-    return [int.from_bytes(digest[i : i + 4], "little") for i in range(0, 16, 4)]
-
-
-class RandomBaseline:
-    """Seeded random ranking; each prompt's order depends only on (seed, prompt text, candidates)."""
-
-    kind = "baseline"
-
-    def __init__(self, seed: int = 0, name: str = "random"):
-        self.seed = int(seed)
-        self.name = name
-
-    def score(self, prompts, candidates, *, pseudowords=None, batch_size: int = 32) -> np.ndarray:
-        out = np.zeros((len(prompts), len(candidates)), dtype=np.float64)
-        for i, prompt in enumerate(prompts):
-            rng = np.random.default_rng(stable_seed(self.seed, prompt, len(candidates), *candidates))
-            out[i] = -rng.permutation(len(candidates)).astype(np.float64)  # distinct scores, no ties
-        return out
-
-
-class FrequencyBaseline:
-    """Gold labels of the training split by frequency, then the rest in a seeded random order.
-
-    `train_golds`: the gold label strings of each training item, in split order (or a flat
-    iterable of labels, or a ``{label: count}`` mapping in first-appearance order). Every gold
-    of an item counts once (a TP item with the chain bacteria → species adds one to each).
-    Every prompt gets the same ranking.
-
-    Ties among equally frequent golds go to the one that appears first in the training split
-    (item order, then answer order within an item). This is the rule OntoProbe's Table 4
-    baseline row implies — its reference code sorts a ``Counter`` of the train golds stably by
-    count — and it decides the numbers: on RG the train split has "place" and "person" twice
-    each, "place" first, and the paper's R@1 of 10.7 (3 of 28 test golds are "place", 11 are
-    "person") holds only if "place" ranks first. Labels with no training count follow in a
-    seeded random order, as the paper's random tail; only MRR(a) depends on that seed.
-    """
-
-    kind = "baseline"
-
-    def __init__(self, train_golds: Iterable[Iterable[str] | str] | Mapping[str, int], seed: int = 0, name: str = "frequency"):
-        counts: Counter[str] = Counter()  # insertion order = first appearance in the split
-        if isinstance(train_golds, Mapping):
-            counts.update({str(k): int(v) for k, v in train_golds.items()})
-        else:
-            for item in train_golds:
-                if isinstance(item, str):
-                    counts[item] += 1
-                else:
-                    counts.update(str(x) for x in item)
-        self.counts = counts
-        self.first_seen = {label: i for i, label in enumerate(counts)}
-        self.seed = int(seed)
-        self.name = name
-
-    def ranking(self, candidates: Sequence[str]) -> np.ndarray:
-        """Candidate indices best first."""
-        rng = np.random.default_rng(stable_seed(self.seed, len(candidates), *candidates))
-        tiebreak = rng.permutation(len(candidates))
-        unseen = len(self.first_seen)
-
-        def key(i: int) -> tuple[int, int, int]:
-            count = self.counts.get(candidates[i], 0)
-            if count > 0:
-                return (-count, self.first_seen[candidates[i]], 0)
-            return (0, unseen, int(tiebreak[i]))
-
-        return np.array(sorted(range(len(candidates)), key=key), dtype=np.int64)
-
-    def score(self, prompts, candidates, *, pseudowords=None, batch_size: int = 32) -> np.ndarray:
-        row = np.zeros(len(candidates), dtype=np.float64)
-        row[self.ranking(candidates)] = -np.arange(len(candidates), dtype=np.float64)
-        return np.tile(row, (len(prompts), 1))

@@ -14,7 +14,7 @@ import csv
 import pytest
 from kgprobe.cli import main
 from kgprobe.studies.memorization.study import reference_sets, run_memorization
-from kgprobe.studies.metrics import FrequencyBaseline
+from kgprobe.models.baselines import FrequencyBaseline
 
 # OntoProbe (ACL 2023) Table 4, "Frequency Baseline" column: R@1, R@5, MRR in percent.
 PAPER_TABLE4_BASELINE = {

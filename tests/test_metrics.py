@@ -5,10 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from kgprobe.models.baselines import FrequencyBaseline, RandomBaseline
 from kgprobe.models.scoring import Scorer
 from kgprobe.studies.metrics import (
-    FrequencyBaseline,
-    RandomBaseline,
     accuracy,
     evaluate,
     gold_indices,

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
 
+from kgprobe.models.baselines import BASELINES
 from kgprobe.models.causal_lm import CausalLM
 from kgprobe.models.language_model import LanguageModel
 from kgprobe.models.masked_lm import MaskedLM
@@ -53,3 +55,37 @@ def test_loaded_models_answer_by_capability(tiny_bert, tiny_gpt2):
     assert (tiny_bert.default_pooling, tiny_gpt2.default_pooling) == ("mean", "sum")
     assert (tiny_bert.feature_pooling, tiny_gpt2.feature_pooling) == ("first", "last")
     assert tiny_gpt2.next_token_logits([[1, 2, 3]]).shape[0] == 1
+
+
+def test_no_study_names_a_baseline():
+    """A study asks ``--model``'s interface, never whether it is a baseline: the registry
+    (`models.baselines.BASELINES`) is defined once, and no study or command compares the
+    model's name with a baseline's."""
+    names = re.compile(r"""model\s*(==|!=|\bin\b|\bnot in\b)\s*(["'](frequency|random)["']|\(?["']?BASELINES)""")
+    hits, definitions = [], []
+    for p in sorted(ROOT.rglob("*.py")):
+        if "tests" in p.relative_to(ROOT).parts:
+            continue
+        text = p.read_text(encoding="utf-8")
+        definitions += [str(p.relative_to(ROOT)) for line in text.splitlines()
+                        if re.match(r"\s*BASELINES\s*[:=]", line)]
+        if p.relative_to(ROOT).parts[0] in ("studies", "cli"):
+            hits += [f"{p.relative_to(ROOT)}: {m.group(0)}" for m in names.finditer(text)]
+    assert definitions == ["models/baselines.py"], definitions
+    assert not hits, hits
+    assert names.search('if config.model in BASELINES:') and names.search('model == "random"')
+
+
+@pytest.mark.parametrize("name", sorted(BASELINES))
+def test_baselines_answer_every_interface_call(name):
+    """A baseline has every public method and class attribute of `LanguageModel`, so a study
+    that calls one on any model needs no check first (what a baseline cannot do is a
+    `ModelError`, tested in test_baselines.py)."""
+    cls = BASELINES[name]
+    public = {a for a in dir(LanguageModel) if not a.startswith("_")}
+    has = set(dir(cls(name))) | {"auto_class"}  # no transformers class reads its weights
+    assert public <= has, public - has
+    for attr in ("kind", "fills_masks", "answers_next_token", "default_pooling", "feature_pooling",
+                 "pseudoword_anchor"):
+        assert hasattr(cls, attr), attr
+    assert issubclass(cls, LanguageModel)  # registered as a virtual subclass

@@ -22,7 +22,7 @@ from .config import ConsistencyConfig
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", default=None,
                    help="a preset (smollm2-135m, gemma3-270m), HF id, local dir, .gguf file, "
-                        "or random (a seeded random ranking; not needed with --dry-run)")
+                        "or a baseline: frequency, random (not needed with --dry-run)")
     p.add_argument("--rules", default="all",
                    help="comma-separated rules (rdfs2, rdfs3, rdfs5, rdfs7, rdfs9, rdfs11), or "
                         "all: every rule with derivations among the ontology's entities")

@@ -10,10 +10,6 @@ from kgprobe.errors import StudyError
 from kgprobe.reasoning.rdfs import RULES
 from kgprobe.studies.ontology_source import OntologySource
 
-#: ``--model`` values that need no weights: a seeded random ranking, the chance reference.
-BASELINES = ("random",)
-
-
 @dataclass
 class ConsistencyConfig:
     model: str
@@ -43,7 +39,7 @@ class ConsistencyConfig:
         parse_protocol(args.candidates)
         if args.model is None and not args.dry_run:
             raise StudyError("--model: give a model (a preset, HF id, local dir, .gguf file or "
-                             "random), or pass --dry-run to only write the prompts")
+                             "a baseline: frequency, random), or pass --dry-run to only write the prompts")
         if args.believe_at < 1:
             raise StudyError(f"--believe-at {args.believe_at}: give a rank of at least 1 (1: "
                              "a statement is believed when its gold ranks first)")

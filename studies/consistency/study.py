@@ -28,7 +28,7 @@ from kgprobe.reasoning.distractors import Protocol, parse_protocol
 from kgprobe.studies.runner import Unit, read_unit, rows_to_csv, run_units, unit_path
 
 from .beliefs import COLUMNS, DerivationRanks, consistency_table
-from .config import BASELINES, ConsistencyConfig
+from .config import ConsistencyConfig
 from .probes import Candidates, Probe, distinct_requests, prompt_of, rank_statement
 from .statements import BeliefDerivation, Statement
 
@@ -46,6 +46,7 @@ class Setup:
     protocol: Protocol
     found: dict[str, int] = field(default_factory=dict)
     skipped: Counter = field(default_factory=Counter)
+    ontology: object = None  # the ontology asked (its memorizing sets: `training_answers`)
 
     @property
     def templates(self) -> list[int]:
@@ -79,7 +80,7 @@ def build(config: ConsistencyConfig) -> Setup:
     closure = item_closure(onto, source.triples)
     verb = Verbalizer(onto, templates, pseudowords=False)
     writer = Writer(onto, verb)
-    setup = Setup(config, {}, {}, parse_protocol(config.candidates))
+    setup = Setup(config, {}, {}, parse_protocol(config.candidates), ontology=onto)
     setup.derivations = study_derivations(writer, closure, config.rules, config.limit,
                                           config.seed, setup.skipped, setup.found)
     if not any(setup.derivations.values()):
@@ -107,16 +108,34 @@ def build(config: ConsistencyConfig) -> Setup:
     return setup
 
 
-def make_scorer(config: ConsistencyConfig, loaded):
-    """The model's scorer behind the shared score cache (the memorization study's masks and
-    pooling, so its rows serve both), or the random baseline."""
-    if config.model in BASELINES:
-        from kgprobe.studies.metrics import RandomBaseline
+def training_answers(setup: Setup, relation: str):
+    """The gold answers of `relation`'s memorizing training records, which every model is
+    handed (`LanguageModel.trained_on`: the frequency baseline counts them, a pretrained model
+    reads nothing): the bundled sets on the bundled ontology, else the sets generated from the
+    ontology with the run's seed, as the memorization study uses them. A relation with no
+    memorizing set (a fact's object, ``property``) has none, and the frequency baseline ranks
+    its candidates in its seeded order alone. A generator: nothing is read unless asked."""
+    from kgprobe.reasoning.memorizing import RELATIONS
+    from kgprobe.reasoning.memorizing_sets import generated_memorizing_sets, reference_sets
 
-        return RandomBaseline(seed=config.seed)
+    if relation not in RELATIONS:
+        return
+    config = setup.config
+    sets = (reference_sets((relation,)) if config.source.bundled else generated_memorizing_sets(
+        setup.ontology, (relation,), seed=config.seed, lang=config.source.language()))
+    mset = sets.get(relation)
+    for record in mset.records if mset is not None else ():
+        if record.split == "train":
+            yield record.answers
+
+
+def make_scorer(setup: Setup, relation: str, loaded):
+    """The model's scorer, after seeing `relation`'s training answers, behind the shared score
+    cache (the memorization study's masks and pooling, so its rows serve both)."""
     from kgprobe.models.score_cache import cached_scorer
 
-    return cached_scorer(loaded.scorer(masks="multi", pooling=None), loaded, enabled=config.cache)
+    scorer = loaded.trained_on(training_answers(setup, relation)).scorer(masks="multi", pooling=None)
+    return cached_scorer(scorer, loaded, enabled=setup.config.cache)
 
 
 def score_unit(setup: Setup, probes: list[Probe], scorer, *, desc: str,
@@ -143,7 +162,7 @@ def units_of(setup: Setup, loaded, progress: bool) -> list[Unit]:
     units = []
     for (relation, t), probes in setup.probes.items():
         def run(probes=probes, relation=relation, t=t):
-            return score_unit(setup, probes, make_scorer(setup.config, loaded),
+            return score_unit(setup, probes, make_scorer(setup, relation, loaded),
                               desc=f"{relation} template {t}", progress=progress)
 
         units.append(Unit({"relation": relation, "template": t}, run, len(probes)))
@@ -158,12 +177,11 @@ def run_config(config: ConsistencyConfig, out: Path, *, progress: bool = True) -
     with first_pin(out):
         setup = build(config)
         pin_settings(out, config.pinned(), report=config.report_settings())
-        loaded = None
-        if config.model not in BASELINES:
-            from kgprobe.models.loading import load_model
+        from kgprobe.models.loading import load_model
 
-            loaded = load_model(config.model, device=config.device, dtype=config.dtype)
-    units = units_of(setup, loaded, progress and loaded is not None)
+        loaded = load_model(config.model, device=config.device, dtype=config.dtype,
+                            seed=config.seed)
+    units = units_of(setup, loaded, progress)
     unit_rows = run_units(out, units, UNIT_COLUMNS, progress=progress)
     write_text(out / "statements.csv", rows_to_csv(unit_rows, UNIT_COLUMNS))
     ranks = {(p["statement"], unit.key["template"]): p for unit in units

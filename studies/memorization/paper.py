@@ -33,14 +33,13 @@ def chosen_templates(config: MemorizationConfig, relation: str) -> list[int]:
     return list(chosen)
 
 
-#: The official baseline (main.py, model_class "baseline") reads the few-shot split, whose
-#: test part is every record from 20 on: Table 4's baseline row covers 8,839 TP and 701 SCO
-#: records where the models' rows cover 500.
-BASELINES = ("frequency", "random")
-
-
 def task_prompts(config: MemorizationConfig, relation: str, template: int) -> list[PaperPrompt]:
-    prompts = memorizing_prompts(relation, template, sliced=config.model not in BASELINES)
+    """The official baseline (main.py, model_class "baseline") reads the few-shot split, whose
+    test part is every record from 20 on: Table 4's baseline row covers 8,839 TP and 701 SCO
+    records where the models' rows cover 500 (`models.baselines.scores_for_free`)."""
+    from kgprobe.models.baselines import scores_for_free
+
+    prompts = memorizing_prompts(relation, template, sliced=not scores_for_free(config.model))
     return prompts[:config.limit] if config.limit is not None else prompts
 
 
@@ -51,20 +50,18 @@ def task_candidates(relation: str) -> list[str]:
 
 
 def _scorer(config: MemorizationConfig, loaded, relation: str):
-    from kgprobe.studies.metrics import FrequencyBaseline, RandomBaseline
-
-    if config.model == "frequency":  # the paper's baseline: train golds by frequency
-        from kgprobe.ontology.verbalize import normalize_label
-
-        train = [[normalize_label(a) for a in r.answers]
-                 for r in load_records(relation) if r.split == "train"]
-        return FrequencyBaseline(train, seed=config.seed)
-    if config.model == "random":
-        return RandomBaseline(seed=config.seed)
+    """The model's scorer, after seeing the task's train golds (the paper's frequency
+    baseline counts them; a pretrained model ignores them: `LanguageModel.trained_on`)."""
     from kgprobe.models.score_cache import cached_scorer
+    from kgprobe.ontology.verbalize import normalize_label
 
-    return cached_scorer(loaded.scorer(masks=config.masks, pooling=config.pooling), loaded,
-                         enabled=config.cache)
+    def train():
+        for r in load_records(relation):
+            if r.split == "train":
+                yield [normalize_label(a) for a in r.answers]
+
+    scorer = loaded.trained_on(train()).scorer(masks=config.masks, pooling=config.pooling)
+    return cached_scorer(scorer, loaded, enabled=config.cache)
 
 
 def score_paper_unit(config: MemorizationConfig, loaded, relation: str, template: int, *,
@@ -99,8 +96,7 @@ def paper_units(config: MemorizationConfig, loaded, masks: str, pooling: str, *,
     for relation in config.tasks:
         for t in chosen_templates(config, relation):
             def run(relation=relation, t=t):
-                return score_paper_unit(config, loaded, relation, t,
-                                        progress=progress and loaded is not None)
+                return score_paper_unit(config, loaded, relation, t, progress=progress)
 
             key = {"task": relation, "template": t, "masks": masks, "pooling": pooling,
                    "split": "test", "study_protocol": "paper"}

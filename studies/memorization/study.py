@@ -29,13 +29,12 @@ from kgprobe.reasoning.memorizing_sets import (  # noqa: F401 (re-exported)
     reference_sets,
 )
 from kgprobe.studies.memorization.config import MemorizationConfig
-from kgprobe.studies.metrics import FrequencyBaseline, RandomBaseline, gold_indices
+from kgprobe.studies.metrics import gold_indices
 from kgprobe.studies.runner import Unit, run_units
 from kgprobe.studies.settings import pin_settings
 
 COLUMNS = ["task", "template", "masks", "pooling", "split", "n", "R@1", "R@5", "R@10", "MRR", "MRRa",
            "protocol", "study_protocol", "ranking"]
-BASELINES = ("frequency", "random")
 
 
 def prompts_for(mset: MemorizingSet, records: Sequence[MemorizingRecord], templates: TemplateSet,
@@ -49,16 +48,15 @@ def select(records: Sequence[MemorizingRecord], split: str, limit: int | None) -
     return chosen[:limit] if limit is not None else chosen
 
 
-def make_scorer(model: str, loaded, mset: MemorizingSet, *, masks: str, pooling: str | None,
-                seed: int, cache: bool = False):
-    """A model's scorer, or a baseline pseudo-model fitted to this task's train split."""
-    if model == "frequency":
-        return FrequencyBaseline([r.answers for r in mset.records if r.split == "train"], seed=seed)
-    if model == "random":
-        return RandomBaseline(seed=seed)
+def make_scorer(loaded, mset: MemorizingSet, *, masks: str, pooling: str | None,
+                cache: bool = False):
+    """The model's scorer after seeing this task's train golds (`LanguageModel.trained_on`:
+    the frequency baseline counts them, a pretrained model ignores them)."""
     from kgprobe.models.score_cache import cached_scorer
 
-    return cached_scorer(loaded.scorer(masks=masks, pooling=pooling), loaded, enabled=cache)
+    train = (r.answers for r in mset.records if r.split == "train")
+    return cached_scorer(loaded.trained_on(train).scorer(masks=masks, pooling=pooling), loaded,
+                         enabled=cache)
 
 
 def score_unit(scorer, prompts: list[str], records: Sequence[MemorizingRecord],
@@ -111,13 +109,11 @@ def run_config(config: MemorizationConfig, out: Path, *, progress: bool = True) 
     tmpl_set = load_templates(lang=next(iter(sets.values())).lang if sets else None)
     # a K above every pool fails before the model loads
     protocol.check_pools(mset.candidates for mset in sets.values())
-    loaded = None
-    if config.model not in BASELINES:
-        from kgprobe.models.loading import load_model
+    from kgprobe.models.loading import load_model
 
-        loaded = load_model(config.model, device=config.device, dtype=config.dtype)
-    pooling_name = config.pooling or (loaded.default_pooling if loaded is not None else "-")
-    masks_name = config.masks if loaded is not None and loaded.fills_masks else "-"
+    loaded = load_model(config.model, device=config.device, dtype=config.dtype, seed=config.seed)
+    pooling_name = config.pooling or loaded.default_pooling
+    masks_name = config.masks if loaded.fills_masks else "-"
     if config.protocol == "paper":
         from .paper import paper_units
 
@@ -136,12 +132,12 @@ def run_config(config: MemorizationConfig, out: Path, *, progress: bool = True) 
                 raise KgprobeError(f"task {relation} has templates 0–{n_templates - 1}, not {t}")
 
             def run(mset=mset, records=records, t=t):
-                scorer = make_scorer(config.model, loaded, mset, masks=config.masks,
-                                     pooling=config.pooling, seed=config.seed, cache=config.cache)
+                scorer = make_scorer(loaded, mset, masks=config.masks, pooling=config.pooling,
+                                     cache=config.cache)
                 metrics, preds = score_unit(
                     scorer, prompts_for(mset, records, tmpl_set, t), records, mset.candidates,
                     config.batch_size, desc=f"{mset.relation} template {t}",
-                    progress=progress and loaded is not None, protocol=protocol, seed=config.seed,
+                    progress=progress, protocol=protocol, seed=config.seed,
                     ranking=config.ranking)
                 return {**metrics, "study_protocol": "default"}, preds
 

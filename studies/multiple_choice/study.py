@@ -111,6 +111,23 @@ def calibrated(scores: Sequence[dict[str, float]]) -> list[str]:
     return [max(row, key=lambda l: row[l] - prior[l]) for row in scores]
 
 
+def training_answers(task: str):
+    """The gold answers of the memorizing training records of the relation a question set
+    asks (a memorizing set's relation; a reasoning set's conclusion), from the bundled sets:
+    every model is handed them (`LanguageModel.trained_on`), the frequency baseline counts
+    them, a pretrained model reads nothing. A relation with no memorizing set (rdfs7's fact)
+    has none, and the frequency baseline answers by its seeded order alone."""
+    from kgprobe.reasoning.items import RULE_RELATIONS
+    from kgprobe.reasoning.memorizing_sets import reference_sets
+
+    relation = RULE_RELATIONS[task][2] if task in RULE_RELATIONS else task
+    if relation not in RELATIONS:
+        return
+    for record in reference_sets((relation,))[relation].records:
+        if record.split == "train":
+            yield record.answers
+
+
 def run_multiple_choice(model: str, out: str | Path, *, progress: bool = True,
                         **settings) -> list[dict]:
     """Run (or resume) the probe; return one row per question set (`settings`:
@@ -134,7 +151,6 @@ def run_config(config: MultipleChoiceConfig, out: Path, *, progress: bool = True
     if answer == "letter" and not loaded.answers_next_token:
         raise KgprobeError(f"letter answers need a causal (instruct) model; '{model}' is a masked LM: "
                            "use --answer text")
-    scorer = loaded.scorer() if answer == "text" else None
     instruction = DEFAULT_INSTRUCTION if config.instruction is None else config.instruction
 
     def unit(q: QuestionSet) -> Unit:
@@ -142,15 +158,16 @@ def run_config(config: MultipleChoiceConfig, out: Path, *, progress: bool = True
         prompts, golds = prompts[:limit], golds[:limit]
 
         def run():
-            if scorer is not None:
-                result = score_option_texts(scorer, prompts, golds)
+            trained = loaded.trained_on(training_answers(q.task))
+            if answer == "text":
+                result = score_option_texts(trained.scorer(), prompts, golds)
             else:
                 result = score_multiple_choice(
-                    loaded, prompts, golds, batch_size=config.batch_size,
+                    trained, prompts, golds, batch_size=config.batch_size,
                     use_chat_template=config.chat, instruction=instruction)
             letter, share = letter_bias(result.predictions)
             # Calibration removes a preference for letters; option texts have none to remove.
-            fixed = calibrated(result.scores) if scorer is None else None
+            fixed = calibrated(result.scores) if answer == "letter" else None
             preds = []
             for k, (p, g, pred, row) in enumerate(zip(prompts, result.golds, result.predictions,
                                                       result.scores)):

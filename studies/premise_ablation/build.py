@@ -66,6 +66,18 @@ def select_items(items: dict[str, list[ReasoningItem]], limit: int | None, seed:
     return {rule: sample_items(rule_items, rule, limit, seed) for rule, rule_items in items.items()}
 
 
+def training_answers(memorizing: dict):
+    """Every memorizing set's training golds, handed to the model (`LanguageModel.trained_on`:
+    the frequency baseline counts them, a pretrained model reads nothing). One scorer asks
+    every relation here, so the counts pool the relations; a prompt's candidates come from one
+    pool (classes or properties), so the frequency baseline ranks a pool's labels by how often
+    they answer a relation of that kind in training."""
+    for mset in memorizing.values():
+        for record in mset.records:
+            if record.split == "train":
+                yield record.answers
+
+
 def build_study(config: AblationConfig, source: Source | None = None, *, cache: bool = True,
                 load: bool = True) -> Study:
     """Items from an ontology source (the bundled one by default; `AblationConfig.load_source`
@@ -103,9 +115,11 @@ def build_study(config: AblationConfig, source: Source | None = None, *, cache: 
 
         memorizing = (reference_sets() if bundled else generated_memorizing_sets(
             onto, seed=config.seed, lang=config.source.language()))
-        loaded = load_model(config.model, device=config.device, dtype=config.dtype)
+        loaded = load_model(config.model, device=config.device, dtype=config.dtype,
+                            seed=config.seed)
         # pooling: the model's default_pooling; scores persist across studies and runs (--no-cache)
-        scorer = cached_scorer(loaded.scorer(masks="multi"), loaded, enabled=cache)
+        trained = loaded.trained_on(training_answers(memorizing))
+        scorer = cached_scorer(trained.scorer(masks="multi"), loaded, enabled=cache)
         pseudowords = sample_pseudoword_sets(loaded, config.pairs, seed=config.seed)
     verbalizer = Verbalizer(onto, templates)
     truth = TrueAnswers.of(verbalizer, closure) if parse_ranking(config.ranking) == "filtered" else None

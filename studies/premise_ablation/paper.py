@@ -54,8 +54,17 @@ def build_paper_study(config: AblationConfig, *, cache: bool = True) -> PaperStu
 
     config.check_paper()
     items = paper_items(config.rules)
-    loaded = load_model(config.model, device=config.device, dtype=config.dtype)
-    scorer = cached_scorer(loaded.scorer(masks="multi"), loaded, enabled=cache)
+    from kgprobe.reasoning.memorizing_sets import reference_sets
+
+    from .build import training_answers
+
+    loaded = load_model(config.model, device=config.device, dtype=config.dtype, seed=config.seed)
+
+    def train():  # read only by a model that learns from it (the frequency baseline)
+        yield from training_answers(reference_sets())
+
+    trained = loaded.trained_on(train())
+    scorer = cached_scorer(trained.scorer(masks="multi"), loaded, enabled=cache)
     pseudowords = sample_pseudoword_sets(loaded, config.pairs, SLOTS, seed=config.seed)
     return PaperStudy(config, items, loaded, scorer, pseudowords)
 

@@ -1,0 +1,267 @@
+"""Baselines as models: ``--model frequency`` and ``--model random`` in every ranking study.
+
+A baseline is a model family with no weights. `load_model` returns one for the names in
+`BASELINES` (the one list of them: `models.names` accepts them, the CLI's model check and the
+studies know them only through it), and it answers the same calls a pretrained model does:
+`scorer` ranks candidate fillers (OntoProbe §4.1's pseudo-models), `letter_scores` picks an
+option letter (multiple choice), `trained_on` is handed the training answers of the relation
+asked. So no study branches on what the model is: it loads ``--model``, hands it the training
+answers, asks for scores.
+
+* ``random`` ranks candidates in a seeded random order per prompt (the run's ``--seed``), the
+  chance reference: the same seed gives the same numbers.
+* ``frequency`` ranks the training answers of the relation asked by how often they are a gold
+  (OntoProbe's Table 4 baseline row), then every other candidate in a seeded random order.
+  The training answers come through `trained_on`, which a pretrained model ignores.
+
+Why `trained_on` and not a scorer setting: the training answers are data a run hands every
+model alike (a pretrained model's knowledge comes from pretraining, so it has nothing to fit
+and returns itself); as a scorer setting they would enter the score cache's key of every
+pretrained model, and as a study-side ``if model == "frequency"`` each study would know the
+baselines. `trained_on` returns a fitted copy instead of changing the model, so units of
+different relations never see each other's counts, whatever order a resumed run takes them in.
+
+A baseline reads neither the prompt's text nor pseudoword vectors, needs no torch to load or
+score, and does not use the score cache (`caches_scores`): it is cheaper to compute than to
+look up, and a frequency scorer's numbers depend on counts no model identity holds. What only
+a network has (a slot distribution over a vocabulary, token log-probabilities, hidden states,
+gradients for soft prompts) is one `ModelError` line naming the baseline.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from typing import Any, ClassVar, Iterable, Mapping, Sequence
+
+import numpy as np
+
+from kgprobe.errors import ModelError
+
+__all__ = ["BASELINES", "Baseline", "FrequencyBaseline", "FrequencyModel", "RandomBaseline",
+           "RandomModel", "stable_seed"]
+
+
+def stable_seed(*parts: object) -> list[int]:
+    """A numpy seed that depends only on `parts` (not on run order or on what else was drawn)."""
+    digest = hashlib.sha256("\x1f".join(str(p) for p in parts).encode()).digest()
+    return [int.from_bytes(digest[i : i + 4], "little") for i in range(0, 16, 4)]
+
+
+# --------------------------------------------------------------------------------------
+# Scorers (the `Scorer` protocol: score(prompts, candidates, pseudowords=...))
+# --------------------------------------------------------------------------------------
+
+
+class _NoGradients:
+    name: str
+
+    def score_tensor(self, *args: Any, **kwargs: Any) -> Any:
+        """Soft prompts train through a model's gradients; a baseline has none."""
+        raise ModelError(f"the {self.name} baseline has no gradients to train soft templates; "
+                         "use --templates manual, or a model")
+
+
+class RandomBaseline(_NoGradients):
+    """Seeded random ranking; each prompt's order depends only on (seed, prompt text, candidates)."""
+
+    kind = "baseline"
+
+    def __init__(self, seed: int = 0, name: str = "random"):
+        self.seed = int(seed)
+        self.name = name
+
+    def score(self, prompts, candidates, *, pseudowords=None, batch_size: int = 32) -> np.ndarray:
+        out = np.zeros((len(prompts), len(candidates)), dtype=np.float64)
+        for i, prompt in enumerate(prompts):
+            rng = np.random.default_rng(stable_seed(self.seed, prompt, len(candidates), *candidates))
+            out[i] = -rng.permutation(len(candidates)).astype(np.float64)  # distinct scores, no ties
+        return out
+
+
+class FrequencyBaseline(_NoGradients):
+    """Gold labels of the training split by frequency, then the rest in a seeded random order.
+
+    `train_golds`: the gold label strings of each training item, in split order (or a flat
+    iterable of labels, or a ``{label: count}`` mapping in first-appearance order). Every gold
+    of an item counts once (a TP item with the chain bacteria → species adds one to each).
+    Every prompt gets the same ranking.
+
+    Ties among equally frequent golds go to the one that appears first in the training split
+    (item order, then answer order within an item). This is the rule OntoProbe's Table 4
+    baseline row implies — its reference code sorts a ``Counter`` of the train golds stably by
+    count — and it decides the numbers: on RG the train split has "place" and "person" twice
+    each, "place" first, and the paper's R@1 of 10.7 (3 of 28 test golds are "place", 11 are
+    "person") holds only if "place" ranks first. Labels with no training count follow in a
+    seeded random order, as the paper's random tail; only MRR(a) depends on that seed.
+    """
+
+    kind = "baseline"
+
+    def __init__(self, train_golds: Iterable[Iterable[str] | str] | Mapping[str, int], seed: int = 0, name: str = "frequency"):
+        counts: Counter[str] = Counter()  # insertion order = first appearance in the split
+        if isinstance(train_golds, Mapping):
+            counts.update({str(k): int(v) for k, v in train_golds.items()})
+        else:
+            for item in train_golds:
+                if isinstance(item, str):
+                    counts[item] += 1
+                else:
+                    counts.update(str(x) for x in item)
+        self.counts = counts
+        self.first_seen = {label: i for i, label in enumerate(counts)}
+        self.seed = int(seed)
+        self.name = name
+
+    def ranking(self, candidates: Sequence[str]) -> np.ndarray:
+        """Candidate indices best first."""
+        rng = np.random.default_rng(stable_seed(self.seed, len(candidates), *candidates))
+        tiebreak = rng.permutation(len(candidates))
+        unseen = len(self.first_seen)
+
+        def key(i: int) -> tuple[int, int, int]:
+            count = self.counts.get(candidates[i], 0)
+            if count > 0:
+                return (-count, self.first_seen[candidates[i]], 0)
+            return (0, unseen, int(tiebreak[i]))
+
+        return np.array(sorted(range(len(candidates)), key=key), dtype=np.int64)
+
+    def score(self, prompts, candidates, *, pseudowords=None, batch_size: int = 32) -> np.ndarray:
+        row = np.zeros(len(candidates), dtype=np.float64)
+        row[self.ranking(candidates)] = -np.arange(len(candidates), dtype=np.float64)
+        return np.tile(row, (len(prompts), 1))
+
+
+# --------------------------------------------------------------------------------------
+# The model family
+# --------------------------------------------------------------------------------------
+
+
+class Baseline:
+    """A weightless model: the `LanguageModel` calls a ranking study makes, no network.
+
+    The class attributes are the ones a study reads instead of a kind: a baseline has no mask
+    slot to fill nor a pooling (``"-"`` in result rows, as its runs always wrote), it answers
+    an option letter (`letter_scores`), and it keeps no score cache.
+    """
+
+    kind: ClassVar[str] = "baseline"
+    fills_masks: ClassVar[bool] = False
+    answers_next_token: ClassVar[bool] = True
+    default_pooling: ClassVar[str] = "-"
+    feature_pooling: ClassVar[str] = "-"
+    #: Pseudowords are sampled (and ignored) around the mean of `input_embeddings`.
+    pseudoword_anchor: ClassVar[str] = "mean"
+    caches_scores: ClassVar[bool] = False
+
+    def __init__(self, name: str, *, seed: int = 0):
+        self.name = name
+        self.seed = int(seed)
+        self.source = None
+        self.device = "cpu"
+        self.info: dict = {"converted": False, "seconds": 0.0}
+        self.tokenizer = None
+        self.model = None
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(name={self.name!r}, seed={self.seed})"
+
+    # ------------------------------------------------------------------ what it answers
+    def trained_on(self, answers: Iterable[Sequence[str] | str]) -> "Baseline":
+        """This model after seeing the gold answers of a relation's training records (one
+        sequence of labels per record, in split order); the random baseline ignores them."""
+        return self
+
+    def scorer(self, *, masks: str = "multi", pooling: str | None = None,
+               include_suffix: bool | str = "auto", share_prefix: bool = True) -> Any:
+        """The baseline's `Scorer`; a pretrained model's settings do not apply and are ignored."""
+        raise NotImplementedError
+
+    def letter_scores(self, questions: Sequence[str], options: Sequence[Mapping[str, str]], *,
+                      instruction: str = "", use_chat_template: bool | None = None,
+                      batch_size: int = 4) -> list[dict[str, float]]:
+        """Per question, a score per option letter: the baseline's ranking of the options'
+        texts (its scorer, reading the question only as a seed, as it reads any prompt)."""
+        scorer = self.scorer()
+        out = []
+        for question, opts in zip(questions, options):
+            letters = list(opts)
+            row = scorer.score([question], [opts[letter] or letter for letter in letters])[0]
+            out.append({letter: float(v) for letter, v in zip(letters, row)})
+        return out
+
+    def input_embeddings(self) -> Any:
+        """A small fixed matrix (the identity, [64, 64]: room for the paper's ten pseudoword
+        pairs, mutually apart): the vectors a study samples from it are passed along like any
+        model's and never read by the baseline."""
+        import torch
+
+        return torch.eye(self.hidden_size, dtype=torch.float32)
+
+    @property
+    def hidden_size(self) -> int:
+        return 64
+
+    # ------------------------------------------------------------------ what it cannot
+    def _none(self, what: str) -> ModelError:
+        return ModelError(f"the {self.name} baseline ranks candidates only and has no {what}; "
+                          "use a model for this study")
+
+    def slot_distribution(self, vocabulary: Any, *, batch_size: int = 32) -> Any:
+        raise self._none("distribution over a vocabulary")
+
+    def next_token_logits(self, rows: Any) -> Any:
+        raise self._none("next-token distribution")
+
+    def segment_frame(self, front: list[int], back: list[int]) -> Any:
+        raise self._none("tokenizer")
+
+    def token_logprobs(self, *args: Any, **kwargs: Any) -> Any:
+        raise self._none("token log-probabilities")
+
+    def score_segments(self, *args: Any, **kwargs: Any) -> Any:
+        raise self._none("token log-probabilities")
+
+    def features(self, *args: Any, **kwargs: Any) -> Any:
+        raise self._none("hidden states")
+
+
+class RandomModel(Baseline):
+    """``--model random``: every prompt's candidates in a seeded random order."""
+
+    def scorer(self, **settings: Any) -> RandomBaseline:
+        return RandomBaseline(seed=self.seed, name=self.name)
+
+
+class FrequencyModel(Baseline):
+    """``--model frequency``: the training answers by frequency, then a seeded random tail.
+
+    Before `trained_on` it has seen no answers and ranks like its seeded tail alone."""
+
+    def __init__(self, name: str, *, seed: int = 0,
+                 answers: Iterable[Sequence[str] | str] | Mapping[str, int] = ()):
+        super().__init__(name, seed=seed)
+        self.answers = answers if isinstance(answers, Mapping) else list(answers)
+
+    def trained_on(self, answers: Iterable[Sequence[str] | str]) -> "FrequencyModel":
+        return FrequencyModel(self.name, seed=self.seed, answers=answers)
+
+    def scorer(self, **settings: Any) -> FrequencyBaseline:
+        return FrequencyBaseline(self.answers, seed=self.seed, name=self.name)
+
+
+#: The baseline families by ``--model`` name: the one definition every part of kgprobe reads.
+BASELINES: dict[str, type[Baseline]] = {"frequency": FrequencyModel, "random": RandomModel}
+
+
+def scores_for_free(name: str) -> bool:
+    """Whether the model called `name` scores without a network (a baseline). OntoProbe's
+    memorization protocol ran these on every test record where it sliced the models' test
+    sets to 500 records for their compute (Table 4); `--protocol paper` keeps that split."""
+    return name in BASELINES
+
+
+def load_baseline(name: str, *, seed: int = 0) -> Baseline:
+    """The baseline called `name` (a key of `BASELINES`), seeded with the run's seed."""
+    return BASELINES[name](name, seed=seed)

@@ -1,0 +1,47 @@
+"""A pretrained model's answer to a multiple-choice question: each option letter's
+log-probability as the token after the question (OntoProbe §5; `prompts.multiple_choice`).
+
+The question plus an instruction to answer with the option letter is wrapped in the
+tokenizer's chat template when it has one (user turn, then the assistant generation prompt),
+followed by ``"("``; each option letter is scored as the next token. It lives with the models
+because it is how a tokenizer-and-logits model answers `LanguageModel.letter_scores`; a
+baseline answers the same call its own way (`models.baselines`).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+
+def letter_context(tok: Any, question: str, instruction: str, use_chat: bool) -> list[int]:
+    """The token ids a question's answer letter follows."""
+    message = f"{question}\n{instruction}" if instruction else question
+    if use_chat:
+        text = tok.apply_chat_template([{"role": "user", "content": message}], tokenize=False,
+                                       add_generation_prompt=True)
+        return list(tok(text + "(", add_special_tokens=False)["input_ids"])
+    return list(tok(f"{message}\nAnswer: (", add_special_tokens=True)["input_ids"])
+
+
+def letter_logprobs(loaded: Any, questions: Sequence[str], options: Sequence[Mapping[str, str]],
+                    *, instruction: str, use_chat_template: bool | None,
+                    batch_size: int) -> list[dict[str, float]]:
+    """Per question, letter → log-probability of that letter as the next token (the letters
+    are `options`' keys; their texts are in the question already)."""
+    import torch
+
+    from kgprobe.models.encoding import PromptEncoder
+
+    tok = loaded.tokenizer
+    use_chat = bool(getattr(tok, "chat_template", None)) if use_chat_template is None else use_chat_template
+    encoder = PromptEncoder(tok)
+    letter_id = {chr(c): encoder.encode_text(chr(c), "glued")[0] for c in range(ord("a"), ord("z") + 1)}
+    contexts = [letter_context(tok, q, instruction, use_chat) for q in questions]
+    out: list[dict[str, float]] = []
+    with torch.no_grad():
+        for start in range(0, len(contexts), batch_size):
+            batch = contexts[start : start + batch_size]
+            lp = torch.log_softmax(loaded.next_token_logits(batch), dim=-1).cpu()
+            for b in range(len(batch)):
+                out.append({l: float(lp[b, letter_id[l]]) for l in options[start + b]})
+    return out
