@@ -51,7 +51,7 @@ def _model(args: argparse.Namespace) -> tuple[Ontology, set, set]:
     from kgprobe.reasoning.materialize import reasoning_base
 
     source = OntologySource.from_args(args, default="store")
-    if source.kind in ("store", "endpoint"):
+    if source.origin in ("store", "endpoint"):
         from kgprobe.ontology.from_triples import build_ontology
 
         with fresh_reader(args) as kg:

@@ -36,9 +36,9 @@ def cmd_export(args: argparse.Namespace) -> int:
         rules=(tuple(comma_list(args.rules, choices=RULES, option="--rules"))
                if args.rules != "all" else None),
         candidates=parse_protocol(args.candidates).k, split=args.split, limit=args.limit, seed=args.seed,
-        probes=source.location if source.kind == "probes" else None, protocol=args.protocol,
+        probes=source.location if source.origin == "probes" else None, protocol=args.protocol,
         ranking=parse_ranking(args.ranking),
-        source=None if source.kind in ("probes", "bundled") else source)
+        source=None if source.origin in ("probes", "bundled") else source)
     counts = export_lm_eval(args.out, settings)
     for name, n in counts.items():
         print(f"{name:40s} {n:6d} docs")

@@ -124,11 +124,11 @@ def add_ontology_options(parser: argparse.ArgumentParser, *, probes: bool = Fals
 class OntologySource:
     """Where a command's ontology comes from, and how its model is read: the parsed options.
 
-    `kind` is one of `KINDS`; `location` the store directory, endpoint URL, file or probe
+    `origin` is one of `KINDS`; `location` the store directory, endpoint URL, file or probe
     folder (None: the bundled ontology). The model options are kept as given, so the
     settings a run pins name them as the user wrote them."""
 
-    kind: str = BUNDLED
+    origin: str = BUNDLED
     location: str | None = None
     lang: str = "en"
     skos: str = "auto"
@@ -164,11 +164,11 @@ class OntologySource:
             refuse_ambiguous_default()
         source = cls(kind, location, **model, **tuning)
         source.options()  # a bad --lang or --exclusions stops here, before any data is read
-        if source.kind in (BUNDLED, "probes") or source.is_ontoprobe_folder():
+        if source.origin in (BUNDLED, "probes") or source.is_ontoprobe_folder():
             changed = source.model_changed()
             if changed:
                 flag = "--" + changed[0].replace("_", "-")
-                what = ("a probe folder is read as `generate` wrote it" if source.kind == "probes"
+                what = ("a probe folder is read as `generate` wrote it" if source.origin == "probes"
                         else "an OntoProbe ontology is read as shipped")
                 raise SourceError(f"{flag}: reads the model from RDF (--store, --endpoint or "
                                   f"--ontology FILE); {what}, so drop {flag}")
@@ -201,10 +201,10 @@ class OntologySource:
 
     @property
     def bundled(self) -> bool:
-        return self.kind == BUNDLED
+        return self.origin == BUNDLED
 
     def is_ontoprobe_folder(self) -> bool:
-        return self.kind == "file" and Path(str(self.location)).is_dir()
+        return self.origin == "file" and Path(str(self.location)).is_dir()
 
     def options(self) -> BuildOptions:
         return model_options(argparse.Namespace(**{k: getattr(self, k) for k in self.MODEL_DEFAULTS}))
@@ -224,9 +224,9 @@ class OntologySource:
         """One line's worth: which ontology a run read."""
         if self.bundled:
             return "the bundled OntoProbe ontology"
-        if self.kind == "store":
+        if self.origin == "store":
             return f"store {self.store_path()}"
-        return {"endpoint": "endpoint", "file": "file", "probes": "probe sets"}[self.kind] + \
+        return {"endpoint": "endpoint", "file": "file", "probes": "probe sets"}[self.origin] + \
             f" {self.location}"
 
     def pinned(self) -> dict:
@@ -234,14 +234,14 @@ class OntologySource:
         there is one (a store's fingerprint of its sources, a file's sha256), so a rerun after
         the store or file changed is refused rather than mixing two ontologies in one table;
         the model options where they differ from the defaults."""
-        out: dict = {"kind": self.kind}
-        if self.kind == "store":
+        out: dict = {"kind": self.origin}
+        if self.origin == "store":
             out["path"] = str(self.store_path().expanduser().resolve())
             out["fingerprint"] = store_fingerprint(self.store_path())
-        elif self.kind in ("file", "probes"):
+        elif self.origin in ("file", "probes"):
             out["path"] = str(Path(str(self.location)).expanduser().resolve())
             out["sha256"] = path_hash(Path(str(self.location)))
-        elif self.kind == "endpoint":
+        elif self.origin == "endpoint":
             out["url"] = self.location
         out.update({k: getattr(self, k) for k in self.model_changed()})
         return out
@@ -254,9 +254,9 @@ class OntologySource:
 
         if self.bundled:
             return bundled_source()
-        if self.kind == "file":
+        if self.origin == "file":
             return load_source(str(self.location), options=self.options())
-        if self.kind == "probes":
+        if self.origin == "probes":
             raise SourceError(f"--probes {self.location}: a probe folder holds no ontology; "
                               "give --store, --endpoint or --ontology")
         with self.open_reader() as kg:
@@ -264,7 +264,7 @@ class OntologySource:
 
     def open_reader(self):
         """The store (read-only) or the endpoint this source names."""
-        if self.kind == "endpoint":
+        if self.origin == "endpoint":
             from kgprobe.kg.endpoint_options import open_endpoint
 
             return open_endpoint(argparse.Namespace(

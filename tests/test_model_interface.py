@@ -64,8 +64,9 @@ def test_no_study_names_a_baseline():
     names = re.compile(r"""model\s*(==|!=|\bin\b|\bnot in\b)\s*(["'](frequency|random)["']|\(?["']?BASELINES)""")
     hits, definitions = [], []
     for p in sorted(ROOT.rglob("*.py")):
-        if "tests" in p.relative_to(ROOT).parts:
-            continue
+        parts = p.relative_to(ROOT).parts
+        if "tests" in parts or any(part.startswith(".") for part in parts):
+            continue  # the tests, and virtual environments (.venv) inside the checkout
         text = p.read_text(encoding="utf-8")
         definitions += [str(p.relative_to(ROOT)) for line in text.splitlines()
                         if re.match(r"\s*BASELINES\s*[:=]", line)]

@@ -130,20 +130,20 @@ def test_the_options_resolve_to_one_source(tmp_path, monkeypatch):
     assert OntologySource.from_args(parse("--ontology", "bundled")).bundled
     url = "http://127.0.0.1:9/query"
     source = OntologySource.from_args(parse("--endpoint", url, "--timeout", "5", "--lang", "es"))
-    assert (source.kind, source.location, source.timeout) == ("endpoint", url, 5.0)
+    assert (source.origin, source.location, source.timeout) == ("endpoint", url, 5.0)
     assert source.pinned() == {"kind": "endpoint", "url": url, "lang": "es"}
     assert source.options().langs == ("es",)
     ttl = tmp_path / "pets.ttl"
     ttl.write_text(BILINGUAL, encoding="utf-8")
     source = OntologySource.from_args(parse("--ontology", str(ttl)))
-    assert source.kind == "file" and len(source.pinned()["sha256"]) == 64
+    assert source.origin == "file" and len(source.pinned()["sha256"]) == 64
     assert "perro" not in {c.label for c in source.load().ontology.classes.values()}
     probes = OntologySource.from_args(parse("--probes", str(tmp_path), probes=True))
-    assert (probes.kind, probes.location) == ("probes", str(tmp_path))
+    assert (probes.origin, probes.location) == ("probes", str(tmp_path))
     for argv, words in [(("--store", "s", "--endpoint", url), "--store and --endpoint"),
                         (("--ontology", str(tmp_path / "nope.ttl")), "no such file"),
                         (("--lang", "es"), "drop --lang"),
                         (("--lang", "xx"), "xx")]:
         with pytest.raises(KgprobeError, match=words):
             OntologySource.from_args(parse(*argv))
-    assert OntologySource.from_args(parse(), default="store").kind == "store"
+    assert OntologySource.from_args(parse(), default="store").origin == "store"

@@ -56,7 +56,7 @@ class CopenConfig:
         for key in ("device", "reason", "wait", "ontology"):
             d.pop(key)
         source = self.ontology
-        if source is not None and (source.kind not in ("store", "endpoint")
+        if source is not None and (source.origin not in ("store", "endpoint")
                                    or source.model_changed()):
             # generated data is kept in OUT/data, so a store's later changes never mix in;
             # a file, the bundled ontology or other model options make other items

@@ -87,13 +87,13 @@ def kg_ontology(store: str | None, endpoint: str | None = None, *, reason: bool 
 
     if source is None:
         source = OntologySource("endpoint", endpoint) if endpoint else OntologySource("store", store)
-    if reason and source.kind != "store":
+    if reason and source.origin != "store":
         raise KgprobeError("--reason writes the store; with --endpoint, run `kgprobe reason` "
-                           "on the store behind the endpoint instead" if source.kind == "endpoint"
+                           "on the store behind the endpoint instead" if source.origin == "endpoint"
                            else "--reason writes the store; drop it with --ontology")
-    if source.kind == "endpoint":
+    if source.origin == "endpoint":
         return source.load().ontology, str(source.location)
-    if source.kind != "store":
+    if source.origin != "store":
         return source.load().ontology, source.describe()
     path = source.store_path()
     if path.exists():

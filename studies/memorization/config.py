@@ -74,8 +74,8 @@ class MemorizationConfig:
                    device=args.device, batch_size=args.batch_size,
                    dtype=args.dtype, cache=not args.no_cache, candidates=args.candidates,
                    protocol=args.protocol, ranking=args.ranking,
-                   probes=source.location if source.kind == "probes" else None,
-                   ontology=None if source.kind == "probes" else source)
+                   probes=source.location if source.origin == "probes" else None,
+                   ontology=None if source.origin == "probes" else source)
 
     def pinned(self) -> dict:
         """The settings a run folder is pinned to.
