@@ -38,8 +38,11 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
         os.close(fd)
         yield tmp
         tmp.replace(path)  # atomic on POSIX
-    except BaseException:
+    except BaseException as err:
         tmp.unlink(missing_ok=True)
+        if isinstance(err, OSError) and err.filename in (None, name, str(tmp)):
+            # a write's ENOSPC names no file: name the one the user asked for (`cli.outcome`)
+            err.filename, err.filename2 = str(path), None
         raise
 
 
