@@ -61,6 +61,9 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
         tmp.unlink(missing_ok=True)
         if isinstance(err, OSError) and _errno(err) in _WRITE_ERRNOS:
             raise _output_error(path, err) from None
+        if isinstance(err, OSError) and err.filename in (None, name, str(tmp)):
+            # a write's error names no file: name the one the user asked for (`cli.outcome`)
+            err.filename, err.filename2 = str(path), None
         raise
     finally:
         os.close(fd)  # releases the flock, after the rename or the unlink

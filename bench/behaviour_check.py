@@ -204,8 +204,9 @@ def records(path: Path) -> list:
     text = path.read_text(encoding="utf-8")
     if path.suffix == ".json":
         return [normalize(json.loads(text))]
-    if path.suffix == ".jsonl":
-        return [normalize(json.loads(line)) for line in text.splitlines() if line.strip()]
+    if path.suffix == ".jsonl":  # a unit file's check line (its checksum) is no result
+        return [normalize(r) for line in text.splitlines() if line.strip()
+                if not (isinstance(r := json.loads(line), dict) and set(r) == {"unit_check"})]
     if path.suffix == ".csv":
         rows = list(csv.DictReader(io.StringIO(text)))
         return [normalize(dict(r)) for r in rows] or [text.splitlines()[:1]]

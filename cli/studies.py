@@ -29,7 +29,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     from kgprobe.studies.settings import require_study
 
     name = require_study(args.dir, results=False)
-    print(f"wrote {get_study(name).report(args.dir)} ({name})")
+    print(f"wrote {get_study(name).rebuild_report(args.dir)} ({name})")
     return 0
 
 

@@ -56,7 +56,8 @@ class Study:
         raise NotImplementedError
 
     def report(self, out: Path) -> Path:
-        """Rebuild ``report.md`` (and figures) from the files in `out`; return its path."""
+        """Rebuild ``report.md`` (and figures) from the files in `out`; return its path.
+        (`kgprobe report` calls it through `rebuild_report`, which holds the folder's lock.)"""
         raise NotImplementedError
 
     def dry_run(self, config: Any, out: Path) -> int:
@@ -75,6 +76,14 @@ class Study:
         return []
 
     # -- shared by every study ---------------------------------------------------------------
+
+    def rebuild_report(self, out: str | Path) -> Path:
+        """`report`, holding the run folder's writer lock: a report is not rebuilt while a run
+        writes the files it reads, nor beside another report."""
+        from kgprobe.studies.run_lock import run_folder_lock
+
+        with run_folder_lock(out, create=False):
+            return self.report(Path(out))
 
     def config_from_args(self, args: argparse.Namespace) -> Any:
         return self.config.from_args(args)
@@ -101,21 +110,26 @@ class Study:
     def run(self, config: Any, out: str | Path) -> "Results":
         """Run (or resume) the study of `config` into `out`; its results, as a `Results`."""
         from kgprobe.studies.results import Results
+        from kgprobe.studies.run_lock import run_folder_lock
         from kgprobe.studies.settings import running_study
 
-        with running_study(self.name):
+        # the folder's writer lock before anything reads or pins its settings: two runs into
+        # one folder would otherwise both pass the settings check and mix their units
+        with run_folder_lock(out), running_study(self.name):
             self.execute(config, Path(out))
-        return Results.from_path(out)
+            return Results.from_path(out)
 
     def main(self, args: argparse.Namespace) -> int:
         """``kgprobe study NAME …``: check the settings, dry-run or run, print the summary."""
         from kgprobe.studies.options import dry_run_done
+        from kgprobe.studies.run_lock import run_folder_lock
 
         config = self.config_from_args(args)
-        if getattr(args, "dry_run", False):
-            return dry_run_done(args.out, self.dry_run(config, args.out))
-        self.run(config, args.out)
-        text = self.summary(Path(args.out))
+        with run_folder_lock(args.out):  # held until the summary is read: one writer at a time
+            if getattr(args, "dry_run", False):
+                return dry_run_done(args.out, self.dry_run(config, args.out))
+            self.run(config, args.out)
+            text = self.summary(Path(args.out))
         if text:
             print(text)
         print(f"wrote {args.out}/{self.written}; read {args.out}/report.md")

@@ -2,6 +2,9 @@
 
 A rerun into the same folder resumes only with the same settings; anything else would mix two
 configurations in one table, so it is refused with one line naming the settings that differ.
+The check and the write are one step only because the caller holds the folder's writer lock
+(`run_lock`, taken by `contract.Study.run` before the study reads anything): two runs started
+together would otherwise both find the folder free and write their units side by side.
 """
 
 from __future__ import annotations

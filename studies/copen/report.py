@@ -15,7 +15,7 @@ from kgprobe.studies.copen.analysis import (
     pct,
     wilson,
 )
-from kgprobe.studies.runner import Unit, read_unit, unit_path
+from kgprobe.studies.runner import Unit, finished_unit
 from kgprobe.studies.stats import interval_text, mean_interval
 
 from .config import CopenConfig
@@ -24,7 +24,7 @@ TASK_NAMES = {"csj": "CSJ", "cpj": "CPJ", "cic": "CiC"}
 
 
 def build_report(cfg: CopenConfig, out: Path, sets: dict, summary: dict, units: Sequence[Unit]) -> str:
-    done = [(u, *read_unit(unit_path(out, u))) for u in units if unit_path(out, u).exists()]
+    done = [(u, *found) for u in units if (found := finished_unit(out, u)) is not None]
     rows = [r for _, r, _ in done]
     source = (f"generated from {summary.get('csj', summary.get('cic', {})).get('source', 'the knowledge graph')}"
               + (f" and the norms at {cfg.norms}" if cfg.norms and "cpj" in sets else "")

@@ -24,6 +24,7 @@ from kgprobe.errors import KgprobeError
 from kgprobe.ontology.verbalize import load_templates
 from kgprobe.reasoning.items import RULE_RELATIONS
 from kgprobe.studies.metrics import evaluate, ranks_of
+from kgprobe.studies.run_lock import run_folder_lock
 from kgprobe.studies.runner import Unit, run_units, unit_path
 from kgprobe.studies.settings import STUDY_KEY
 
@@ -139,25 +140,26 @@ def import_lm_eval(results: str | Path, out: str | Path) -> dict[str, Path]:
     written = {}
     for study, units in by_study.items():
         folder = out / FOLDERS[study]
-        if not (folder / "config.json").exists():
-            # the study that reads the folder (`kgprobe report`, `Results.from_path`); for
-            # premise ablation, what its report reads to name the protocol and the ranking
-            doc = docs[study]
-            pinned = {STUDY_KEY: FOLDERS[study]}  # the folders are named after the studies
-            if study == "reasoning":
-                pinned.update(candidates=doc.get("protocol", "all"),
-                              ranking=doc.get("ranking", "raw"))
-            write_json(folder / "config.json", pinned)
-        columns = MEMORIZATION_COLUMNS if study == "memorizing" else ABLATION_COLUMNS
-        for unit in units:  # a re-import replaces what an earlier one wrote
-            unit_path(folder, unit).unlink(missing_ok=True)
-        # premise ablation's results.csv is its report's (cells with intervals): `kgprobe
-        # import` rebuilds the report next, so the runner writes only the unit files
-        run_units(folder, units, columns, progress=False, results=study != "reasoning")
-        write_json(folder / "lm_eval.json", {
-            "imported_from": str(results.resolve()),
-            "samples": {t: str(p.resolve()) for t, p in files.items()},
-            "model": _model_of(files), "note": "scores are lm-eval's summed log-likelihoods"})
+        with run_folder_lock(folder):  # one writer per run folder, as the studies
+            if not (folder / "config.json").exists():
+                # the study that reads the folder (`kgprobe report`, `Results.from_path`); for
+                # premise ablation, what its report reads to name the protocol and the ranking
+                doc = docs[study]
+                pinned = {STUDY_KEY: FOLDERS[study]}  # the folders are named after the studies
+                if study == "reasoning":
+                    pinned.update(candidates=doc.get("protocol", "all"),
+                                  ranking=doc.get("ranking", "raw"))
+                write_json(folder / "config.json", pinned)
+            columns = MEMORIZATION_COLUMNS if study == "memorizing" else ABLATION_COLUMNS
+            for unit in units:  # a re-import replaces what an earlier one wrote
+                unit_path(folder, unit).unlink(missing_ok=True)
+            # premise ablation's results.csv is its report's (cells with intervals): `kgprobe
+            # import` rebuilds the report next, so the runner writes only the unit files
+            run_units(folder, units, columns, progress=False, results=study != "reasoning")
+            write_json(folder / "lm_eval.json", {
+                "imported_from": str(results.resolve()),
+                "samples": {t: str(p.resolve()) for t, p in files.items()},
+                "model": _model_of(files), "note": "scores are lm-eval's summed log-likelihoods"})
         written[FOLDERS[study]] = folder
     return written
 

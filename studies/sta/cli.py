@@ -73,10 +73,13 @@ class Sta(Study):
 
     def main(self, args: argparse.Namespace) -> int:
         if args.compare:  # figures of finished runs, no study run
+            from kgprobe.studies.run_lock import run_folder_lock
+
             from .report import write_comparison
 
-            for path in write_comparison(args.compare, args.out):
-                print(f"wrote {path}")
+            with run_folder_lock(args.out):
+                for path in write_comparison(args.compare, args.out):
+                    print(f"wrote {path}")
             return 0
         return super().main(args)
 
