@@ -1,0 +1,130 @@
+"""One request stream per study: the prompts a run scores are the prompts its dry run writes.
+
+Each test runs a study through the command line with a recording model — the tiny model of
+tests/conftest.py, loaded through the normal ``--model`` path, whose scorers note every
+(text, candidates) they are asked before scoring it — and compares what was asked with the
+dry run's ``prompts.jsonl`` of the same settings, line for line.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from kgprobe.cli import main
+from kgprobe.studies.dry_run import PROMPTS_FILE
+
+
+class Recording:
+    """A scorer that notes what it is asked, then lets the real one score it."""
+
+    def __init__(self, inner, asked: list):
+        self._inner, self._asked = inner, asked
+
+    def score(self, prompts, candidates, *args, **kwargs):
+        self._asked.extend((p, tuple(candidates)) for p in prompts)
+        return self._inner.score(prompts, candidates, *args, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self._inner, name)
+
+
+@pytest.fixture
+def recording(monkeypatch):
+    """The (text, candidates) every scorer of a loaded model is asked, in order; the study
+    loads its model as always (`models.loading.load_model`), unaware of the recording."""
+    import kgprobe.models.loading as loading
+
+    real, asked = loading.load_model, []
+
+    def load_model(*args, **kwargs):
+        loaded = real(*args, **kwargs)
+        make = loaded.scorer
+        loaded.scorer = lambda *a, **k: Recording(make(*a, **k), asked)
+        return loaded
+
+    monkeypatch.setattr(loading, "load_model", load_model)
+    return asked
+
+
+def dry_prompts(out: Path) -> list[dict]:
+    return [json.loads(line) for line in (out / PROMPTS_FILE).read_text().splitlines()]
+
+
+def run_and_dry(tmp_path: Path, study: str, model: str, *args: str) -> tuple[list[dict], Path]:
+    """The dry run's prompts and the run's folder, both of `study` with `args`."""
+    dry, run = tmp_path / "dry", tmp_path / "run"
+    assert main(["study", study, *args, "--dry-run", "--out", str(dry)]) == 0
+    assert main(["study", study, *args, "--model", model, "--no-cache", "--threads", "1",
+                 "--out", str(run)]) == 0
+    return dry_prompts(dry), run
+
+
+def assert_asked_line_for_line(asked: list, prompts: list[dict]) -> None:
+    """Every scored (text, candidates) is the dry run's line at the same place: its text, its
+    number of candidates, and its golds among the candidates."""
+    assert len(asked) == len(prompts)
+    for (text, cands), row in zip(asked, prompts):
+        assert text == row["text"]
+        assert len(cands) == row["n_candidates"]
+        assert set(row["golds"]) & set(cands), (row["golds"], text)
+
+
+# --------------------------------------------------------------------------- memorization
+
+MEMORIZATION = {
+    "default": ["--task", "type", "--limit", "3"],
+    "K": ["--task", "subClassOf", "--limit", "3", "--candidates", "5", "--template", "1"],
+    "paper": ["--protocol", "paper", "--task", "subClassOf", "--limit", "3", "--template", "0"],
+}
+
+
+@pytest.mark.parametrize("setting", sorted(MEMORIZATION))
+def test_memorization_scores_what_its_dry_run_writes(tmp_path, tiny_bert_dir, recording, setting):
+    prompts, run = run_and_dry(tmp_path, "memorization", str(tiny_bert_dir), *MEMORIZATION[setting])
+    assert_asked_line_for_line(recording, prompts)
+    # the predictions are of the same records, with the dry run's golds
+    preds = [json.loads(line) for line in (run / "predictions.jsonl").read_text().splitlines()]
+    assert [p["prompt"] for p in preds] == [r["text"] for r in prompts]
+    assert [list(p["answers"]) for p in preds] == [r["golds"] for r in prompts]
+
+
+SPANISH = """\
+@prefix rdfs: <http://www.w3.org/2000/01/rdf-schema#> .
+@prefix owl: <http://www.w3.org/2002/07/owl#> .
+@prefix ex: <http://example.org/es/> .
+ex:Cancer a owl:Class ; rdfs:label "cancer"@en, "cáncer"@es .
+ex:Carcinoma a owl:Class ; rdfs:subClassOf ex:Cancer ; rdfs:label "carcinoma"@en, "carcinoma"@es .
+ex:Adeno a owl:Class ; rdfs:subClassOf ex:Carcinoma ;
+    rdfs:label "stomach adenocarcinoma"@en, "adenocarcinoma estomacal"@es .
+ex:Sarcoma a owl:Class ; rdfs:subClassOf ex:Cancer ; rdfs:label "sarcoma"@en, "sarcoma"@es .
+ex:Osteo a owl:Class ; rdfs:subClassOf ex:Sarcoma ; rdfs:label "osteosarcoma"@en, "osteosarcoma"@es .
+ex:Lipo a owl:Class ; rdfs:subClassOf ex:Sarcoma ; rdfs:label "liposarcoma"@en, "liposarcoma"@es .
+ex:Melanoma a owl:Class ; rdfs:subClassOf ex:Cancer ; rdfs:label "melanoma"@en, "melanoma"@es .
+"""
+
+
+@pytest.fixture
+def spanish_probes(tmp_path):
+    """A memorizing probe set generated in Spanish from a tiny ontology."""
+    onto, store, probes = tmp_path / "onto.ttl", tmp_path / "store", tmp_path / "probes"
+    onto.write_text(SPANISH, encoding="utf-8")
+    assert main(["kg", "load", str(onto), "--store", str(store)]) == 0
+    assert main(["generate", "memorizing", "--store", str(store), "--lang", "es",
+                 "--split-sizes", "1,1", "--out", str(probes)]) == 0
+    return probes
+
+
+def test_spanish_probes_are_asked_and_dry_run_in_spanish(tmp_path, tiny_bert_dir, recording,
+                                                         spanish_probes):
+    args = ["--probes", str(spanish_probes), "--task", "subClassOf", "--template", "0"]
+    prompts, _ = run_and_dry(tmp_path / "model", "memorization", str(tiny_bert_dir), *args)
+    assert_asked_line_for_line(recording, prompts)
+    assert "Adenocarcinoma estomacal es un tipo de [MASK] ." in [r["text"] for r in prompts]
+    # a baseline run scores the same Spanish prompts (its predictions say what it asked)
+    prompts, run = run_and_dry(tmp_path / "random", "memorization", "random", *args)
+    preds = [json.loads(line) for line in (run / "predictions.jsonl").read_text().splitlines()]
+    assert [p["prompt"] for p in preds] == [r["text"] for r in prompts]
+    assert not any(" is a " in r["text"] for r in prompts)
