@@ -128,3 +128,40 @@ def test_spanish_probes_are_asked_and_dry_run_in_spanish(tmp_path, tiny_bert_dir
     preds = [json.loads(line) for line in (run / "predictions.jsonl").read_text().splitlines()]
     assert [p["prompt"] for p in preds] == [r["text"] for r in prompts]
     assert not any(" is a " in r["text"] for r in prompts)
+
+
+# --------------------------------------------------------------------------- premise ablation
+
+ABLATION = {
+    "default": ["--rules", "rdfs9", "--limit", "2", "--pairs", "2", "--templates", "manual"],
+    "K": ["--rules", "rdfs11", "--limit", "2", "--templates", "manual", "--candidates", "6"],
+    "depth": ["--rules", "rdfs11", "--limit", "2", "--templates", "manual", "--depth", "2",
+              "--distractors", "0,1"],
+    "paper": ["--protocol", "paper", "--rules", "rdfs9", "--limit", "2", "--pairs", "2",
+              "--templates", "manual"],
+}
+
+
+@pytest.mark.parametrize("setting", sorted(ABLATION))
+def test_premise_ablation_asks_only_what_its_dry_run_writes(tmp_path, tiny_bert_dir, recording,
+                                                            setting):
+    """Which cells an item lands in depends on the model's answers, so the dry run writes every
+    premise probe and every reasoning prompt under each way of writing the premises: the run
+    asks nothing else, asks every premise probe, every prompt with both premises written and
+    every chained prompt (what no answer of the model decides)."""
+    prompts, _ = run_and_dry(tmp_path, "premise-ablation", str(tiny_bert_dir), *ABLATION[setting])
+    written = {(r["text"], r["n_candidates"]) for r in prompts}
+    asked = {(text, len(cands)) for text, cands in recording}
+    assert asked <= written, sorted(asked - written)[:3]
+    fixed = [r for r in prompts if r["extra"]["kind"] in ("premise probe", "chain")
+             or (r["extra"]["kind"] == "reasoning" and r["p1"] and r["p2"])]
+    assert fixed and {(r["text"], r["n_candidates"]) for r in fixed} <= asked
+    if setting == "depth":
+        assert any(r["extra"]["kind"] == "chain" for r in prompts)
+    # every asked prompt ranks one of the dry run's golds for its text (the text with no
+    # premise written is one text for many items)
+    golds: dict[str, list[set]] = {}
+    for r in prompts:
+        golds.setdefault(r["text"], []).append(set(r["golds"]))
+    bad = [text for text, cands in recording if not any(g & set(cands) for g in golds[text])]
+    assert not bad, bad[:3]
