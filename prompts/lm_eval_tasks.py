@@ -28,6 +28,7 @@ from kgprobe.models.cloze import scores_suffix
 from kgprobe.ontology.verbalize import MASK, TemplateSet
 from kgprobe.reasoning.distractors import parse_protocol
 from kgprobe.reasoning.items import SLOT_X, SLOT_Y, ReasoningItem
+from kgprobe.seeds import seed_key
 
 #: The letters that stand for the pseudowords in text (OntoProbe §5).
 LETTERS = {SLOT_X: "X", SLOT_Y: "Y"}
@@ -97,7 +98,7 @@ def _doc(doc_id: str, key: str, study: str, task: str, template: str, prompt: st
          exclude: Sequence[str] = ()) -> ClozeDoc | None:
     """`key`: the record or item id the study seeds its distractors with."""
     text, suffix = split_at_mask(prompt)
-    choices, gold = choose_candidates(candidates, answers, k, f"{seed}:{key}", exclude)
+    choices, gold = choose_candidates(candidates, answers, k, seed_key(seed, key), exclude)
     if not gold:
         return None  # no answer among the candidates: nothing to rank
     return ClozeDoc(doc_id, study, task, template, text, suffix, choices, gold, list(answers),

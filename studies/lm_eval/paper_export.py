@@ -12,6 +12,7 @@ from __future__ import annotations
 from kgprobe.prompts.lm_eval_tasks import ClozeDoc, choose_candidates, split_at_mask
 from kgprobe.reasoning.distractors import parse_protocol
 from kgprobe.reasoning.paper_items import RULES, candidates_for, paper_items
+from kgprobe.seeds import seed_key
 
 LETTERS = {"[X0]": "X", "[Y0]": "Y", "[X]": "X", "[Y]": "Y"}
 
@@ -25,7 +26,7 @@ def letters(text: str) -> str:
 def _doc(doc_id: str, study: str, task: str, template: str, prompt: str, answers, pool, k,
          seed: int) -> ClozeDoc | None:
     text, suffix = split_at_mask(prompt)
-    choices, gold = choose_candidates(pool, list(dict.fromkeys(answers)), k, f"{seed}:paper:{doc_id}")
+    choices, gold = choose_candidates(pool, list(dict.fromkeys(answers)), k, seed_key(seed, "paper", doc_id))
     if not gold:
         return None
     return ClozeDoc(doc_id, study, task, template, text, suffix, choices, gold,

@@ -6,7 +6,6 @@ import argparse
 from pathlib import Path
 
 from kgprobe.studies.contract import Study
-from kgprobe.studies.registry import register_study
 from kgprobe.studies.options import (
     candidates_option,
     dry_run_option,
@@ -14,6 +13,7 @@ from kgprobe.studies.options import (
     scale_options,
     threads_option,
 )
+from kgprobe.studies.registry import register_study
 
 from .config import MemorizationConfig
 

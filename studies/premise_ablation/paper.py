@@ -16,9 +16,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+
 from kgprobe.atomic import write_json
-from kgprobe.reasoning.paper_items import PaperItem, PaperPrompt, candidates_for, paper_items
-from kgprobe.studies.probes import ProbeRequest, score_requests
+from kgprobe.reasoning.paper_items import (
+    PaperItem,
+    PaperPrompt,
+    candidates_for,
+    paper_items,
+)
+from kgprobe.seeds import seed_key
 from kgprobe.studies.paper_metrics import (
     paper_evaluate,
     paper_gold_indices,
@@ -26,6 +32,7 @@ from kgprobe.studies.paper_metrics import (
     split_rank1,
     split_top_half,
 )
+from kgprobe.studies.probes import ProbeRequest, score_requests
 from kgprobe.studies.runner import Unit
 
 from .config import SETTINGS, AblationConfig
@@ -76,7 +83,7 @@ def _candidates(study: PaperStudy, kind: str, pool_golds, golds, key: str) -> tu
 
     return tuple(parse_protocol(study.config.candidates).candidates(
         candidates_for(kind, pool_golds), list(dict.fromkeys(golds)),
-        seed=f"{study.config.seed}:paper:{key}"))
+        seed=seed_key(study.config.seed, "paper", key)))
 
 
 def probe_requests(study: PaperStudy, probes: list[PaperPrompt], pair: dict | None,
