@@ -165,3 +165,47 @@ def test_premise_ablation_asks_only_what_its_dry_run_writes(tmp_path, tiny_bert_
         golds.setdefault(r["text"], []).append(set(r["golds"]))
     bad = [text for text, cands in recording if not any(g & set(cands) for g in golds[text])]
     assert not bad, bad[:3]
+
+
+# --------------------------------------------------------------------------- lm-eval export
+
+def export_docs(out: Path, *args: str) -> list[dict]:
+    assert main(["export", "lm-eval", "--out", str(out), *args]) == 0
+    return [json.loads(line) for path in sorted(out.glob("kgprobe_*_*.jsonl"))
+            for line in path.read_text().splitlines()]
+
+
+@pytest.mark.parametrize("protocol", ["default", "paper"])
+def test_lm_eval_export_converts_the_memorization_runs_requests(tmp_path, tiny_bert_dir,
+                                                                recording, protocol):
+    """Each exported document is the request the run asked at that place: its context and
+    suffix around the slot are the prompt, its choices the very candidates (same seeded
+    distractors), its targets the golds among them."""
+    study = ["--protocol", protocol, "--task", "subClassOf", "--template", "0", "--limit", "4",
+             "--candidates", "6"]
+    prompts, _ = run_and_dry(tmp_path, "memorization", str(tiny_bert_dir), *study)
+    docs = export_docs(tmp_path / "lm-eval", "--studies", "memorizing", "--protocol", protocol,
+                       "--task", "subClassOf", "--template", "0", "--limit", "4",
+                       "--candidates", "6")
+    assert len(docs) == len(recording) == len(prompts) == 4
+    for doc, (text, cands), row in zip(docs, recording, prompts):
+        assert doc["text"] + "[MASK]" + doc["suffix"] == text == row["text"]
+        assert doc["choices"] == list(cands)
+        assert all(c.startswith(choice) for c, choice in zip(doc["continuations"], cands))
+        assert sorted({doc["choices"][g] for g in doc["gold"]}) == sorted(set(row["golds"]) & set(cands))
+
+
+def test_lm_eval_reasoning_export_is_the_dry_runs_written_premises(tmp_path):
+    """The reasoning export's documents are the premise-ablation dry run's prompts with both
+    premises written (pseudowords as the letters X and Y), ranked among as many candidates."""
+    from kgprobe.prompts.lm_eval_tasks import with_letters
+
+    dry = tmp_path / "dry"
+    assert main(["study", "premise-ablation", "--dry-run", "--rules", "rdfs11", "--limit", "3",
+                 "--candidates", "6", "--out", str(dry)]) == 0
+    both = {(with_letters(r["text"]), r["n_candidates"]) for r in dry_prompts(dry)
+            if r["extra"]["kind"] == "reasoning" and r["p1"] and r["p2"]}
+    docs = export_docs(tmp_path / "lm-eval", "--studies", "reasoning", "--rules", "rdfs11",
+                       "--limit", "3", "--candidates", "6")
+    assert len(docs) == 3
+    assert {(d["text"] + "[MASK]" + d["suffix"], len(d["choices"])) for d in docs} <= both
