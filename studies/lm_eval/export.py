@@ -64,13 +64,20 @@ def task_name(study: str, task: str, template: str) -> str:
     return f"{PREFIX}_{study}_{task}{suffix}"
 
 
+def memorization_study():
+    """The memorization study, found through the registry (studies never import each other):
+    its configuration class and its `requests`, the one request stream its run scores."""
+    from kgprobe.studies.registry import get_study
+
+    return get_study("memorization")
+
+
 def memorization_config(settings: ExportSettings):
     """The memorization study's configuration these export settings stand for: the export
     converts exactly the requests a run (and its dry run) of it scores."""
     from kgprobe.reasoning.memorizing import RELATIONS
-    from kgprobe.studies.memorization.config import MemorizationConfig
 
-    return MemorizationConfig(
+    return memorization_study().config(
         "-", tasks=tuple(settings.relations or RELATIONS), templates=settings.templates,
         split=settings.split, limit=settings.limit, seed=settings.seed,
         probes=Path(settings.probes) if settings.probes else None,
@@ -96,13 +103,12 @@ def _memorizing(settings: ExportSettings) -> dict[str, list[ClozeDoc]]:
     """task name → documents: the memorization study's requests (`memorization.requests`),
     one task per relation × manual template, under either protocol."""
     from kgprobe.reasoning.distractors import parse_protocol
-    from kgprobe.studies.memorization.requests import plan
 
     config = memorization_config(settings)
     protocol = parse_protocol(config.candidates).name
     paper = config.protocol == "paper"
     out = {}
-    for unit in plan(config):
+    for unit in memorization_study().requests(config):
         t = unit.template
         docs = [request_doc(f"{unit.task}-paper-{rec.record:05d}-t{t}" if paper else f"{rec.id}-t{t}",
                             "memorizing", unit.task, str(t), req,

@@ -83,6 +83,13 @@ class Memorization(Study):
 
         return write_dry_run(config, out)
 
+    def requests(self, config: MemorizationConfig) -> list:
+        """The units and `ProbeRequest`s a run of `config` scores (`requests.plan`): what its
+        dry run writes and `kgprobe export lm-eval` converts."""
+        from .requests import plan
+
+        return plan(config)
+
     def summary(self, out: Path) -> str:
         from kgprobe.studies.runner import read_results
 
