@@ -25,10 +25,10 @@ from typing import Sequence
 
 from kgprobe.errors import KgprobeError
 from kgprobe.models.cloze import scores_suffix
-from kgprobe.ontology.verbalize import MASK, TemplateSet, capitalize
+from kgprobe.ontology.verbalize import MASK, TemplateSet
 from kgprobe.reasoning.distractors import parse_protocol
 from kgprobe.reasoning.items import SLOT_X, SLOT_Y, ReasoningItem
-from kgprobe.reasoning.memorizing_sets import MemorizingSet
+from kgprobe.seeds import seed_key
 
 #: The letters that stand for the pseudowords in text (OntoProbe §5).
 LETTERS = {SLOT_X: "X", SLOT_Y: "Y"}
@@ -98,28 +98,11 @@ def _doc(doc_id: str, key: str, study: str, task: str, template: str, prompt: st
          exclude: Sequence[str] = ()) -> ClozeDoc | None:
     """`key`: the record or item id the study seeds its distractors with."""
     text, suffix = split_at_mask(prompt)
-    choices, gold = choose_candidates(candidates, answers, k, f"{seed}:{key}", exclude)
+    choices, gold = choose_candidates(candidates, answers, k, seed_key(seed, key), exclude)
     if not gold:
         return None  # no answer among the candidates: nothing to rank
     return ClozeDoc(doc_id, study, task, template, text, suffix, choices, gold, list(answers),
                     subject, split, parse_protocol(k).name, ranking)
-
-
-def memorizing_docs(mset: MemorizingSet, templates: TemplateSet, template: int, *, split: str,
-                    limit: int | None, k: int | None, seed: int,
-                    ranking: str = "raw") -> list[ClozeDoc]:
-    """The memorization study's prompts of one relation and manual template, as documents."""
-    tmpl = templates[mset.relation].manual[template]
-    records = [r for r in mset.records if r.split == split]
-    records = records[:limit] if limit is not None else records
-    docs = []
-    for r in records:
-        prompt = capitalize(tmpl.render(text_a=r.subject, meta=mset.metas.get(r.id)))
-        doc = _doc(f"{r.id}-t{template}", r.id, "memorizing", mset.relation, str(template), prompt,
-                   r.subject, r.answers, mset.candidates, k, seed, split, ranking)
-        if doc is not None:
-            docs.append(doc)
-    return docs
 
 
 def with_letters(text: str) -> str:

@@ -28,6 +28,7 @@ from kgprobe.ontology.verbalize import (
 )
 from kgprobe.reasoning.rdfs import RULES, Closure, Derivation, UnknownRuleError
 from kgprobe.reasoning.rdfs import closure as rdfs_closure
+from kgprobe.seeds import seed_key
 
 SLOT_X, SLOT_Y = "[X]", "[Y]"
 
@@ -367,5 +368,5 @@ def sample_items(items: Sequence[ReasoningItem], rule: str, limit: int | None,
     draw, which `kgprobe export lm-eval` repeats so an export probes the same items."""
     if limit is None or len(items) <= limit:
         return list(items)
-    keep = sorted(random.Random(f"{seed}:{rule}").sample(range(len(items)), limit))
+    keep = sorted(random.Random(seed_key(seed, rule)).sample(range(len(items)), limit))
     return [items[i] for i in keep]

@@ -38,6 +38,7 @@ from kgprobe.ontology.model import (
 from kgprobe.ontology.verbalize import normalize_label, pattern_middle
 from kgprobe.reasoning.items import Verbalizer
 from kgprobe.reasoning.rdfs import RULES, Closure, Derivation
+from kgprobe.seeds import seed_key
 
 #: The schema predicates and the memorization relation that asks each.
 SCHEMA = {RDF_TYPE: "type", RDFS_SUBCLASSOF: "subClassOf", RDFS_SUBPROPERTYOF: "subPropertyOf",
@@ -148,7 +149,7 @@ def sample_derivations(found: Sequence[BeliefDerivation], rule: str, limit: int 
     runs of two models name the same derivations alike)."""
     keep = list(range(len(found)))
     if limit is not None and len(found) > limit:
-        keep = sorted(random.Random(f"{seed}:{rule}").sample(keep, limit))
+        keep = sorted(random.Random(seed_key(seed, rule)).sample(keep, limit))
     return [BeliefDerivation(f"{rule}-{n:05d}", found[i].rule, found[i].premises,
                              found[i].conclusion, found[i].triples) for n, i in enumerate(keep)]
 

@@ -20,11 +20,7 @@ from typing import Sequence
 
 from kgprobe.atomic import write_jsonl, write_text
 from kgprobe.errors import KgprobeError
-from kgprobe.prompts.lm_eval_tasks import (
-    ClozeDoc,
-    memorizing_docs,
-    reasoning_docs,
-)
+from kgprobe.prompts.lm_eval_tasks import ClozeDoc, reasoning_docs
 from kgprobe.reasoning.items import sample_items
 from kgprobe.studies.ontology_source import OntologySource
 
@@ -78,39 +74,59 @@ def task_name(study: str, task: str, template: str) -> str:
     return f"{PREFIX}_{study}_{task}{suffix}"
 
 
-def _memorizing(settings: ExportSettings) -> dict[str, list[ClozeDoc]]:
-    from kgprobe.ontology.verbalize import load_templates
+def memorization_study():
+    """The memorization study, found through the registry (studies never import each other):
+    its configuration class and its `requests`, the one request stream its run scores."""
+    from kgprobe.studies.registry import get_study
+
+    return get_study("memorization")
+
+
+def memorization_config(settings: ExportSettings):
+    """The memorization study's configuration these export settings stand for: the export
+    converts exactly the requests a run (and its dry run) of it scores."""
     from kgprobe.reasoning.memorizing import RELATIONS
-    from kgprobe.reasoning.memorizing_sets import (
-        PAPER_LIMITS,
-        generated_sets,
-        reference_sets,
-    )
 
-    relations = settings.relations or RELATIONS
-    if settings.probes:
-        sets = generated_sets(settings.probes, tasks=relations)
-    elif settings.source is not None:
-        from kgprobe.reasoning.memorizing_sets import generated_memorizing_sets
+    return memorization_study().config(
+        "-", tasks=tuple(settings.relations or RELATIONS), templates=settings.templates,
+        split=settings.split, limit=settings.limit, seed=settings.seed,
+        probes=Path(settings.probes) if settings.probes else None,
+        candidates="all" if settings.candidates is None else str(settings.candidates),
+        protocol=settings.protocol, ranking=settings.ranking, ontology=settings.source)
 
-        sets = generated_memorizing_sets(settings.source.load().ontology, relations,
-                                         seed=settings.seed, lang=settings.source.language())
-    else:
-        sets = reference_sets(relations)
-    templates = load_templates(lang=next(iter(sets.values())).lang if sets else None)
+
+def request_doc(doc_id: str, study: str, task: str, template: str, request, answers,
+                subject: str, split: str, protocol: str, ranking: str) -> ClozeDoc | None:
+    """A study's `ProbeRequest` as a document: its text split at the slot, its candidates
+    as the choices, its (distinct) golds as the targets; None when no gold is a candidate."""
+    from kgprobe.prompts.lm_eval_tasks import split_at_mask
+
+    text, suffix = split_at_mask(request.prompt)
+    gold = sorted(set(request.golds))
+    if not gold:
+        return None  # no answer among the candidates: nothing to rank
+    return ClozeDoc(doc_id, study, task, template, text, suffix, list(request.candidates), gold,
+                    list(answers), subject, split, protocol, ranking)
+
+
+def _memorizing(settings: ExportSettings) -> dict[str, list[ClozeDoc]]:
+    """task name → documents: the memorization study's requests (`memorization.requests`),
+    one task per relation × manual template, under either protocol."""
+    from kgprobe.reasoning.distractors import parse_protocol
+
+    config = memorization_config(settings)
+    protocol = parse_protocol(config.candidates).name
+    paper = config.protocol == "paper"
     out = {}
-    for relation, mset in sets.items():
-        n = len(templates[relation].manual)
-        chosen = range(n) if settings.templates == "all" else [int(settings.templates)]
-        limit = settings.limit
-        if limit is None and not settings.probes and settings.source is None:
-            limit = PAPER_LIMITS.get(relation)
-        for t in chosen:
-            if not 0 <= t < n:
-                raise KgprobeError(f"--template {t}: task {relation} has templates 0–{n - 1}")
-            out[task_name("memorizing", relation, str(t))] = memorizing_docs(
-                mset, templates, t, split=settings.split, limit=limit, k=settings.candidates,
-                seed=settings.seed, ranking=settings.ranking)
+    for unit in memorization_study().requests(config):
+        t = unit.template
+        docs = [request_doc(f"{unit.task}-paper-{rec.record:05d}-t{t}" if paper else f"{rec.id}-t{t}",
+                            "memorizing", unit.task, str(t), req,
+                            list(dict.fromkeys(answers)) if paper else answers,
+                            "" if paper else rec.subject, unit.key["split"], protocol,
+                            "raw" if paper else settings.ranking)
+                for req, rec, answers in zip(unit.requests, unit.records, unit.answers)]
+        out[task_name("memorizing", unit.task, str(t))] = [d for d in docs if d is not None]
     return out
 
 
@@ -175,12 +191,14 @@ def export_lm_eval(out: str | Path, settings: ExportSettings) -> dict[str, int]:
         raise KgprobeError(f"--studies {','.join(unknown)}: use memorizing, reasoning or both")
     counts: dict[str, int] = {}
     for study in settings.studies:
-        if settings.protocol == "paper":
-            from .paper_export import paper_memorizing, paper_reasoning
+        if study == "memorizing":
+            tasks = _memorizing(settings)
+        elif settings.protocol == "paper":
+            from .paper_export import paper_reasoning
 
-            tasks = (paper_memorizing if study == "memorizing" else paper_reasoning)(settings, task_name)
+            tasks = paper_reasoning(settings, task_name)
         else:
-            tasks = _memorizing(settings) if study == "memorizing" else _reasoning(settings)
+            tasks = _reasoning(settings)
         written = []
         for name, docs in tasks.items():
             if not docs:

@@ -7,7 +7,6 @@ from pathlib import Path
 
 from kgprobe.studies.contract import Study
 from kgprobe.studies.ontology_source import add_ontology_options
-from kgprobe.studies.registry import register_study
 from kgprobe.studies.options import (
     candidates_option,
     dry_run_option,
@@ -15,6 +14,7 @@ from kgprobe.studies.options import (
     scale_options,
     threads_option,
 )
+from kgprobe.studies.registry import register_study
 
 from .config import MemorizationConfig
 
@@ -82,6 +82,13 @@ class Memorization(Study):
         from .dry import write_dry_run
 
         return write_dry_run(config, out)
+
+    def requests(self, config: MemorizationConfig) -> list:
+        """The units and `ProbeRequest`s a run of `config` scores (`requests.plan`): what its
+        dry run writes and `kgprobe export lm-eval` converts."""
+        from .requests import plan
+
+        return plan(config)
 
     def summary(self, out: Path) -> str:
         from kgprobe.studies.runner import read_results

@@ -12,12 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Sequence
 
-from kgprobe.errors import KgprobeError
-from kgprobe.ontology.verbalize import (
-    TemplateSet,
-    capitalize,
-    load_templates,
-)
+from kgprobe.ontology.verbalize import TemplateSet, capitalize
 from kgprobe.reasoning.memorizing import (
     MemorizingRecord,
 )
@@ -29,7 +24,7 @@ from kgprobe.reasoning.memorizing_sets import (  # noqa: F401 (re-exported)
     reference_sets,
 )
 from kgprobe.studies.memorization.config import MemorizationConfig
-from kgprobe.studies.metrics import gold_indices
+from kgprobe.studies.memorization.requests import plan, record_requests, select  # noqa: F401
 from kgprobe.studies.runner import Unit, run_units
 from kgprobe.studies.settings import pin_settings
 
@@ -39,13 +34,9 @@ COLUMNS = ["task", "template", "masks", "pooling", "split", "n", "R@1", "R@5", "
 
 def prompts_for(mset: MemorizingSet, records: Sequence[MemorizingRecord], templates: TemplateSet,
                 template: int) -> list[str]:
+    """The prompts of `records` under a manual template (as `requests.default_plan` writes them)."""
     tmpl = templates[mset.relation].manual[template]
     return [capitalize(tmpl.render(text_a=r.subject, meta=mset.metas.get(r.id))) for r in records]
-
-
-def select(records: Sequence[MemorizingRecord], split: str, limit: int | None) -> list[MemorizingRecord]:
-    chosen = [r for r in records if r.split == split]
-    return chosen[:limit] if limit is not None else chosen
 
 
 def make_scorer(loaded, mset: MemorizingSet, *, masks: str, pooling: str | None,
@@ -67,16 +58,21 @@ def score_unit(scorer, prompts: list[str], records: Sequence[MemorizingRecord],
     seeded distractors (`reasoning.distractors`, never another gold, so K stays K); each gold
     without the other golds (``ranking`` filtered) or among every candidate (raw)."""
     from kgprobe.reasoning.distractors import Protocol
-    from kgprobe.studies.probes import ProbeRequest, predict, summarize
 
     protocol = protocol or Protocol(None)
-    requests = []
-    for rec, prompt in zip(records, prompts):
-        cands = tuple(protocol.candidates(candidates, rec.answers, seed=f"{seed}:{rec.id}"))
-        requests.append(ProbeRequest(prompt, cands, item=rec.id,
-                                     golds=tuple(gold_indices(cands, rec.answers))))
+    requests = record_requests(prompts, records, candidates, protocol, seed)
+    return score_requests_unit(scorer, requests, records, batch_size, desc=desc,
+                               progress=progress, protocol=protocol, ranking=ranking)
+
+
+def score_requests_unit(scorer, requests: Sequence, records: Sequence[MemorizingRecord],
+                        batch_size: int, *, desc: str, progress: bool, protocol,
+                        ranking: str) -> tuple[dict, list[dict]]:
+    """A unit's row and predictions: its planned requests scored and ranked."""
+    from kgprobe.studies.probes import predict, summarize
+
     # in chunks, so that a long unit (500 prompts x 785 candidates) shows progress
-    predictions = predict(scorer, requests, filtered=ranking == "filtered",
+    predictions = predict(scorer, list(requests), filtered=ranking == "filtered",
                           batch_size=batch_size, desc=desc, progress=progress)
     metrics = {**summarize(predictions, ks=(1, 5, 10)), "protocol": protocol.name,
                "ranking": ranking}
@@ -98,17 +94,14 @@ def run_memorization(model: str, out: str | Path, *, progress: bool = True, **se
 
 
 def run_config(config: MemorizationConfig, out: Path, *, progress: bool = True) -> list[dict]:
-    """Run (or resume) the study of one validated configuration into `out`; the persistent
-    score cache (`models.score_cache`) is shared with the other studies unless
-    ``config.cache`` is off."""
+    """Run (or resume) the study of one validated configuration into `out`: score exactly
+    the requests `requests.plan` gives (the dry run writes the same); the persistent score
+    cache (`models.score_cache`) is shared with the other studies unless ``config.cache`` is
+    off."""
     from kgprobe.reasoning.distractors import parse_protocol
 
     protocol = parse_protocol(config.candidates)
-    sets = config.memorizing_sets()  # the paper's, --probes DIR's, or the ontology's
-    # a generated set's prompts are written in its labels' language (`generate --lang`)
-    tmpl_set = load_templates(lang=next(iter(sets.values())).lang if sets else None)
-    # a K above every pool fails before the model loads
-    protocol.check_pools(mset.candidates for mset in sets.values())
+    planned = plan(config)  # every prompt, checked before the model loads
     from kgprobe.models.loading import load_model
 
     loaded = load_model(config.model, device=config.device, dtype=config.dtype, seed=config.seed)
@@ -118,34 +111,24 @@ def run_config(config: MemorizationConfig, out: Path, *, progress: bool = True) 
         from .paper import paper_units
 
         pin_settings(out, config.pinned())
-        units = paper_units(config, loaded, masks_name, pooling_name, progress=progress)
+        units = paper_units(config, loaded, planned, masks_name, pooling_name, progress=progress)
         return run_units(out, units, COLUMNS, progress=progress)
     units = []
-    for relation, mset in sets.items():
-        n_templates = len(tmpl_set[relation].manual)
-        chosen = range(n_templates) if config.templates == "all" else [int(config.templates)]
-        task_limit = config.limit if config.limit is not None else (
-            PAPER_LIMITS.get(relation) if config.paper_sets else None)
-        records = select(mset.records, config.split, task_limit)
-        for t in chosen:
-            if not 0 <= t < n_templates:
-                raise KgprobeError(f"task {relation} has templates 0–{n_templates - 1}, not {t}")
+    for unit in planned:
+        def run(unit=unit):
+            scorer = make_scorer(loaded, unit.mset, masks=config.masks, pooling=config.pooling,
+                                 cache=config.cache)
+            metrics, preds = score_requests_unit(
+                scorer, unit.requests, unit.records, config.batch_size,
+                desc=f"{unit.task} template {unit.template}",
+                progress=progress, protocol=protocol,
+                ranking=config.ranking)
+            return {**metrics, "study_protocol": "default"}, preds
 
-            def run(mset=mset, records=records, t=t):
-                scorer = make_scorer(loaded, mset, masks=config.masks, pooling=config.pooling,
-                                     cache=config.cache)
-                metrics, preds = score_unit(
-                    scorer, prompts_for(mset, records, tmpl_set, t), records, mset.candidates,
-                    config.batch_size, desc=f"{mset.relation} template {t}",
-                    progress=progress, protocol=protocol, seed=config.seed,
-                    ranking=config.ranking)
-                return {**metrics, "study_protocol": "default"}, preds
-
-            # A K run's units are other files, so one folder never mixes protocols.
-            extra = {"protocol": protocol.name} if protocol.k is not None else {}
-            units.append(Unit({"task": relation, "template": t, "masks": masks_name,
-                               "pooling": pooling_name, "split": config.split, **extra}, run,
-                              len(records)))
+        key = {"task": unit.task, "template": unit.template, "masks": masks_name,
+               "pooling": pooling_name,
+               **{k: v for k, v in unit.key.items() if k not in ("task", "template")}}
+        units.append(Unit(key, run, len(unit.records)))
     pin_settings(out, config.pinned())
     return run_units(out, units, COLUMNS, progress=progress)
 

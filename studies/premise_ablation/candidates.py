@@ -16,7 +16,7 @@ from __future__ import annotations
 from kgprobe.reasoning.distractors import distractor_candidates
 from kgprobe.reasoning.filtering import others
 from kgprobe.reasoning.items import PremiseText, ReasoningItem
-
+from kgprobe.seeds import seed_key
 
 
 def item_others(study, item: ReasoningItem) -> frozenset[str]:
@@ -32,7 +32,7 @@ def premise_others(study, premise: PremiseText) -> frozenset[str]:
 def item_candidates(study, item: ReasoningItem) -> list[str]:
     """The candidates an item's hypothesis ranks under the run's protocol."""
     pool = study.candidates[item.candidates_key]
-    return study.protocol.candidates(pool, item.answers, seed=f"{study.config.seed}:{item.id}",
+    return study.protocol.candidates(pool, item.answers, seed=seed_key(study.config.seed, item.id),
                                      exclude=sorted(item_others(study, item)))
 
 
@@ -48,7 +48,7 @@ def probe_candidates(study, candidates_key: str, true: frozenset[str], key: str)
         return list(pool)
     golds = sorted(true)
     return distractor_candidates(pool, golds, study.protocol.k - 1 + len(golds),
-                                 seed=f"{study.config.seed}:{key}")
+                                 seed=seed_key(study.config.seed, key))
 
 
 def score_cell(study, requests: list, answers: dict[str, list[str]], *, desc: str,

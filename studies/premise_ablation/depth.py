@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from kgprobe.reasoning.chains import DistractorPool, arrange, chain_items
 from kgprobe.reasoning.items import ReasoningItem, sample_items
 from kgprobe.studies.metrics import gold_indices
+from kgprobe.studies.probes import ProbeRequest
 from kgprobe.studies.runner import Unit
 
 from .cells import variants
@@ -80,48 +81,56 @@ def depth_units(study, progress: bool = False) -> list[Unit]:
     return units
 
 
-def run_chain_cell(study, chained: Chained, rule: str, depth: int, distractors: int,
-                   written: str, variant: int, progress: bool = False) -> tuple[dict, list[dict]]:
-    """Score one chained cell: every item's prompt under every pseudoword pair (predictions
-    shaped like the study's own, `study.run_cell`)."""
-    from kgprobe.studies.probes import ProbeRequest
+def chain_requests(study, chained: Chained, rule: str, depth: int, distractors: int,
+                   written: str, variant: int) -> list[ProbeRequest]:
+    """One chained cell's requests: every item's prompt under every pseudoword pair, in item
+    order; the run scores them and the dry run writes them (one line a text)."""
+    from .candidates import item_candidates, item_others
 
-    from .candidates import item_candidates, item_others, score_cell
-
-    requests, answers = [], {}
+    requests = []
     for item in chained.items[(rule, depth)]:
         candidates = item_candidates(study, item)
         also = tuple(gold_indices(candidates, item_others(study, item)))
         golds = tuple(gold_indices(candidates, item.answers))
         text = chain_prompt(study, chained, item, written, distractors, variant)
-        answers[item.id] = item.answers
         for pair, vectors in enumerate(study.pseudowords):
             requests.append(ProbeRequest(text, tuple(candidates), vectors, item=item.id,
                                          golds=golds, also_true=also, setting={"pair": pair}))
+    return requests
+
+
+def run_chain_cell(study, chained: Chained, rule: str, depth: int, distractors: int,
+                   written: str, variant: int, progress: bool = False) -> tuple[dict, list[dict]]:
+    """Score one chained cell (predictions shaped like the study's own, `study.run_cell`)."""
+    from .candidates import score_cell
+
+    requests = chain_requests(study, chained, rule, depth, distractors, written, variant)
     if not requests:
         return {"n": 0}, []
+    answers = {item.id: item.answers for item in chained.items[(rule, depth)]}
     return score_cell(study, requests, answers, desc=f"{rule} depth {depth} +{distractors} "
                       f"({written})", progress=progress)
 
 
 def dry_records(study) -> list:
-    """`--dry-run`: every chained prompt a run would score (`PromptRecord`s, kind "chain")."""
+    """`--dry-run`: every chained prompt a run would score (`PromptRecord`s, kind "chain"):
+    the requests of `chain_requests`, one line a text (the pairs change only the vectors)."""
     from kgprobe.studies.dry_run import PromptRecord
-
-    from .candidates import item_candidates
 
     chained = chained_items(study)
     config = study.config
     out = []
     for rule in config.rules:
         for depth, n, written in chained_cells(config.depth, config.distractors):
-            for item in chained.items[(rule, depth)]:
-                count = len(item_candidates(study, item))
-                for v in variants(study.templates, rule, "manual"):
+            items = chained.items[(rule, depth)]
+            by_variant = {v: chain_requests(study, chained, rule, depth, n, written, v)[::len(study.pseudowords)]
+                          for v in variants(study.templates, rule, "manual")}
+            for i, item in enumerate(items):
+                for v, requests in by_variant.items():
+                    req = requests[i]
                     out.append(PromptRecord(
-                        "premise-ablation", chain_prompt(study, chained, item, written, n, v),
-                        tuple(item.answers), count, rule=rule, template=f"manual:{v}",
-                        h=item.hypotheses[v],
+                        "premise-ablation", req.prompt, tuple(item.answers), len(req.candidates),
+                        rule=rule, template=f"manual:{v}", h=item.hypotheses[v],
                         extra={"kind": "chain", "item": item.id, "depth": depth,
                                "distractors": n, "written": written == WRITTEN,
                                "order": config.premise_order, "protocol": "default",

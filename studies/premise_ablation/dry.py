@@ -5,7 +5,10 @@ premise probes, so the dry run writes what does not: every premise probe (``extr
 "premise probe", ``extra.role`` P1/P2), and every reasoning prompt under each way of writing
 the premises (both, P1 only, P2 only, neither; ``p1``/``p2`` empty when not written). One
 line per text: the pseudoword pairs (``extra.pairs``) change the vectors, not the text.
-Soft templates are trained, so only the manual prompts are written.
+Soft templates are trained, so only the manual prompts are written. Every line is a request
+the run builds with the same functions (`study.item_requests`, `study.premise_probes`,
+`depth.chain_requests`, and the paper protocol's `paper.p1_requests`, `p2_requests`,
+`item_request`), so the run asks no prompt this file lacks.
 """
 
 from __future__ import annotations
@@ -22,34 +25,30 @@ WRITTEN = ((True, True), (True, False), (False, True), (False, False))
 
 
 def paper_records(config: AblationConfig) -> list[PromptRecord]:
-    from kgprobe.reasoning.distractors import parse_protocol
-    from kgprobe.reasoning.paper_items import candidates_for, p2_population, paper_items
+    """The paper protocol's requests (`paper.py`'s providers, as its run builds them): every
+    P1 and P2 probe, then every evaluated item under each way of writing its premises."""
+    from kgprobe.reasoning.paper_items import p2_population
 
-    protocol = parse_protocol(config.candidates)
+    from .paper import build_paper_study, item_request, p1_requests, p2_requests
+
+    study = build_paper_study(config, load=False)
     out = []
-    for rule, items in paper_items(config.rules).items():
-        pool = [g for i in items for g in i.golds]
-        evaluated = items[:config.limit] if config.limit else items
+    for rule, items in study.items.items():
         # Every premise probe: the memorized split is over all of them, whatever --limit keeps.
-        probes = [("P1", i.probes["P1"], i.id) for i in items]
-        probes += [("P2", p, "") for p in p2_population(rule)]
-        pools = {role: [g for r, q, _ in probes if r == role for g in q.golds]
-                 for role in ("P1", "P2")}
-        for role, probe, item_id in probes:
-            n = len(protocol.candidates(candidates_for(probe.candidates, pools[role]),
-                                        list(probe.golds), seed=f"{config.seed}:{probe.record}"))
-            out.append(PromptRecord(STUDY, probe.text, probe.golds, n, rule=rule,
+        probes = [("P1", i.probes["P1"], i.id, r) for i, r in zip(items, p1_requests(study, rule))]
+        probes += [("P2", p, "", r) for p, r in zip(p2_population(rule), p2_requests(study, rule, 0))]
+        for role, probe, item_id, req in probes:
+            out.append(PromptRecord(STUDY, req.prompt, probe.golds, len(req.candidates), rule=rule,
                                     template="manual", extra={
                                         "kind": "premise probe", "role": role, "item": item_id,
                                         "record": probe.record, "protocol": "paper",
                                         "pairs": config.pairs}))
-        for item in evaluated:
-            n = len(protocol.candidates(candidates_for(item.candidates, pool), list(item.golds),
-                                        seed=f"{config.seed}:{item.id}"))
+        for item in study.evaluated(rule):
             for p1, p2 in WRITTEN:
+                req = item_request(study, rule, item, p1, p2, 0)
                 out.append(PromptRecord(
-                    STUDY, item.text(p1, p2), item.golds, n, rule=rule, template="manual",
-                    p1=item.p1 if p1 else "", p2=item.p2 if p2 else "",
+                    STUDY, req.prompt, item.golds, len(req.candidates), rule=rule,
+                    template="manual", p1=item.p1 if p1 else "", p2=item.p2 if p2 else "",
                     h=f"{item.hypothesis} [MASK] {item.end}",
                     extra={"kind": "reasoning", "item": item.id, "record": item.record.index,
                            "protocol": "paper", "pairs": config.pairs}))
@@ -57,9 +56,8 @@ def paper_records(config: AblationConfig) -> list[PromptRecord]:
 
 
 def default_records(config: AblationConfig) -> list[PromptRecord]:
-    from .candidates import item_candidates
     from .cells import variants
-    from .study import build_study, premise_probes, reasoning_prompt
+    from .study import build_study, item_requests, premise_probes
 
     study = build_study(config, config.load_source(), load=False)
     out = []
@@ -72,14 +70,14 @@ def default_records(config: AblationConfig) -> list[PromptRecord]:
                                        "protocol": "default", "pairs": config.pairs}))
     for rule, rule_items in study.items.items():
         for item in rule_items:
-            n = len(item_candidates(study, item))
             for v in variants(study.templates, rule, "manual"):
                 for p1, p2 in WRITTEN:
                     s1, s2 = ("explicit" if p1 else "not"), ("explicit" if p2 else "not")
+                    req = item_requests(study, item, s1, s2, "manual", variant=v, pairs=[0])[0]
                     hyp = item.hypotheses[v] if item.hypotheses else item.conclusion["text"]
                     out.append(PromptRecord(
-                        STUDY, reasoning_prompt(study, item, s1, s2, "manual", variant=v),
-                        tuple(item.answers), n, rule=rule, template=f"manual:{v}",
+                        STUDY, req.prompt, tuple(item.answers), len(req.candidates), rule=rule,
+                        template=f"manual:{v}",
                         p1=item.premises[0].text if p1 else "",
                         p2=item.premises[1].text if p2 else "", h=hyp,
                         extra={"kind": "reasoning", "item": item.id, "protocol": "default",

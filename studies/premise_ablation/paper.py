@@ -16,9 +16,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+
 from kgprobe.atomic import write_json
-from kgprobe.reasoning.paper_items import PaperItem, PaperPrompt, candidates_for, paper_items
-from kgprobe.studies.probes import Request, score_requests
+from kgprobe.reasoning.paper_items import (
+    PaperItem,
+    PaperPrompt,
+    candidates_for,
+    paper_items,
+)
+from kgprobe.seeds import seed_key
 from kgprobe.studies.paper_metrics import (
     paper_evaluate,
     paper_gold_indices,
@@ -26,6 +32,7 @@ from kgprobe.studies.paper_metrics import (
     split_rank1,
     split_top_half,
 )
+from kgprobe.studies.probes import ProbeRequest, score_requests
 from kgprobe.studies.runner import Unit
 
 from .config import SETTINGS, AblationConfig
@@ -47,13 +54,17 @@ class PaperStudy:
         return self.items[rule][:limit] if limit else self.items[rule]
 
 
-def build_paper_study(config: AblationConfig, *, cache: bool = True) -> PaperStudy:
+def build_paper_study(config: AblationConfig, *, cache: bool = True, load: bool = True) -> PaperStudy:
+    """The paper's items and (unless ``load=False``, the dry run) the model, its scorer and
+    pseudowords: without them every request is built as the run builds it, with no vectors."""
     from kgprobe.models.loading import load_model
     from kgprobe.models.score_cache import cached_scorer
     from kgprobe.pseudowords.sampler import sample_pseudoword_sets
 
-    config.check_paper()
     items = paper_items(config.rules)
+    if not load:
+        return PaperStudy(config, items, None, None, [{}] * config.pairs)
+    config.check_paper()
     from kgprobe.reasoning.memorizing_sets import reference_sets
 
     from .build import training_answers
@@ -81,21 +92,52 @@ def _candidates(study: PaperStudy, kind: str, pool_golds, golds, key: str) -> tu
 
     return tuple(parse_protocol(study.config.candidates).candidates(
         candidates_for(kind, pool_golds), list(dict.fromkeys(golds)),
-        seed=f"{study.config.seed}:paper:{key}"))
+        seed=seed_key(study.config.seed, "paper", key)))
 
 
-def _reciprocal_ranks(study: PaperStudy, probes: list[PaperPrompt], pair: dict | None,
-                      desc: str, progress: bool) -> list[float]:
+def probe_requests(study: PaperStudy, probes: list[PaperPrompt], pair: dict | None,
+                   desc: str) -> list[ProbeRequest]:
+    """Memorizing probes as requests: each ranks the kind's candidates (every probe's golds
+    in the pool), or its golds and K − 1 distractors seeded by `desc` and its record."""
     pool = [g for p in probes for g in p.golds]
-    requests = [Request(p.text, _candidates(study, p.candidates, pool, p.golds, f"{desc}:{p.record}"),
-                        vectors_for(p.text, pair) if pair else None) for p in probes]
+    out = []
+    for p in probes:
+        cands = _candidates(study, p.candidates, pool, p.golds, f"{desc}:{p.record}")
+        out.append(ProbeRequest(p.text, cands, vectors_for(p.text, pair) if pair else None,
+                                item=str(p.record), golds=tuple(paper_gold_indices(cands, p.golds))))
+    return out
+
+
+def p1_requests(study: PaperStudy, rule: str) -> list[ProbeRequest]:
+    """The P1 probes: one per item of the rule (every item, whatever ``--limit`` keeps)."""
+    return probe_requests(study, [i.probes["P1"] for i in study.items[rule]], None,
+                          f"{rule} P1 probes")
+
+
+def p2_requests(study: PaperStudy, rule: str, n: int) -> list[ProbeRequest]:
+    """The P2 probes of pseudoword pair `n`: its run's whole population."""
+    from kgprobe.reasoning.paper_items import p2_population
+
+    return probe_requests(study, p2_population(rule), study.pseudowords[n],
+                          f"{rule} P2 probes (pair {n})")
+
+
+def item_request(study: PaperStudy, rule: str, item: PaperItem, p1: bool, p2: bool,
+                 n: int) -> ProbeRequest:
+    """An item's reasoning prompt with P1, P2 written or not, under pseudoword pair `n`."""
+    pool = [g for i in study.items[rule] for g in i.golds]
+    text = item.text(p1, p2)
+    cands = _candidates(study, item.candidates, pool, item.golds, item.id)
+    return ProbeRequest(text, cands, vectors_for(text, study.pseudowords[n]), item=item.id,
+                        golds=tuple(paper_gold_indices(cands, item.golds)), setting={"pair": n})
+
+
+def _reciprocal_ranks(study: PaperStudy, requests: list[ProbeRequest], desc: str,
+                      progress: bool) -> list[float]:
     rows = score_requests(study.scorer, requests, batch_size=study.config.batch_size,
                           desc=desc, progress=progress)
-    out = []
-    for p, req, row in zip(probes, requests, rows):
-        gold = paper_gold_indices(req.candidates, p.golds)
-        out.append(1.0 / float(paper_ranks(row, gold).min()) if gold else 0.0)
-    return out
+    return [1.0 / float(paper_ranks(row, list(req.golds)).min()) if req.golds else 0.0
+            for req, row in zip(requests, rows)]
 
 
 def _split(rr: list[float], records: list[int], rank1: bool) -> dict:
@@ -118,8 +160,7 @@ def classify_paper_premises(study: PaperStudy, out: Path, *, progress: bool = Fa
             return cached["rules"]
     result = {}
     for rule, items in study.items.items():
-        rr1 = _reciprocal_ranks(study, [i.probes["P1"] for i in items], None,
-                                f"{rule} P1 probes", progress)
+        rr1 = _reciprocal_ranks(study, p1_requests(study, rule), f"{rule} P1 probes", progress)
         entry = {"P1": _split(rr1, [i.record.index for i in items],
                               study.config.memorized == "rank1"), "P2": []}
         probes = p2_population(rule)
@@ -128,7 +169,8 @@ def classify_paper_premises(study: PaperStudy, out: Path, *, progress: bool = Fa
             if n and not has_slot:  # no pseudoword in the probe: every pair ranks alike
                 entry["P2"].append(entry["P2"][0])
                 continue
-            rr2 = _reciprocal_ranks(study, probes, pair, f"{rule} P2 probes (pair {n})", progress)
+            rr2 = _reciprocal_ranks(study, p2_requests(study, rule, n),
+                                    f"{rule} P2 probes (pair {n})", progress)
             # the official code splits P2 by the top half under either rule
             entry["P2"].append(_split(rr2, [p.record for p in probes], False))
         result[rule] = entry
@@ -149,20 +191,19 @@ def run_paper_cell(study: PaperStudy, rule: str, p1: str, p2: str, premises: dic
     items = study.evaluated(rule)
     if not items:
         return {"n": 0}, []
-    pool = [g for i in study.items[rule] for g in i.golds]
     per_pair, preds = [], []
-    for n, pair in enumerate(study.pseudowords):
+    for n in range(len(study.pseudowords)):
         keep = _selected(premises[rule]["P1"], p1) & _selected(premises[rule]["P2"][n], p2)
         chosen = [(k, i) for k, i in enumerate(items) if i.record.index in keep]
         if not chosen:
             continue
-        texts = [i.text(p1 == "explicit", p2 == "explicit") for _, i in chosen]
-        lists = [_candidates(study, i.candidates, pool, i.golds, i.id) for _, i in chosen]
-        rows = score_requests(study.scorer, [Request(t, c, vectors_for(t, pair))
-                                             for t, c in zip(texts, lists)],
-                              batch_size=study.config.batch_size,
+        requests = [item_request(study, rule, i, p1 == "explicit", p2 == "explicit", n)
+                    for _, i in chosen]
+        texts = [r.prompt for r in requests]
+        lists = [r.candidates for r in requests]
+        rows = score_requests(study.scorer, requests, batch_size=study.config.batch_size,
                               desc=f"{rule} P1 {p1} P2 {p2} pair {n}", progress=progress)
-        golds = [paper_gold_indices(c, i.golds) for (_, i), c in zip(chosen, lists)]
+        golds = [list(r.golds) for r in requests]
         per_pair.append(paper_evaluate(rows, golds, ks=(1, 5)))
         for (_, item), text, row, gold, cands in zip(chosen, texts, rows, golds, lists):
             ranks = paper_ranks(row, gold)

@@ -288,7 +288,6 @@ def _known_rule(config: ReportSettings) -> str:
 def _source_title(out: Path) -> str:
     """`` on store S`` for a run on another ontology than the bundled one (config.json's
     ``extra.ontology``), so the report's first line says which ontology it is about."""
-    import json
 
     try:
         pinned = json.loads((out / "config.json").read_text(encoding="utf-8"))

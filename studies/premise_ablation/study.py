@@ -226,24 +226,33 @@ def reasoning_prompt(study: Study, item: ReasoningItem, p1: str, p2: str, kind: 
     return soft_reasoning_prompt(study, item, p1, p2, soft)
 
 
+def item_requests(study: Study, item: ReasoningItem, p1: str, p2: str, kind: str,
+                  soft: dict | None = None, variant: int | None = None,
+                  pairs: list[int] | None = None) -> list[ProbeRequest]:
+    """An item's requests with its premises set to `p1`, `p2`: one per pseudoword pair of
+    `pairs` (every pair by default). The run's cells and the dry run both ask these."""
+    from .candidates import item_candidates, item_others
+
+    candidates = item_candidates(study, item)
+    # filtered, all candidates: the item's other true answers, left out of its ranks
+    also = tuple(gold_indices(candidates, item_others(study, item)))
+    golds = tuple(gold_indices(candidates, item.answers))
+    text = reasoning_prompt(study, item, p1, p2, kind, soft, variant)
+    return [ProbeRequest(text, tuple(candidates),
+                         {**study.pseudowords[pair], **(soft["vectors"] if soft else {})},
+                         item=item.id, golds=golds, also_true=also, setting={"pair": pair})
+            for pair in (range(len(study.pseudowords)) if pairs is None else pairs)]
+
+
 def cell_requests(study: Study, rule: str, p1: str, p2: str, kind: str, premises: dict,
                   soft: dict | None, variant: int | None = None) -> list[ProbeRequest]:
     """Every prompt of one cell: each item under each pair whose P1 and P2 take `p1`, `p2`."""
-    from .candidates import item_candidates, item_others
-
     requests = []
     for item in study.items[rule]:
-        candidates = item_candidates(study, item)
-        # filtered, all candidates: the item's other true answers, left out of its ranks
-        also = tuple(gold_indices(candidates, item_others(study, item)))
-        golds = tuple(gold_indices(candidates, item.answers))
-        for pair, vectors in enumerate(study.pseudowords):
-            s1, s2 = settings_of(item, premises, pair)
-            if p1 in s1 and p2 in s2:
-                requests.append(ProbeRequest(
-                    reasoning_prompt(study, item, p1, p2, kind, soft, variant), tuple(candidates),
-                    {**vectors, **(soft["vectors"] if soft else {})}, item=item.id,
-                    golds=golds, also_true=also, setting={"pair": pair}))
+        pairs = [pair for pair in range(len(study.pseudowords))
+                 if all(s in taken for s, taken in zip((p1, p2), settings_of(item, premises, pair)))]
+        if pairs:
+            requests += item_requests(study, item, p1, p2, kind, soft, variant, pairs)
     return requests
 
 
