@@ -131,7 +131,8 @@ def stopped_line(proc: subprocess.Popen, store: Path | None, what: str) -> str:
     proc.stderr.seek(0)
     said = last_words(proc.stderr.read().decode(errors="replace")) or \
         f"exit status {proc.returncode}"
-    fix = "free some disk space" if "no space left" in said.lower() else "check the --store directory"
+    full = "no space left" in said.lower()
+    fix = "free some disk space" if full else "check the --store directory"
     return (f"{store or 'the store'}: the Oxigraph server {what} ({printable(said)[:300]}); "
             f"{fix}")
 
@@ -172,8 +173,8 @@ class OxigraphServer:
         shared = self.lock.inheritable_fd()
         argv = server_argv(self.opts, self.internal)
         try:
-            proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=log,
-                                    pass_fds=(shared,), preexec_fn=_die_with(os.getpid()),
+            proc = subprocess.Popen(die_with_parent(argv), stdout=subprocess.DEVNULL,
+                                    stderr=log, pass_fds=(shared,),
                                     env=dict(os.environ, RUST_LIB_BACKTRACE="0"))
         finally:
             os.close(shared)
@@ -279,21 +280,22 @@ def _announcement(opts: ServeOptions, token: str) -> str:
     return f"serving {opts.store} at {url} (SPARQL 1.1 Protocol, {mode}; {federated}); Ctrl-C stops"
 
 
-def _die_with(parent: int):
-    """The child's `preexec_fn`: ask the kernel to SIGKILL it when its parent dies (Linux),
-    and die at once if the parent is already gone (it died between fork and prctl)."""
-    libc = None
-    if sys.platform.startswith("linux"):
-        import ctypes
+#: run before the server, in its own process: ask Linux to SIGKILL it when its parent dies
+#: (PR_SET_PDEATHSIG outlives exec), die at once if the parent is already gone, then exec it.
+#: A wrapper, not `preexec_fn`: that is unsafe once the proxy's threads run (a restart).
+_DIE_WITH_PARENT = (
+    "import os, signal, sys\n"
+    "if sys.platform.startswith('linux'):\n"
+    "    import ctypes\n"
+    f"    ctypes.CDLL(None, use_errno=True).prctl({_PR_SET_PDEATHSIG}, signal.SIGKILL, 0, 0, 0)\n"
+    "    if os.getppid() != int(sys.argv[1]):\n"
+    "        os._exit(137)\n"
+    "os.execv(sys.argv[2], sys.argv[2:])\n")
 
-        libc = ctypes.CDLL(None, use_errno=True)
 
-    def preexec() -> None:
-        if libc is not None:
-            libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-            if os.getppid() != parent:
-                os.kill(os.getpid(), signal.SIGKILL)
-    return preexec
+def die_with_parent(argv: list[str]) -> list[str]:
+    """`argv` started so that the server dies with kg serve, whatever kills it."""
+    return [sys.executable, "-c", _DIE_WITH_PARENT, str(os.getpid()), *argv]
 
 
 def _host_port(address: str) -> tuple[str, int]:

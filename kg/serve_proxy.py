@@ -39,7 +39,6 @@ import socket
 import sys
 import threading
 import time
-from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Protocol
 from urllib.parse import urlsplit
@@ -51,16 +50,15 @@ from kgprobe.kg.meta import (
     SOURCE_HASH,
     STAT_PREDICATES,
 )
-from kgprobe.kg.serve_checks import (  # noqa: F401 - host_allowed, classify: the checks' home moved
+from kgprobe.kg.serve_checks import (
     ProxyPolicy,
     Refusal,
     Request,
     check,
     check_headers,
-    classify,
-    host_allowed,
     split_target,
 )
+from kgprobe.kg.serve_limits import DeadlineReader, ProxyLimits, arm
 from kgprobe.terminal import printable
 
 MAX_BODY = 64 * 1024 * 1024  # a bigger Graph Store upload: `kg load` the file instead
@@ -71,15 +69,6 @@ _HOP = {"connection", "keep-alive", "proxy-connection", "proxy-authorization", "
         "forwarded", "x-forwarded-for", "x-forwarded-host", "x-forwarded-proto"}
 RESTARTING = ("the Oxigraph server behind kg serve was restarted (a query ran past "
               "--query-timeout); send the request again")
-
-
-@dataclass(frozen=True)
-class ProxyLimits:
-    """How long and how many (the module docstring says why each)."""
-
-    query_timeout_s: float = 30.0
-    request_timeout_s: float = 60.0
-    max_connections: int = 64
 
 
 class Upstream(Protocol):
@@ -207,29 +196,6 @@ class SparqlProxy(ThreadingHTTPServer):
                           "was not made")
 
 
-class _DeadlineReader(io.RawIOBase):
-    """The client's socket, read against one deadline for its whole request: each read waits
-    only for what is left of it, so dripping a byte at a time gains nothing."""
-
-    def __init__(self, sock: socket.socket, deadline: float):
-        self.sock, self.deadline = sock, deadline
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer) -> int:
-        arm(self.sock, self.deadline)
-        return self.sock.recv_into(buffer)
-
-
-def arm(sock: socket.socket, deadline: float) -> None:
-    """Let the next operation on `sock` wait only until `deadline` (TimeoutError if past)."""
-    left = deadline - time.monotonic()
-    if left <= 0:
-        raise TimeoutError("deadline passed")
-    sock.settimeout(left)
-
-
 class _Handler(BaseHTTPRequestHandler):
     server: SparqlProxy
     server_version = "kgprobe-serve"
@@ -238,7 +204,7 @@ class _Handler(BaseHTTPRequestHandler):
     def setup(self) -> None:
         super().setup()
         limit = self.server.limits.request_timeout_s
-        self.rfile = io.BufferedReader(_DeadlineReader(self.connection,
+        self.rfile = io.BufferedReader(DeadlineReader(self.connection,
                                                        time.monotonic() + limit))
 
     def _handle(self) -> None:
@@ -398,7 +364,7 @@ class _Handler(BaseHTTPRequestHandler):
             path = self.path
         return printable(path[:200])
 
-    def log_error(self, format: str, *args) -> None:  # noqa: A002 - the base class's name
+    def log_error(self, format: str, *args) -> None:  # the base class's argument name
         """The base class's own refusals (a malformed request line, a request that did not
         arrive in time): one printable line each."""
         text = format % args
@@ -407,5 +373,5 @@ class _Handler(BaseHTTPRequestHandler):
                     f"({self.server.limits.request_timeout_s:g} s)")
         log(f"kg serve: {printable(text)[:300]}")
 
-    def log_message(self, format: str, *args) -> None:  # noqa: A002 - the base class's name
+    def log_message(self, format: str, *args) -> None:  # the base class's argument name
         """Quiet: refusals are logged, one line each, by `_refuse` and `log_error`."""
