@@ -203,6 +203,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def setup(self) -> None:
         super().setup()
+        self.rfile.close()  # the base class's reader: replaced by one with a deadline
         limit = self.server.limits.request_timeout_s
         self.rfile = io.BufferedReader(DeadlineReader(self.connection,
                                                        time.monotonic() + limit))
