@@ -43,7 +43,8 @@ from pathlib import Path
 
 from kgprobe.errors import StoreError
 from kgprobe.kg.lock import LOCK_NAME, WriterLock
-from kgprobe.kg.serve_proxy import ProxyLimits, ProxyPolicy, SparqlProxy
+from kgprobe.kg.serve_limits import ProxyLimits
+from kgprobe.kg.serve_proxy import ProxyPolicy, SparqlProxy
 from kgprobe.kg.sparql_client import EndpointError, SparqlClient
 from kgprobe.terminal import printable
 
