@@ -38,6 +38,8 @@ BOUNDS: dict[str, tuple[float, bool, float | None]] = {
     "--pool": (1, False, None),
     "--timeout": (0, True, None),
     "--query-timeout": (0, True, None),
+    "--request-timeout": (0, True, None),
+    "--max-connections": (1, False, None),
     "--fraction": (0, False, 1),
 }
 

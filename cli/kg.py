@@ -182,16 +182,28 @@ def cmd_kg_query(args: argparse.Namespace) -> int:
 
     sparql = read_query(args.query)
     refuse_federation(sparql, allow=args.allow_federation)
+    if getattr(args, "endpoint", None):  # each request is bounded by --timeout already
+        answer_query(args, sparql)
+        return 0
+    # pyoxigraph cannot cancel a query: it runs in a child that is killed at --timeout
+    from kgprobe.deadline import run_with_deadline
+
+    run_with_deadline(lambda: answer_query(args, sparql), args.timeout,
+                      f"the query ran past --timeout {args.timeout:g} s and was stopped; narrow "
+                      "it (a LIMIT, more specific patterns) or raise --timeout")
+    return 0
+
+
+def answer_query(args: argparse.Namespace, sparql: str) -> None:
     with open_reader(args) as kg:
         if args.format == "table":
             print_result(kg.query(sparql))
-            return 0
+            return
         from kgprobe.kg.formats import write_answer
 
         sys.stdout.flush()
         write_answer(kg.solutions(sparql), args.format, sys.stdout.buffer)
         sys.stdout.buffer.flush()
-    return 0
 
 
 def print_stats(kg: KnowledgeGraph) -> None:
@@ -357,6 +369,10 @@ def add_parsers(sub) -> None:
     p.add_argument("--allow-federation", action="store_true", help="let SERVICE clauses send "
                    "requests to other servers (default: such a query is refused)")
     reader_args(p)
+    for action in p._actions:  # the one --timeout bounds a local query as a whole, too
+        if action.dest == "timeout":
+            action.help = ("seconds the query may take, its output included (default 30); "
+                           "with --endpoint, each request")
     memory_arg(p)
     p = kg_sub.add_parser("stats", help="triples, classes, properties, instances per graph")
     reader_args(p)

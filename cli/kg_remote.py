@@ -25,7 +25,9 @@ def cmd_kg_serve(args: argparse.Namespace) -> int:
     require_openable(Path(args.store or default_store_path()))
     opts = ServeOptions(Path(args.store or default_store_path()), bind=args.bind,
                         allow_updates=args.allow_updates, allow_federation=args.allow_federation,
-                        wait=args.wait, timeout_s=args.query_timeout)
+                        wait=args.wait, timeout_s=args.query_timeout,
+                        request_timeout_s=args.request_timeout,
+                        max_connections=args.max_connections)
     return serve(opts, announce=lambda line: print(line, flush=True))
 
 
@@ -67,8 +69,14 @@ def add_parsers(kg_sub) -> None:
     p.add_argument("--allow-federation", action="store_true",
                    help="let queries and updates reach other hosts (SERVICE, LOAD); refused "
                         "by default")
-    p.add_argument("--query-timeout", type=float, default=None, metavar="S",
-                   help="the server's own limit per query, in seconds")
+    p.add_argument("--query-timeout", type=float, default=30.0, metavar="S",
+                   help="seconds each request has for its whole answer (default 30); a query "
+                        "past it is answered 503 and stopped by restarting the server")
+    p.add_argument("--request-timeout", type=float, default=60.0, metavar="S",
+                   help="seconds a client has to send its whole request, headers and body "
+                        "(default 60); a slower one is disconnected")
+    p.add_argument("--max-connections", type=int, default=64, metavar="N",
+                   help="connections served at once (default 64); one more is answered 503")
     writer_args(p)
     p = kg_sub.add_parser("pull", help="build an ontology from a SPARQL endpoint as the OntoProbe "
                           "paper did from DBpedia (§2.1) into a named graph")

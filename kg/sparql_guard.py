@@ -17,6 +17,13 @@ Detection must not be bypassable, so it errs towards refusing:
    is added to them, so a difference between rdflib's parser and Oxigraph's cannot hide one.
 4. Text rdflib cannot parse (Oxigraph's extensions, or simply invalid) or that is too long to
    parse quickly is refused whole: we cannot show that it calls nobody.
+
+The parse is pure Python (pyparsing) and slow on long texts (about 0.3 s per KB of a long
+FILTER), so `MAX_PARSED` keeps one check under a few seconds of one core; and checks run side
+by side, with no lock held across a parse, so one long text does not hold up the requests
+behind it (`kg serve` checks each request in its own thread).  Packrat caching, the one piece
+of shared state pyparsing guards, stays off (rdflib does not turn it on); the grammar's one-time
+preparation (`streamline`) is done once, under a lock, before any parse may run beside another.
 """
 
 from __future__ import annotations
@@ -28,8 +35,8 @@ from dataclasses import dataclass
 from kgprobe.errors import QueryError
 
 #: above this many characters a text that mentions service/load is refused unparsed
-#: (pyparsing holds the GIL for seconds on megabytes; any real federated query is shorter)
-MAX_PARSED = 256_000
+#: (a parse costs up to ~3 s of one core at this length; any real federated query is shorter)
+MAX_PARSED = 10_000
 
 _ESCAPE = re.compile(r"\\u([0-9A-Fa-f]{4})|\\U([0-9A-Fa-f]{8})")
 _MENTION = re.compile(r"service|load", re.IGNORECASE)
@@ -40,7 +47,8 @@ _OPAQUE = re.compile(r'"""(?:[^"\\]|\\.|"(?!""))*"""' r"|'''(?:[^'\\]|\\.|'(?!''
 # a keyword is a word not glued to a prefixed name, variable, blank node or language tag (a
 # name with "-load" or ".service" in it counts: the scan may refuse too much, never too little)
 _KEYWORD = re.compile(r"(?<![\w:?$@])(service|load)(?![\w:])", re.IGNORECASE)
-_PARSE_LOCK = threading.Lock()  # pyparsing's packrat cache is shared state
+_PREPARED = threading.Lock()  # held only for the grammar's first, one-time preparation
+_prepared: set[str] = set()
 
 
 class FederationError(QueryError):
@@ -103,8 +111,14 @@ def keyword_scan(text: str) -> list[str]:
 def _parse(text: str, kind: str):
     from rdflib.plugins.sparql.parser import parseQuery, parseUpdate
 
-    with _PARSE_LOCK:
-        return parseUpdate(text) if kind == "update" else parseQuery(text)
+    parse = parseUpdate if kind == "update" else parseQuery
+    if kind not in _prepared:  # the first parse streamlines the shared grammar: one at a time
+        with _PREPARED:
+            try:
+                return parse(text)
+            finally:
+                _prepared.add(kind)
+    return parse(text)
 
 
 def _walk(node):
@@ -126,6 +140,12 @@ def _walk(node):
 
 
 def _term(term) -> str:
+    """The target as the text wrote it: `<iri>`, `prefix:name` or `?var`."""
     if term is None:
         return "?"
-    return f"?{term}" if type(term).__name__ == "Variable" else f"<{term}>"
+    if type(term).__name__ == "Variable":
+        return f"?{term}"
+    if getattr(term, "name", None) == "pname":  # rdflib's CompValue for a prefixed name
+        return f"{term['prefix'] if 'prefix' in term else ''}:" + (
+            term["localname"] if "localname" in term else "")
+    return f"<{term}>"

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 from kgprobe.kg.serve import oxigraph_command
-from kgprobe.kg.serve_proxy import host_allowed
+from kgprobe.kg.serve_checks import host_allowed
 from kgprobe.kg.store import KnowledgeGraph
 from kgprobe.ontology.loaders import load_rdf
 from kgprobe.reasoning.materialize import materialize
@@ -196,8 +196,10 @@ def test_a_wrong_host_is_refused_even_for_reads(copy, tmp_path):
 
 def test_no_name_an_attacker_controls_is_this_server():
     for attack in ("evil.example:7878", "localhost.evil.example:7878", "127.0.0.1.nip.io:7878",
-                   "127.0.0.1:7879", "127.0.0.1", "127.0.0.1:7878.evil.example", ""):
+                   "127.0.0.1:7879", "127.0.0.1", "127.0.0.1:7878.evil.example", "",
+                   "::1:7878", "[localhost]:7878", "[::1]x:7878", ":7878"):
         assert not host_allowed(attack, "127.0.0.1:7878"), attack
+    assert not host_allowed("::1:7878", "[::1]:7878")  # a bare IPv6 host: refused like the others
     assert not host_allowed("evil.example:7878", "0.0.0.0:7878")
     for good, bind in (("127.0.0.1:7878", "127.0.0.1:7878"), ("LOCALHOST:7878", "127.0.0.1:7878"),
                        ("[::1]:7878", "[::1]:7878"), ("localhost:7878", "[::1]:7878"),

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 from kgprobe.kg.sparql_guard import MAX_PARSED, expand_escapes, federation, keyword_scan
-from kgprobe.kg.serve_proxy import Request, classify
+from kgprobe.kg.serve_checks import Request, classify
 
 EVIL = "http://127.0.0.1:9/sparql"
 
@@ -43,6 +43,14 @@ def test_loads_and_services_in_updates_are_found(update):
     found = federation(update, "update")
     assert found and {f.keyword for f in found} <= {"LOAD", "SERVICE"}, update
     assert any(EVIL in f.target for f in found)
+
+
+def test_targets_are_named_as_written():
+    """Before: a prefixed target was shown as rdflib's internal `<pname_pname_{...}>`."""
+    query = (f"PREFIX e: <{EVIL[:-6]}> SELECT * WHERE {{ SERVICE e:sparql {{ ?s ?p ?o }} "
+             f"SERVICE :x {{ ?a ?b ?c }} SERVICE ?v {{ ?d ?e ?f }} SERVICE <{EVIL}> {{ ?g ?h ?i }} }}")
+    assert [f.target for f in federation(query, "query")] == ["e:sparql", ":x", "?v", f"<{EVIL}>"]
+    assert [str(f) for f in federation(f"PREFIX e: <{EVIL[:-6]}> LOAD e:x", "update")] == ["LOAD e:x"]
 
 
 def test_what_cannot_be_parsed_but_mentions_one_is_refused_unverified():
