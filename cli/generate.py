@@ -19,7 +19,8 @@ from kgprobe.reasoning.rdfs import RULES
 from kgprobe.studies.ontology_source import OntologySource, add_ontology_options, model_options
 from kgprobe.studies.options import comma_list
 
-from .kg import memory_arg, open_reader, open_store, print_reason, writer_args
+from .kg import print_reason
+from .kg_options import memory_arg, open_reader, open_store, writer_args
 from .registry import command, warn
 
 

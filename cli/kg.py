@@ -14,9 +14,8 @@ from pathlib import Path
 from typing import Sequence
 
 from kgprobe.errors import KgprobeError, OntologyError
-from kgprobe.kg.endpoint_options import endpoint_options, open_endpoint
 from kgprobe.kg.formats import print_result
-from kgprobe.kg.store import GraphNameError, KnowledgeGraph, default_store_path, graph_iri
+from kgprobe.kg.store import KnowledgeGraph, default_store_path, graph_iri
 from kgprobe.ontology.formats import SYNTAXES
 from kgprobe.ontology.from_triples import BuildOptions
 from kgprobe.ontology.loaders import Source, bundled_source, load_source
@@ -25,55 +24,18 @@ from kgprobe.studies.ontology_source import model_args, model_options
 from kgprobe.studies.options import comma_list
 from kgprobe.terminal import printable
 
+from .kg_options import (
+    check_graph_name,
+    memory_arg,
+    open_reader,
+    open_store,
+    reader_args,
+    writer_args,
+)
 from .registry import command, warn
 
 
-def store_arg(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--store", type=Path, default=None,
-                        help="store directory (default: $KGPROBE_STORE, else .kgprobe/store)")
-
-
-def memory_arg(parser: argparse.ArgumentParser) -> None:
-    """--max-memory: the command runs under the memory guard (`kgprobe.guard`)."""
-    parser.add_argument("--max-memory", default=None, metavar="SIZE",
-                        help="stop with one line (exit 2) when the command's memory passes SIZE "
-                             "(e.g. 2G, 512M; 0: no limit; default: $KGPROBE_MAX_MEMORY, else "
-                             "half of this machine's memory)")
-
-
-def writer_args(parser: argparse.ArgumentParser) -> None:
-    """--store, and --wait: a writing command waits for another writer instead of stopping."""
-    store_arg(parser)
-    parser.add_argument("--wait", action="store_true", help="if another kgprobe process is "
-                        "writing to the store, wait for it to finish (default: exit 2)")
-
-
-def open_store(args: argparse.Namespace, *, write: bool = False) -> KnowledgeGraph:
-    """Writers take the store's writer lock; readers open it read-only and run beside them."""
-    return KnowledgeGraph(args.store or default_store_path(), create=False, read_only=not write,
-                          wait=getattr(args, "wait", False))
-
-
-def reader_args(parser: argparse.ArgumentParser) -> None:
-    """--store, or --endpoint URL (with its timeout, retries and page size)."""
-    store_arg(parser)
-    endpoint_options(parser)
-
-
-def open_reader(args: argparse.Namespace):
-    """The store read-only, or the SPARQL endpoint `--endpoint` names: the same read interface."""
-    return open_endpoint(args) if getattr(args, "endpoint", None) else open_store(args)
-
-
 # ------------------------------------------------------------------------------ kg
-
-
-def check_graph_name(name: str, option: str = "--name") -> str:
-    """Refuse a name that names no graph: '' would make the bare `urn:kgprobe:source:`."""
-    if not name.strip():
-        raise GraphNameError(f"{option} {name!r}: a graph name must not be empty; give one, "
-                             f"e.g. {option} zoo")
-    return name
 
 
 def parse_sources(paths: Sequence[str], default: bool, name: str | None,

@@ -8,7 +8,7 @@ import sys
 from kgprobe.kg.store import default_store_path
 from kgprobe.terminal import printable
 
-from .kg import store_arg
+from .kg_options import store_arg
 from .registry import command
 
 

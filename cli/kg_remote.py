@@ -8,7 +8,8 @@ from pathlib import Path
 from kgprobe.kg.endpoint_options import endpoint_options, open_endpoint
 from kgprobe.kg.store import default_store_path, graph_iri
 
-from .kg import check_graph_name, created_store, writer_args
+from .kg import created_store
+from .kg_options import check_graph_name, writer_args
 from .registry import command
 
 
