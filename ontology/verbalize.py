@@ -216,7 +216,11 @@ def property_meta(pattern: str, domain: str | None, range_: str | None) -> dict[
     for that"). Unknown domain or range read as "something"."""
     dom = with_article(domain) if domain else "something"
     rng = with_article(range_) if range_ else "something"
-    return {"as_subject": pattern_clause(pattern, "one", rng),
+    # a pattern that names the range already ("is part of constellation [Y]") says it once
+    # ("one is part of a constellation")
+    named = range_ and re.compile(rf" {re.escape(range_)} \[Y\]", re.I)
+    subject_pattern = named.sub(" [Y]", pattern) if named else pattern
+    return {"as_subject": pattern_clause(subject_pattern, "one", rng),
             "as_object": pattern_clause(pattern, dom, "that")}
 
 
