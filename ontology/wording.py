@@ -245,3 +245,14 @@ def word_labels(onto) -> None:
     for p in onto.properties.values():
         if p.label:
             p.label = label_words(p.label, lower)
+
+
+def wording_summary(onto) -> dict:
+    """What `summary.json` records of the wording: the tagger's versions, and how many
+    properties without a pattern of their own got each shape ("unclear": the conservative
+    pattern)."""
+    from collections import Counter
+
+    shapes = Counter(property_shape(p.label) for p in onto.properties.values()
+                     if p.label and not p.pattern)
+    return {"tagger": tagger_versions(), "property shapes": dict(sorted(shapes.items()))}
