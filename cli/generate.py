@@ -64,6 +64,14 @@ def _model(args: argparse.Namespace) -> tuple[Ontology, set, set]:
     return loaded.ontology, set(loaded.triples), set()
 
 
+def _wording(onto: Ontology, langs) -> dict:
+    """The English wording's tagger and property shapes (ontology/wording.py), for summary.json."""
+    from kgprobe.ontology.languages import ENGLISH, prompt_language
+    from kgprobe.ontology.wording import wording_summary
+
+    return {"wording": wording_summary(onto)} if prompt_language(langs) == ENGLISH else {}
+
+
 def _skipped_summary(onto: Ontology, skipped: Counter) -> dict:
     """What generation left out: terms per reason and kind, records or items per reason."""
     for line in onto.warnings:
@@ -132,7 +140,7 @@ def cmd_generate_memorizing(args: argparse.Namespace) -> int:
     write_json(out / "summary.json", {
         "tasks": summary, "seed": args.seed, "split": [train, dev],
         "instances_per_class": args.instances_per_class, "lang": list(options.langs),
-        "skipped": _skipped_summary(onto, skipped)})
+        "skipped": _skipped_summary(onto, skipped), **_wording(onto, options.langs)})
     print(f"wrote {out}")
     return 0
 
@@ -164,7 +172,8 @@ def cmd_generate_reasoning(args: argparse.Namespace) -> int:
     write_json(out / "candidates.json", candidate_sets(onto))
     write_json(out / "summary.json", {"rules": summary, "pseudowords": not args.no_pseudowords,
                                       "templates": templates.path, "lang": list(options.langs),
-                                      "skipped": _skipped_summary(onto, skipped)})
+                                      "skipped": _skipped_summary(onto, skipped),
+                                      **_wording(onto, options.langs)})
     print(f"wrote {out}")
     return 0
 

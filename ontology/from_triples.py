@@ -59,6 +59,7 @@ from kgprobe.ontology.model import (
 from kgprobe.ontology.owl_axioms import lower
 from kgprobe.ontology.prune import RELATIONS, exclude_terms
 from kgprobe.ontology.skos import SkosMapping, apply_mapping, singular_labels, skos_mapping
+from kgprobe.ontology.wording import word_labels
 
 #: Predicates whose triples describe the schema or labels, not facts about instances.
 _SCHEMA_NAMESPACES = (RDF, RDFS, OWL, SKOS, KGP_PATTERN.rsplit("#", 1)[0])
@@ -219,6 +220,8 @@ def build_ontology(name: str, triples: Iterable[Triple],
     labels, no_label = _labels(src, options.langs, lang, split, class_iris | prop_iris,
                                instance_iris, skos)
     onto = _populate(Ontology(name=name), src, labels, class_iris, prop_iris, instance_iris)
+    if lang == ENGLISH:  # labels as an English prompt writes them (ontology/wording.py)
+        word_labels(onto)
     onto.facts.extend(facts)
     onto.warnings.extend(lowering.warnings())
     onto.closure_edges = lowering.closure_triples()

@@ -105,7 +105,7 @@ def is_adjective_label(label: str) -> bool:
     know counts when it has an adjective's ending ("striated", "actinomorphic"). Such a
     class does not fit "[X] is a ___". (A word listed only as a verb, "bar", is not enough.)"""
     words = label.split()
-    while len(words) > 1 and words[-1].lower() in _FUNCTION_WORDS:
+    while len(words) > 1 and words[-1].lower() in FUNCTION_WORDS:
         words.pop()
     if not words or not words[-1].isalpha():
         return False
@@ -113,6 +113,8 @@ def is_adjective_label(label: str) -> bool:
     pos = parts_of_speech(head)
     if "NOUN" in pos:
         return False
+    if len(words) > 1 and "NOUN" in parts_of_speech(words[-2]) and _verb_base(head):
+        return False  # a noun before a verb's base form makes a compound noun: "cloud top"
     if "ADJ" in pos:
         return True
     if pos:
@@ -121,9 +123,18 @@ def is_adjective_label(label: str) -> bool:
     return head.endswith(_ADJECTIVE_ENDINGS)
 
 
+def _verb_base(word: str) -> bool:
+    """A verb's base form ("top", "drop"): such a word is a noun as well, though the lexicon
+    lists only its verb (and adjective) readings."""
+    from lemminflect import getAllLemmas
+
+    return word in getAllLemmas(word).get("VERB", ())
+
+
 #: Endings of English adjectives, for words the lexicon does not list (PATO's technical
-#: terms): participles and the derivational suffixes that make adjectives.
-_ADJECTIVE_ENDINGS = ("ed", "ous", "ic", "ive", "able", "ible", "ful", "less", "oid")
+#: terms): participles and the derivational suffixes that make adjectives. Not "-oid":
+#: chemistry's -oids are nouns (carotenoid, terpenoid, steroid).
+_ADJECTIVE_ENDINGS = ("ed", "ous", "ic", "ive", "able", "ible", "ful", "less")
 
 
 def common_case(label: str, lower_words: frozenset[str] = frozenset()) -> str:
@@ -136,7 +147,7 @@ def common_case(label: str, lower_words: frozenset[str] = frozenset()) -> str:
     out = []
     for w in words:
         if (len(w) > 1 and w[0].isupper() and w[1:].islower() and w.isalpha()
-                and (parts_of_speech(w) or w.lower() in _FUNCTION_WORDS
+                and (parts_of_speech(w) or w.lower() in FUNCTION_WORDS
                      or w.lower() in lower_words)):
             w = w.lower()
         out.append(w)
@@ -150,8 +161,10 @@ def lowered_words(labels) -> frozenset[str]:
 
 
 #: Closed-class words the lexicon (open classes only) does not list.
-_FUNCTION_WORDS = frozenset("of in on at to for from by with about into onto under over as "
-                            "than via within near after before and or the a an not".split())
+FUNCTION_WORDS = frozenset("of in on at to for from by with about into onto under over as "
+                            "than via within near after before and or the a an not during "
+                            "until since among between through throughout without against "
+                            "across around behind beyond upon toward towards per".split())
 
 
 def _lang_matches(lang: str | None, wanted: str, primary: str) -> bool:

@@ -36,9 +36,10 @@ def bundled_ontology_dir() -> Path:
     return Path(str(resources.files("kgprobe.ontology") / "data"))
 
 
-def bundled_source() -> Source:
-    """The default ontology, loaded into the graph named 'ontoprobe'."""
-    return load_ontoprobe(bundled_ontology_dir(), name="ontoprobe")
+def bundled_source(word: bool = True) -> Source:
+    """The default ontology, loaded into the graph named 'ontoprobe' (`word`: labels worded
+    for prompts, see `load_ontoprobe`)."""
+    return load_ontoprobe(bundled_ontology_dir(), name="ontoprobe", word=word)
 
 
 def load_source(path: str | Path, fmt: str | None = None, *, lazy: bool = False,

@@ -106,6 +106,9 @@ class OntClass:
     iri: str
     label: str
     parents: list[str] = field(default_factory=list)  # direct named superclasses
+    #: A label's trailing parenthetical ("unit of temporal duration" of "Week (unit of
+    #: temporal duration)"): it tells homonyms apart but is no part of a sentence.
+    disambiguator: str | None = None
 
 
 @dataclass

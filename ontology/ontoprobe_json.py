@@ -20,6 +20,7 @@ from kgprobe.ontology.model import (
     OntProperty,
 )
 from kgprobe.ontology.source import Source
+from kgprobe.ontology.wording import word_labels
 
 __all__ = ["ONTOPROBE_NS", "load_ontoprobe"]
 
@@ -47,12 +48,14 @@ def _as_list(value) -> list:
     return list(value) if isinstance(value, (list, tuple)) else [value]
 
 
-def load_ontoprobe(directory: str | Path, name: str | None = None) -> Source:
+def load_ontoprobe(directory: str | Path, name: str | None = None, word: bool = True) -> Source:
     """Load the OntoProbe pair (`class.json`, `property.json`).
 
     `class.json` lists each class's whole superclass chain, specific → general. Only the
     direct edge (the first element) is stored: the rest must follow from the parents'
     own chains, and every chain that does not is reported in `Ontology.warnings`.
+    `word`: labels as an English prompt writes them (`wording.word_labels`); off, as the
+    files write them (the paper's reference sets are written in those).
     """
     directory = Path(directory)
     classes_raw = _read_json(directory / "class.json")
@@ -65,6 +68,8 @@ def load_ontoprobe(directory: str | Path, name: str | None = None) -> Source:
         raise OntologyError(f"{directory}: unexpected record layout ({err!r}); expected the "
                             "OntoProbe class.json/property.json schema") from None
     check_cycles(onto)
+    if word:  # the triples below carry the labels as prompts write them
+        word_labels(onto)
     return Source(onto.name, str(directory), onto, list(onto.triples()))
 
 

@@ -188,35 +188,17 @@ def capitalize(text: str) -> str:
     return text[:1].upper() + text[1:] if text else text
 
 
-#: First words that make a property label a verb phrase ("has topping", "contains").
-_VERBS = frozenset("""has have had is are was were be been being does do did can may
-contains contain includes include uses use owns own produces produce makes make holds hold
-wrote writes created creates founded founds directed directs played plays lives lived
-belongs belonged works worked depends depended consists consisted leads led""".split())
-_PREPOSITIONS = frozenset("of in on at to for from by with about into onto under over as "
-                          "than via within near after before".split())
-
-
 def default_pattern(label: str) -> str:
-    """A grammatical pattern for a property that has none (`kgp:pattern` gives one).
-
-    A verb phrase goes between subject and object ("has topping" → "[X] has topping [Y]",
-    "affects", "belongs to");
-    a participle or a noun ending in a preposition follows "is" ("located in" → "[X] is
-    located in [Y]", "part of" → "[X] is part of [Y]"); any other noun phrase follows
-    "has" ("telephone number" → "[X] has telephone number [Y]").
+    """A grammatical pattern for a property that has none (`kgp:pattern` gives one), from the
+    shape of its label (`wording.property_pattern`): a verb phrase goes between subject and
+    object ("affects", "resulted in"), a participle or a word ending in a preposition
+    follows "is" ("located in", "part of"), a noun phrase follows "has" ("telephone
+    number"); a label of no clear shape gets a conservative pattern ('[X] stands in the
+    relation "interval meets" to [Y] .') rather than a wrong sentence.
     """
-    words = label.split()
-    if not words:
-        return "[X] [Y] ."
-    first, last = words[0].lower(), words[-1].lower()
-    third_person = first.endswith("s") and not first.endswith(("ss", "us", "is", "ics"))
-    if first in _VERBS or (third_person and (len(words) == 1 or words[1].lower() in
-                                             _PREPOSITIONS)):
-        return f"[X] {label} [Y] ."
-    if (len(words) > 1 and first.endswith("ed")) or last in _PREPOSITIONS:
-        return f"[X] is {label} [Y] ."
-    return f"[X] has {label} [Y] ."
+    from kgprobe.ontology.wording import property_pattern
+
+    return property_pattern(label)
 
 
 def pattern_clause(pattern: str, x: str, y: str) -> str:
@@ -234,7 +216,11 @@ def property_meta(pattern: str, domain: str | None, range_: str | None) -> dict[
     for that"). Unknown domain or range read as "something"."""
     dom = with_article(domain) if domain else "something"
     rng = with_article(range_) if range_ else "something"
-    return {"as_subject": pattern_clause(pattern, "one", rng),
+    # a pattern that names the range already ("is part of constellation [Y]") says it once
+    # ("one is part of a constellation")
+    named = range_ and re.compile(rf" {re.escape(range_)} \[Y\]", re.I)
+    subject_pattern = named.sub(" [Y]", pattern) if named else pattern
+    return {"as_subject": pattern_clause(subject_pattern, "one", rng),
             "as_object": pattern_clause(pattern, dom, "that")}
 
 

@@ -57,8 +57,9 @@ def _property_metas(records: Sequence[MemorizingRecord], onto: Ontology) -> dict
 
 
 def reference_sets(tasks: Sequence[str] = RELATIONS) -> dict[str, MemorizingSet]:
-    """The paper's sets over the bundled ontology's candidate labels."""
-    onto = bundled_source().ontology
+    """The paper's sets over the bundled ontology's candidate labels, as its files write
+    them (not worded: the paper's records name them so)."""
+    onto = bundled_source(word=False).ontology
     cands, kinds = candidate_sets(onto), load_templates()
     out = {}
     for relation in (relation_name(t) for t in tasks):

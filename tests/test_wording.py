@@ -1,0 +1,113 @@
+"""Issue 33's wording cases: each quoted label, in a tiny hand-made ontology, gives a
+grammatical prompt (or the conservative pattern, whose shape is counted as "unclear")."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from kgprobe.ontology.from_triples import build_ontology
+from kgprobe.ontology.labels import is_adjective_label
+from kgprobe.ontology.loaders import parse_rdf
+from kgprobe.ontology.verbalize import load_templates
+from kgprobe.ontology.wording import UNCLEAR_PATTERN, property_shape
+from kgprobe.reasoning.items import Verbalizer
+
+EX = "http://example.org/w#"
+
+#: property label → the domain prompt it must give (issue 33 #1).
+PROPERTIES = {
+    "resulted in": "One has to be a particular [MASK] if one resulted in a thing .",
+    "collaborated with": "One has to be a particular [MASK] if one collaborated with a thing .",
+    "biotically interacts with":
+        "One has to be a particular [MASK] if one biotically interacts with a thing .",
+    "spacetime volume is defined by":
+        "One has to be a particular [MASK] if one 's spacetime volume is defined by a thing .",
+    "interval meets": "One has to be a particular [MASK] if one stands in the relation "
+                      '"interval meets" to a thing .',
+    "currently holds": "One has to be a particular [MASK] if one currently holds a thing .",
+    "minutes": "One has to be a particular [MASK] if one has minutes a thing .",
+    "in XSD Date-Time-Stamp": "One has to be a particular [MASK] if one stands in the relation "
+                              '"in XSD date time stamp" to a thing .',
+    "has member During": "One has to be a particular [MASK] if one has member during a thing .",
+    "has SubOrganization":
+        "One has to be a particular [MASK] if one has sub organization a thing .",
+    "located in": "One has to be a particular [MASK] if one is located in a thing .",
+}
+
+#: class label → how "[X] is a ___ ." reads it, and its disambiguator (issue 33 #2, #10).
+CLASSES = {
+    "Human-Made Thing": ("human-made thing", None),
+    "Date Time description": ("date time description", None),
+    "Spokenword": ("spoken word", None),
+    "Week (unit of temporal duration)": ("week", "unit of temporal duration"),
+    "asterids": ("asterid", None),
+    "Gnetophytes": ("gnetophyte", None),
+    "Biomolecule": ("biomolecule", None),
+    "Australian football Team": ("Australian football team", None),
+}
+
+
+def _ontology(tmp_path: Path):
+    """One class "thing"; each property's domain and range; each class under "thing"."""
+    lines = ["@prefix rdfs: <http://www.w3.org/2000/01/rdf-schema#> .",
+             "@prefix owl: <http://www.w3.org/2002/07/owl#> .", f"@prefix : <{EX}> .",
+             ':thing a owl:Class ; rdfs:label "thing" .', ":isrc a owl:ObjectProperty ; "
+             'rdfs:label "isrc" ; rdfs:subPropertyOf :p0 .']
+    for n, label in enumerate(PROPERTIES):
+        lines.append(f':p{n} a owl:ObjectProperty ; rdfs:label "{label}" ; rdfs:domain :thing ; '
+                     "rdfs:range :thing .")
+    for n, label in enumerate(CLASSES):
+        lines.append(f':c{n} a owl:Class ; rdfs:label "{label}" ; rdfs:subClassOf :thing .')
+    path = tmp_path / "w.ttl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return build_ontology("w", parse_rdf(path))
+
+
+@pytest.fixture(scope="module")
+def onto(tmp_path_factory):
+    return _ontology(tmp_path_factory.mktemp("wording"))
+
+
+def test_property_labels_give_grammatical_domain_prompts(onto):
+    verb = Verbalizer(onto, load_templates(), pseudowords=True)
+    for n, (label, prompt) in enumerate(PROPERTIES.items()):
+        meta = verb.property_meta(f"{EX}p{n}")
+        text = verb.templates["domain"].manual[0].render(meta=meta)
+        assert text == prompt, label
+        assert not re.search(r"\b(is|has) (resulted|collaborated|biotically|interval|in XSD)",
+                             text)
+
+
+def test_unclear_shapes_are_counted_not_worded_wrongly():
+    shapes = {label: property_shape(label) for label in PROPERTIES}
+    assert [label for label, s in shapes.items() if s == "unclear"] == [
+        "interval meets", "in XSD Date-Time-Stamp"]
+    assert UNCLEAR_PATTERN.startswith("[X]") and UNCLEAR_PATTERN.index("[X]") < \
+        UNCLEAR_PATTERN.index("[Y]")
+
+
+def test_acronym_keeps_its_capitals(onto):
+    label = onto.properties[f"{EX}isrc"].label
+    prompt = load_templates()["subPropertyOf"].manual[0].render(text_a=label)
+    assert prompt.startswith("ISRC implies [MASK]"), prompt
+
+
+def test_class_labels_read_as_common_singular_nouns(onto):
+    for n, (label, (words, disambiguator)) in enumerate(CLASSES.items()):
+        cls = onto.classes[f"{EX}c{n}"]
+        assert (cls.label, cls.disambiguator) == (words, disambiguator), label
+        premise = load_templates()["subClassOf"].manual[0].fill("thing", text_a=cls.label)
+        assert "(" not in premise and not re.search(r"\ban? \w+s \.", premise), premise
+
+
+@pytest.mark.parametrize("label", ["carotenoid", "terpenoid", "cloud top"])
+def test_adjective_filter_keeps_nouns(label):
+    assert not is_adjective_label(label)
+
+
+@pytest.mark.parametrize("label", ["viscous", "decreased", "adjacent to", "striated"])
+def test_adjective_filter_still_drops_adjectives(label):
+    assert is_adjective_label(label)
