@@ -146,6 +146,7 @@ def cmd_generate_memorizing(args: argparse.Namespace) -> int:
         candidate_sets,
         empty_splits,
         generate_memorizing,
+        scaled_splits,
     )
 
     train, dev = parse_split(args.split)
@@ -165,9 +166,17 @@ def cmd_generate_memorizing(args: argparse.Namespace) -> int:
         warn(f"{relation}: no {' and no '.join(splits)} records ({len(records[relation])} in "
              "all); change --split-sizes")
     write_json(out / "candidates.json", candidate_sets(onto))
+    facts = {"tasks": summary, "seed": args.seed, "split": [train, dev]}
+    scaled = scaled_splits(records, train, dev)
+    if scaled:  # only then, so a set split as asked keeps its summary
+        facts["split_scaled"] = {
+            "rule": "train = min(TRAIN, n // 4), dev = min(DEV, n // 4) where n < 2 * (TRAIN + "
+                    "DEV): the test split keeps at least half of the records",
+            "sizes": scaled}
+        warn("small relations, train/dev scaled down so the test split keeps half: " + ", ".join(
+            f"{r} {t},{d} of {len(records[r])}" for r, (t, d) in scaled.items()))
     _write_summary(out, onto, {
-        "tasks": summary, "seed": args.seed, "split": [train, dev],
-        "instances_per_class": args.instances_per_class, "lang": list(options.langs),
+        **facts, "instances_per_class": args.instances_per_class, "lang": list(options.langs),
         "skipped": _skipped_summary(onto, skipped)})
     print(f"wrote {out}")
     return 0
