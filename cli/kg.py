@@ -109,7 +109,7 @@ def print_warnings(sources: list[Source]) -> None:
         for w in src.ontology.warnings if src.ontology is not None else []:
             warn(f"{src.path}: {w}")
         if src.ontology is not None and src.ontology.excluded:
-            warn(f"{src.path}: the {len(src.ontology.excluded)} skipped terms are listed (IRI, "
+            warn(f"{src.path}: the {len(src.ontology.excluded)} excluded terms are listed (IRI, "
                  "label, reason) in excluded.tsv beside the summary.json that `kgprobe generate "
                  "memorizing|reasoning --out DIR` writes")
 
