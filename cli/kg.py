@@ -109,9 +109,8 @@ def print_warnings(sources: list[Source]) -> None:
         for w in src.ontology.warnings if src.ontology is not None else []:
             warn(f"{src.path}: {w}")
         if src.ontology is not None and src.ontology.excluded:
-            warn(f"{src.path}: the {len(src.ontology.excluded)} excluded terms are listed (IRI, "
-                 "label, reason) in excluded.tsv beside the summary.json that `kgprobe generate "
-                 "memorizing|reasoning --out DIR` writes")
+            warn(f"{src.path}: `kgprobe generate` lists the {len(src.ontology.excluded)} "
+                 "excluded terms in excluded.tsv beside summary.json")
 
 
 def load_sources(kg: KnowledgeGraph, paths: Sequence[str], default: bool,
@@ -259,7 +258,7 @@ def print_reason(kg: KnowledgeGraph, rules=None, provenance: Path | None = None,
                  owl: bool = False, ignore_imports: bool = False,
                  max_provenance: int | None = None, skos: str = "auto") -> None:
     """Reason and say what was derived. `rules=None` (the `--reason` flags): as the store was
-    last reasoned (its rules, HermiT after `reason --owl`), else every RDFS rule.
+    last reasoned (its rules, HermiT, its `--skos`), else every RDFS rule and `skos`.
     `provenance` is written after the inferences are stored, at most `max_provenance` bytes."""
     from kgprobe.reasoning.materialize import materialize, reason_again
 
@@ -288,9 +287,8 @@ def cmd_reason(args: argparse.Namespace) -> int:
         if args.clear:
             print(f"removed the inferred graph ({clear(kg)} triples)")
             return 0
-        print_reason(kg, comma_list(args.rules), args.provenance, owl=args.owl,
-                     ignore_imports=args.ignore_imports, max_provenance=args.max_provenance,
-                     skos=args.skos)
+        print_reason(kg, comma_list(args.rules), args.provenance, owl=args.owl, skos=args.skos,
+                     ignore_imports=args.ignore_imports, max_provenance=args.max_provenance)
     return 0
 
 
@@ -384,8 +382,7 @@ def add_parsers(sub) -> None:
                    help=f"comma-separated subset of {','.join(RULES)}")
     p.add_argument("--clear", action="store_true", help="remove the inferred graph instead")
     p.add_argument("--skos", choices=SKOS_MODES, default="auto", help="SKOS thesauri: store "
-                   "skos:broader as rdfs:subClassOf (and reason with it) as `generate --skos` "
-                   "reads it (default auto: taxonomic schemes only; docs/skos-and-languages.md)")
+                   "skos:broader as rdfs:subClassOf as `generate --skos` reads it")
     p.add_argument("--owl", action="store_true", help="also classify with HermiT (OWL 2; needs "
                    "Java): its named subsumptions and types join the inferred graph with "
                    "provenance owl:hermit and feed generation")
