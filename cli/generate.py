@@ -14,7 +14,7 @@ from collections import Counter
 from pathlib import Path
 
 from kgprobe.errors import KgprobeError
-from kgprobe.ontology.model import Ontology
+from kgprobe.ontology.model import RDFS_SUBCLASSOF, Ontology
 from kgprobe.reasoning.rdfs import RULES
 from kgprobe.studies.ontology_source import OntologySource, add_ontology_options, model_options
 from kgprobe.studies.options import comma_list
@@ -54,13 +54,18 @@ def _model(args: argparse.Namespace) -> tuple[Ontology, set, set]:
     source = OntologySource.from_args(args, default="store")
     if source.origin in ("store", "endpoint"):
         from kgprobe.ontology.from_triples import build_ontology
+        from kgprobe.reasoning.materialize import stored_skos_mode
 
         with fresh_reader(args) as kg:
             asserted, owl = reasoning_base(kg)  # owl: HermiT's conclusions (`reason --owl`)
-        return build_ontology("store", sorted(asserted | owl), source.options()), asserted, owl
+            where, stored = str(kg.path), stored_skos_mode(kg)
+        onto = build_ontology("store", sorted(asserted | owl), source.options())
+        _check_skos(onto, where, source.skos, asserted, stored)
+        return onto, asserted, owl
     if args.reason:
         raise KgprobeError("--reason writes the store; drop it with --ontology")
     loaded = source.load()
+    _check_skos(loaded.ontology, str(source.location), source.skos)
     return loaded.ontology, set(loaded.triples), set()
 
 
@@ -72,6 +77,23 @@ def _wording(onto: Ontology, langs) -> dict:
     return {"wording": wording_summary(onto)} if prompt_language(langs) == ENGLISH else {}
 
 
+def _check_skos(onto: Ontology, where: str, mode: str, asserted: set | None = None,
+                stored: str | None = None) -> None:
+    """A topical thesaurus under ``--skos auto`` is refused (its `broader` is no "is a");
+    a store reasoned with another SKOS reading than this one is named in a warning, since
+    `kg query` would then see other subclass triples than the probes are written from."""
+    if onto.skos is not None and onto.skos.topical:
+        raise KgprobeError(f"{where}: {onto.skos.refusal()}")
+    if stored is None or stored == mode or asserted is None:
+        return
+    from kgprobe.reasoning.materialize import skos_edges
+
+    if skos_edges(asserted, stored) != set(onto.skos_triples):
+        warn(f"{where}: the inferred graph was reasoned with --skos {stored}, these probes read "
+             f"--skos {mode}: run `kgprobe reason --skos {mode}` so `kg query` sees what they "
+             "are written from")
+
+
 def _skipped_summary(onto: Ontology, skipped: Counter) -> dict:
     """What generation left out: terms per reason and kind, records or items per reason."""
     for line in onto.warnings:
@@ -80,6 +102,21 @@ def _skipped_summary(onto: Ontology, skipped: Counter) -> dict:
     if left_out:
         warn("left out: " + ", ".join(f"{n} {k}" for k, n in left_out.items()))
     return {"terms": onto.excluded_counts, "records": left_out}
+
+
+def _write_summary(out: Path, onto: Ontology, summary: dict) -> None:
+    """`summary.json`, with how a thesaurus was read (only when there is one, so other
+    sources' summaries stay as they were), and `excluded.tsv` beside it when terms were
+    left out: each by IRI, kind, label and reason."""
+    from kgprobe.atomic import write_json, write_text
+    from kgprobe.ontology.exclusions import excluded_rows, excluded_tsv
+
+    if onto.skos is not None:
+        summary["skos"] = onto.skos.summary()
+    rows = excluded_rows(onto.excluded, onto.excluded_terms)
+    if rows:
+        write_text(out / "excluded.tsv", excluded_tsv(rows))
+    write_json(out / "summary.json", summary)
 
 
 @contextlib.contextmanager
@@ -118,6 +155,7 @@ def cmd_generate_memorizing(args: argparse.Namespace) -> int:
         candidate_sets,
         empty_splits,
         generate_memorizing,
+        scaled_splits,
     )
 
     train, dev = parse_split(args.split)
@@ -137,9 +175,17 @@ def cmd_generate_memorizing(args: argparse.Namespace) -> int:
         warn(f"{relation}: no {' and no '.join(splits)} records ({len(records[relation])} in "
              "all); change --split-sizes")
     write_json(out / "candidates.json", candidate_sets(onto))
-    write_json(out / "summary.json", {
-        "tasks": summary, "seed": args.seed, "split": [train, dev],
-        "instances_per_class": args.instances_per_class, "lang": list(options.langs),
+    facts = {"tasks": summary, "seed": args.seed, "split": [train, dev]}
+    scaled = scaled_splits(records, train, dev)
+    if scaled:  # only then, so a set split as asked keeps its summary
+        facts["split_scaled"] = {
+            "rule": "train = min(TRAIN, n // 4), dev = min(DEV, n // 4) where n < 2 * (TRAIN + "
+                    "DEV): the test split keeps at least half of the records",
+            "sizes": scaled}
+        warn("small relations, train/dev scaled down so the test split keeps half: " + ", ".join(
+            f"{r} {t},{d} of {len(records[r])}" for r, (t, d) in scaled.items()))
+    _write_summary(out, onto, {
+        **facts, "instances_per_class": args.instances_per_class, "lang": list(options.langs),
         "skipped": _skipped_summary(onto, skipped), **_wording(onto, options.langs)})
     print(f"wrote {out}")
     return 0
@@ -159,7 +205,10 @@ def cmd_generate_reasoning(args: argparse.Namespace) -> int:
     onto, asserted, owl = _model(args)
     triples = sorted(asserted | owl)
     skipped: Counter = Counter()
-    items = reasoning_items(onto, item_closure(onto, triples), templates,
+    closure = item_closure(onto, triples)
+    if onto.skos is not None:  # what `reason` stores too: `kg query` counts the same
+        onto.skos.derived_subclass = sum(t[1] == RDFS_SUBCLASSOF for t in closure.rdf_inferred)
+    items = reasoning_items(onto, closure, templates,
                             rules=comma_list(args.rules), pseudowords=not args.no_pseudowords,
                             skipped=skipped, asserted=asserted | set(onto.skos_triples))
     out = Path(args.out)
@@ -170,10 +219,10 @@ def cmd_generate_reasoning(args: argparse.Namespace) -> int:
         print(f"{rule:7s} {entry['items']:>6} items from {entry['derivations']:>7} derivations"
               f"{'  (' + entry['note'] + ')' if 'note' in entry else ''}")
     write_json(out / "candidates.json", candidate_sets(onto))
-    write_json(out / "summary.json", {"rules": summary, "pseudowords": not args.no_pseudowords,
-                                      "templates": templates.path, "lang": list(options.langs),
-                                      "skipped": _skipped_summary(onto, skipped),
-                                      **_wording(onto, options.langs)})
+    _write_summary(out, onto, {"rules": summary, "pseudowords": not args.no_pseudowords,
+                               "templates": templates.path, "lang": list(options.langs),
+                               "skipped": _skipped_summary(onto, skipped),
+                               **_wording(onto, options.langs)})
     print(f"wrote {out}")
     return 0
 

@@ -19,6 +19,7 @@ from kgprobe.kg.store import KnowledgeGraph, default_store_path, graph_iri
 from kgprobe.ontology.formats import SYNTAXES
 from kgprobe.ontology.from_triples import BuildOptions
 from kgprobe.ontology.loaders import Source, bundled_source, load_source
+from kgprobe.ontology.skos import MODES as SKOS_MODES
 from kgprobe.reasoning.rdfs import RULES
 from kgprobe.studies.ontology_source import model_args, model_options
 from kgprobe.studies.options import comma_list
@@ -69,6 +70,9 @@ def print_warnings(sources: list[Source]) -> None:
     for src in sources:
         for w in src.ontology.warnings if src.ontology is not None else []:
             warn(f"{src.path}: {w}")
+        if src.ontology is not None and src.ontology.excluded:
+            warn(f"{src.path}: `kgprobe generate` lists the {len(src.ontology.excluded)} "
+                 "excluded terms in excluded.tsv beside summary.json")
 
 
 def load_sources(kg: KnowledgeGraph, paths: Sequence[str], default: bool,
@@ -226,14 +230,14 @@ def provenance_size(text: str) -> int | None:
 
 def print_reason(kg: KnowledgeGraph, rules=None, provenance: Path | None = None, *,
                  owl: bool = False, ignore_imports: bool = False,
-                 max_provenance: int | None = None) -> None:
+                 max_provenance: int | None = None, skos: str = "auto") -> None:
     """Reason and say what was derived. `rules=None` (the `--reason` flags): as the store was
-    last reasoned (its rules, HermiT after `reason --owl`), else every RDFS rule.
+    last reasoned (its rules, HermiT, its `--skos`), else every RDFS rule and `skos`.
     `provenance` is written after the inferences are stored, at most `max_provenance` bytes."""
     from kgprobe.reasoning.materialize import materialize, reason_again
 
     report = reason_again(kg) if rules is None else materialize(
-        kg, rules, owl=owl, ignore_imports=ignore_imports)
+        kg, rules, owl=owl, ignore_imports=ignore_imports, skos=skos)
     print(f"reasoned over {report.asserted} asserted triples with {', '.join(report.rules)} "
           f"in {report.seconds:.2f} s")
     for rule in report.rules:
@@ -257,7 +261,7 @@ def cmd_reason(args: argparse.Namespace) -> int:
         if args.clear:
             print(f"removed the inferred graph ({clear(kg)} triples)")
             return 0
-        print_reason(kg, comma_list(args.rules), args.provenance, owl=args.owl,
+        print_reason(kg, comma_list(args.rules), args.provenance, owl=args.owl, skos=args.skos,
                      ignore_imports=args.ignore_imports, max_provenance=args.max_provenance)
     return 0
 
@@ -355,6 +359,8 @@ def add_parsers(sub) -> None:
     p.add_argument("--rules", default=",".join(RULES),
                    help=f"comma-separated subset of {','.join(RULES)}")
     p.add_argument("--clear", action="store_true", help="remove the inferred graph instead")
+    p.add_argument("--skos", choices=SKOS_MODES, default="auto", help="SKOS thesauri: store "
+                   "skos:broader as rdfs:subClassOf as `generate --skos` reads it")
     p.add_argument("--owl", action="store_true", help="also classify with HermiT (OWL 2; needs "
                    "Java): its named subsumptions and types join the inferred graph with "
                    "provenance owl:hermit and feed generation")

@@ -129,3 +129,28 @@ def load_exclusions(path: str | Path | None = None) -> Exclusions:
         prefixes={r: tuple(t.get("prefixes", ())) for r, t in tables.items()},
         types={r: frozenset(t.get("types", ())) for r, t in tables.items()},
         path=str(path))
+
+
+#: The columns of `excluded.tsv`, the list of every excluded term `generate` writes.
+EXCLUDED_COLUMNS = ("iri", "kind", "label", "reason", "why")
+
+
+def excluded_rows(excluded: dict[str, str], terms: dict[str, tuple[str, str]]
+                  ) -> list[tuple[str, ...]]:
+    """One row per excluded term (`EXCLUDED_COLUMNS`), sorted by reason then IRI: the counts
+    in `summary.json` say how many went, these rows which ones, so a noun the adjective test
+    dropped ("carotenoid") can be seen and kept (`--exclusions`). `excluded` is
+    `Ontology.excluded` (iri → reason), `terms` `Ontology.excluded_terms` (iri → kind, label);
+    the label is the one the term had when it was taken out ("" for none)."""
+    rows = []
+    for iri, reason in excluded.items():
+        kind, label = terms.get(iri, (reason if reason == HEADER else "", ""))
+        rows.append((iri, kind, label or "", reason, WHY.get(reason, reason)))
+    return sorted(rows, key=lambda r: (r[3], r[0]))
+
+
+def excluded_tsv(rows: list[tuple[str, ...]]) -> str:
+    """`excluded_rows` as tab-separated text with a header line (tabs and newlines in a
+    label become spaces, so every row is one line of five fields)."""
+    clean = (("\t".join(" ".join(str(f).split()) for f in row)) for row in rows)
+    return "\n".join(["\t".join(EXCLUDED_COLUMNS), *clean]) + "\n"

@@ -203,7 +203,7 @@ def build_ontology(name: str, triples: Iterable[Triple],
     lowering = lower(triples, options.schema_includes)
     src = _sort(triples)
     skos = skos_mapping(triples, options.skos)
-    if skos:  # a thesaurus: skos:broader read as the taxonomy, skos:Concept types dropped
+    if skos and not skos.topical:  # a thesaurus: skos:broader read as the taxonomy, skos:Concept types dropped
         apply_mapping(skos, src.types, src.edges)
     for t in lowering.model_triples():
         src.edges[t[1]].append(t)
@@ -229,6 +229,7 @@ def build_ontology(name: str, triples: Iterable[Triple],
         onto.warnings.append(skos.warning())
         onto.closure_edges += skos.triples
         onto.skos_triples = skos.triples
+        onto.skos = skos
     if header:
         _record_header(onto, header, n_all - len(triples))
     deprecated = (set() if DEPRECATED in options.kept
@@ -267,7 +268,7 @@ def _labels(src: _Sorted, langs: tuple[str, ...], lang: str, split: bool, schema
     labels = {iri: src.label(iri, langs, split, iri not in schema)
               for iri in schema | instance_iris}
     labels, no_label = language_labels(labels, src.labels, lang)
-    if skos and lang == ENGLISH:
+    if skos and not skos.topical and lang == ENGLISH:
         labels = singular_labels(labels, skos.concepts)
     if split and lang == ENGLISH:  # a word written in lower case somewhere is a common noun
         lowercase = lowered_words(labels[i] for i in schema)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Iterator
+from typing import Any, Iterator
 
 from kgprobe.ontology.labels import local_name_label
 
@@ -148,6 +148,9 @@ class Ontology:
     #: counts per reason and kind (class/property/instance), for summaries.
     excluded: dict[str, str] = field(default_factory=dict)
     excluded_counts: dict[str, dict[str, int]] = field(default_factory=dict)
+    #: iri → (kind, label) of each excluded term, as it was before it was taken out: the
+    #: rows of `excluded.tsv` (`exclusions.excluded_rows`).
+    excluded_terms: dict[str, tuple[str, str]] = field(default_factory=dict)
     #: relation → subjects whose every answer was excluded (an instance typed only
     #: owl:Thing, a property whose only range is xsd:integer): no record is made for them.
     emptied: Counter = field(default_factory=Counter)
@@ -157,6 +160,9 @@ class Ontology:
     #: The thesaurus statements `ontology/skos.py` read as taxonomy (skos:broader as
     #: rdfs:subClassOf): asserted by the source, though not in these words.
     skos_triples: list[Triple] = field(default_factory=list)
+    #: How a SKOS thesaurus was read (`ontology.skos.SkosMapping`): its mode, and in ``auto``
+    #: the evidence that the scheme is taxonomic or topical; None for no thesaurus.
+    skos: Any = None
     #: The ontology header's nodes (owl:Ontology subjects, their blank nodes): their triples
     #: are no knowledge, and the closure items are drawn from never sees them.
     header: frozenset[str] = frozenset()

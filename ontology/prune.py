@@ -138,6 +138,7 @@ def _remove(onto: Ontology, excluded: dict[str, str]) -> None:
     for kind, table in (("class", onto.classes), ("property", onto.properties),
                         ("instance", onto.instances)):
         for iri in [i for i in table if i in excluded]:
+            onto.excluded_terms[iri] = (kind, table[iri].label)  # listed in excluded.tsv
             del table[iri]
             reason = counts.setdefault(excluded[iri], {})
             reason[kind] = reason.get(kind, 0) + 1

@@ -1,4 +1,9 @@
-"""Materializing the RDFS closure into the store's `urn:kgprobe:inferred` graph."""
+"""Materializing the RDFS closure into the store's `urn:kgprobe:inferred` graph.
+
+A SKOS thesaurus is reasoned over as `generate` reads it (`ontology/skos.py`, `--skos`): its
+`skos:broader` edges, where read as `rdfs:subClassOf`, are stored in the inferred graph and
+feed the closure, so `kg query` sees the subclass triples the probes are written from.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Iterable
 
 from kgprobe.kg.store import INFERRED_GRAPH, KnowledgeGraph
+from kgprobe.ontology.skos import skos_mapping
 from kgprobe.reasoning.owl import PROVENANCE
 from kgprobe.reasoning.rdfs import RULES, Closure, closure
 
@@ -51,8 +57,29 @@ def reasoning_base(kg: KnowledgeGraph) -> tuple[set, set]:
     return asserted, owl
 
 
+#: How `reasoned_with` records the SKOS reading: ``skos:MODE`` (the `--skos` asked for).
+SKOS_MARK = "skos:"
+
+
+def skos_edges(asserted: set, mode: str = "auto") -> set:
+    """The subclass (and in ``leaves`` mode type) triples the SKOS reading `mode` derives from
+    `asserted`, as `generate` reads them (none for a topical scheme under ``auto``)."""
+    mapping = skos_mapping(asserted, mode)
+    return set(mapping.triples) if mapping else set()
+
+
+def stored_skos_mode(kg: KnowledgeGraph) -> str | None:
+    """The `--skos` the inferred graph was last computed with (``auto`` when reasoned before
+    the reading was recorded), or None when the store was never reasoned."""
+    last = kg.reasoned_with()
+    if not last:
+        return None
+    return next((r[len(SKOS_MARK):] for r in last if r.startswith(SKOS_MARK)), "auto")
+
+
 def materialize(kg: KnowledgeGraph, rules: Iterable[str] = RULES, *,
-                owl: bool = False, ignore_imports: bool = False) -> ReasonReport:
+                owl: bool = False, ignore_imports: bool = False,
+                skos: str = "auto") -> ReasonReport:
     """Replace the inferred graph with the closure of every other graph.
 
     The closure is computed completely before the store is touched, and only its legal
@@ -69,15 +96,20 @@ def materialize(kg: KnowledgeGraph, rules: Iterable[str] = RULES, *,
 
         found = classify(asserted, ignore_imports=ignore_imports)
         hermit, unsatisfiable = found.triples, found.unsatisfiable
-    result = closure(asserted | hermit, rules)
-    stored = result.rdf_inferred | hermit
+    mapped = skos_edges(asserted, skos) - asserted
+    result = closure(asserted | hermit | mapped, rules)
+    stored = result.rdf_inferred | hermit | mapped
     before = set(kg.triples(INFERRED_GRAPH))
-    used = tuple(result.rules) + ((PROVENANCE,) if owl else ())
+    mark = f"{SKOS_MARK}{skos}"
+    used = tuple(result.rules) + ((PROVENANCE,) if owl else ()) + (
+        (mark,) if mapped or skos != "auto" else ())
     kg.replace_inferred(sorted(stored), provenance={PROVENANCE: sorted(hermit)} if hermit else None,
                         reasoned_with=used)
     derived_by = result.derived_by()
     if owl:
         derived_by[PROVENANCE] = len(hermit)
+    if mark in used:
+        derived_by[mark] = len(mapped)
     return ReasonReport(used, len(asserted),
                         len(stored), len(stored - before), len(result.held_back), derived_by,
                         time.perf_counter() - start, result, hermit, unsatisfiable)
@@ -89,8 +121,9 @@ def reason_again(kg: KnowledgeGraph) -> ReasonReport:
     loaded are ignored, as `reason --owl` had them (its check already ran; `kg load --reason`
     has no --ignore-imports to offer)."""
     last = kg.reasoned_with()
-    rules = [r for r in last if r != PROVENANCE] or RULES
-    return materialize(kg, rules, owl=PROVENANCE in last, ignore_imports=True)
+    rules = [r for r in last if r != PROVENANCE and not r.startswith(SKOS_MARK)] or RULES
+    return materialize(kg, rules, owl=PROVENANCE in last, ignore_imports=True,
+                       skos=stored_skos_mode(kg) or "auto")
 
 
 def clear(kg: KnowledgeGraph) -> int:

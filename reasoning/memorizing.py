@@ -234,11 +234,28 @@ def _drop_selfsame(records: list[MemorizingRecord], label: Callable[[str], str])
 
 
 def split_sizes(n: int, train: float, dev: float) -> tuple[int, int]:
-    """Train and dev sizes for `n` records: counts, or fractions of `n` when below 1."""
+    """Train and dev sizes for `n` records: counts, or fractions of `n` when below 1.
+
+    Counts scale down where they would leave fewer test records than train and dev ones
+    (a 15-class ontology's 14 SCO records under 10,10 leave no test split at all): then
+    train and dev are each at most ``n // 4``, so the test split keeps at least half of the
+    records. A relation with ``2 * (train + dev)`` records or more is split as asked (every
+    relation of the bundled ontology is)."""
     def size(x: float) -> int:
         return int(round(x * n)) if 0 < x < 1 else int(x)
 
-    return size(train), size(dev)
+    sizes = size(train), size(dev)
+    if max(train, dev) >= 1 and n < 2 * sum(sizes):
+        sizes = tuple(min(x, n // 4) for x in sizes)
+    return sizes
+
+
+def scaled_splits(records: dict[str, list], train: float, dev: float) -> dict[str, list[int]]:
+    """relation → [train, dev] for the relations whose counts `split_sizes` scaled down."""
+    asked = split_sizes(10 ** 9, train, dev)
+    return {relation: list(got) for relation, recs in records.items()
+            if recs and (got := split_sizes(len(recs), train, dev)) != asked
+            and not any(0 < x < 1 for x in (train, dev))}
 
 
 def empty_splits(records: dict[str, list[MemorizingRecord]]) -> dict[str, list[str]]:

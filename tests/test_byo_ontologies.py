@@ -197,8 +197,11 @@ def test_exclusion_list_is_overridable():
 
 def test_tiny_split_is_reported_and_fractions_work():
     _, onto = model("tiny.ttl")
-    records = generate_memorizing(onto)
-    assert empty_splits(records)["subClassOf"] == ["dev", "test"]
+    records = generate_memorizing(onto)  # 4 records: 10,10 scale down to 1,1 (split_sizes)
+    assert Counter(r.split for r in records["subClassOf"]) == {"train": 1, "dev": 1, "test": 2}
+    records = generate_memorizing(onto, train=0, dev=3)  # 3 dev records leave 1 test: 0,1
+    assert Counter(r.split for r in records["subClassOf"]) == {"dev": 1, "test": 3}
+    assert empty_splits(records)["subClassOf"] == ["train"]
     records = generate_memorizing(onto, train=0.25, dev=0.25)
     assert Counter(r.split for r in records["subClassOf"]) == {"train": 1, "dev": 1, "test": 2}
     assert "subClassOf" not in empty_splits(records)

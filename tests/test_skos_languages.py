@@ -56,7 +56,7 @@ def build(triples, **options):
 
 
 def test_thesaurus_broader_hierarchy_becomes_memorizing_records_and_items(unesco):
-    onto = build(unesco)
+    onto = build(unesco, skos="classes")  # UNESCO is topical: `auto` leaves it unmapped
     assert not onto.instances  # no "X is a concept" records
     assert onto.classes[U + "1060"].label == "academic library"  # "Academic libraries"@en, singular, common noun lowered
     assert onto.classes[U + "1060"].parents == [U + "496"]
@@ -77,9 +77,9 @@ def test_skos_premises_count_as_asserted_through_the_cli(tmp_path):
     store, out = tmp_path / "store", tmp_path / "items"
     assert main(["kg", "load", str(UNESCO), "--store", str(store)]) == 0
     assert main(["generate", "reasoning", "--store", str(store), "--out", str(out),
-                 "--rules", "rdfs11"]) == 0
+                 "--rules", "rdfs11", "--skos", "classes"]) == 0
     rows = [json.loads(line) for line in (out / "rdfs11.jsonl").read_text().splitlines()]
-    broader = {tuple(t) for t in skos_mapping(parse_rdf(UNESCO)).triples}
+    broader = {tuple(t) for t in skos_mapping(parse_rdf(UNESCO), "classes").triples}
     premises = [p for row in rows for p in row["premises"]]
     assert any(p["asserted"] for p in premises)
     assert all(p["asserted"] == (tuple(p["triple"]) in broader) for p in premises)
@@ -283,7 +283,7 @@ def test_generated_set_is_prompted_in_its_language(tmp_path):
     store, out = tmp_path / "store", tmp_path / "mem"
     assert main(["kg", "load", str(UNESCO), "--store", str(store)]) == 0
     assert main(["generate", "memorizing", "--store", str(store), "--out", str(out),
-                 "--lang", "fr", "--split-sizes", "2,2"]) == 0
+                 "--lang", "fr", "--split-sizes", "2,2", "--skos", "classes"]) == 0
     from kgprobe.studies.memorization.study import prompts_for
 
     mset = generated_sets(out, tasks=["subClassOf"])["subClassOf"]

@@ -76,6 +76,9 @@ def score_requests_unit(scorer, requests: Sequence, records: Sequence[Memorizing
                           batch_size=batch_size, desc=desc, progress=progress)
     metrics = {**summarize(predictions, ks=(1, 5, 10)), "protocol": protocol.name,
                "ranking": ranking}
+    if not predictions:  # an empty split measures nothing: NaN, not a score of 0
+        metrics.update({k: float("nan") for k, v in metrics.items()
+                        if isinstance(v, float)})
     return metrics, [prediction_record(p, rec) for p, rec in zip(predictions, records)]
 
 
@@ -138,9 +141,13 @@ def format_table(rows: Sequence[dict]) -> str:
     lines = ["  ".join(f"{k:>12}" if i else f"{k:14}" for i, k in enumerate(keys))]
     for row in rows:
         cells = []
+        empty = str(row.get("n", "")) == "0"  # an empty cell's metrics are NaN: say so
         for i, k in enumerate(keys):
             v = row.get(k, "")
-            v = f"{100 * float(v):.1f}" if k.startswith(("R@", "MRR")) else str(v)
+            if k.startswith(("R@", "MRR")):
+                v = "no items" if empty or float(v) != float(v) else f"{100 * float(v):.1f}"
+            else:
+                v = str(v)
             cells.append(f"{v:>12}" if i else f"{v:14}")
         lines.append("  ".join(cells))
     return "\n".join(lines)
