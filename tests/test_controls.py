@@ -125,3 +125,36 @@ def test_a_study_runs_the_prior_and_copy_through_model(tiny_bert_dir, tmp_path, 
             rows = list(csv.DictReader(fh))
         assert rows and int(rows[0]["n"]) == 2, rows
         assert json.loads((out / "config.json").read_text())["model"] == model
+
+
+# ------------------------------------------------------------------------------ compare
+
+
+def test_compare_refuses_runs_with_other_candidates_naming_them(tmp_path, capsys):
+    from kgprobe.cli import main
+
+    every, twenty = tmp_path / "all", tmp_path / "k20"
+    kgprobe.run("memorization", model="frequency", out=every, task="domain", limit=3,
+                candidates="all")
+    kgprobe.run("memorization", model="random", out=twenty, task="domain", limit=3,
+                candidates="20")
+    recorded = {p: json.loads((p / "config.json").read_text()) for p in (every, twenty)}
+    assert recorded[every]["candidates"] == "all" and recorded[twenty]["candidates"] == "20"
+    capsys.readouterr()
+
+    def refusal() -> str:
+        assert main(["compare", str(every), str(twenty), "--out", str(tmp_path / "cmp")]) == 2
+        lines = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+        assert len(lines) == 1 and "Traceback" not in lines[0], lines
+        return lines[0]
+
+    assert "setting 'candidates' is '20', but 'all'" in refusal()
+    # a folder from before config.json recorded its candidates: its cells still tell
+    config = every / "config.json"
+    config.write_text(json.dumps({k: v for k, v in recorded[every].items() if k != "candidates"}))
+    assert "setting 'candidates' (its protocol column) is 'K=20', but 'all'" in refusal()
+    assert not (tmp_path / "cmp").exists()
+    # and it resumes: the recorded candidates are not a pinned setting
+    kgprobe.run("memorization", model="frequency", out=every, task="domain", limit=3,
+                candidates="all")
+    assert json.loads(config.read_text())["candidates"] == "all"
