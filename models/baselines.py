@@ -177,13 +177,9 @@ class CopyBaseline(FrequencyBaseline):
         out = np.zeros((len(prompts), len(candidates)), dtype=np.float64)
         for row, prompt in enumerate(prompts):
             where = [mention(c, prompt) for c in candidates]
-
-            def key(i: int) -> tuple[int, int, int, int]:
-                named = where[i] is not None
-                return (0 if named else 1, where[i] if named else 0,
-                        -len(candidates[i]) if named else 0, int(fallback[i]))
-
-            order = sorted(range(len(candidates)), key=key)
+            order = sorted(range(len(candidates)), key=lambda i, where=where: (
+                (0, where[i], -len(candidates[i]), int(fallback[i])) if where[i] is not None
+                else (1, 0, 0, int(fallback[i]))))
             out[row, order] = -np.arange(len(candidates), dtype=np.float64)
         return out
 

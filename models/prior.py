@@ -27,8 +27,9 @@ features, soft-template gradients) are one `ModelError` line.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from functools import lru_cache
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -146,7 +147,7 @@ class PriorModel:
     def __repr__(self) -> str:
         return f"PriorModel({self.inner!r})"
 
-    def trained_on(self, answers: Any) -> "PriorModel":
+    def trained_on(self, answers: Any) -> PriorModel:
         """A pretrained model learns nothing from a run's training answers; the prior neither."""
         return self
 

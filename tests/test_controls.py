@@ -6,10 +6,9 @@ from __future__ import annotations
 import csv
 import json
 
+import kgprobe
 import numpy as np
 import pytest
-
-import kgprobe
 from kgprobe.errors import ModelError
 from kgprobe.models.baselines import BASELINES, CopyModel, mention
 from kgprobe.models.loading import load_model
