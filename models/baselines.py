@@ -13,6 +13,9 @@ answers, asks for scores.
 * ``frequency`` ranks the training answers of the relation asked by how often they are a gold
   (OntoProbe's Table 4 baseline row), then every other candidate in a seeded random order.
   The training answers come through `trained_on`, which a pretrained model ignores.
+* ``copy`` ranks the candidates the prompt names first, the earlier named the higher, then
+  the rest as ``frequency`` ranks them: the non-reasoning upper bound for written premises
+  (a prompt that states the answer lets copying find it without any inference).
 
 Why `trained_on` and not a scorer setting: the training answers are data a run hands every
 model alike (a pretrained model's knowledge comes from pretraining, so it has nothing to fit
@@ -21,9 +24,10 @@ pretrained model, and as a study-side ``if model == "frequency"`` each study wou
 baselines. `trained_on` returns a fitted copy instead of changing the model, so units of
 different relations never see each other's counts, whatever order a resumed run takes them in.
 
-A baseline reads neither the prompt's text nor pseudoword vectors, needs no torch to load or
-score, and does not use the score cache (`caches_scores`): it is cheaper to compute than to
-look up, and a frequency scorer's numbers depend on counts no model identity holds. What only
+Only ``copy`` reads the prompt's words (``random`` reads the text only as a seed); no
+baseline reads pseudoword vectors. A baseline needs no torch to load or score, and does not
+use the score cache (`caches_scores`): it is cheaper to compute than to look up, and a
+frequency scorer's numbers depend on counts no model identity holds. What only
 a network has (a slot distribution over a vocabulary, token log-probabilities, hidden states,
 gradients for soft prompts) is one `ModelError` line naming the baseline.
 """
@@ -31,6 +35,7 @@ gradients for soft prompts) is one `ModelError` line naming the baseline.
 from __future__ import annotations
 
 import hashlib
+import re
 from collections import Counter
 from typing import Any, ClassVar, Iterable, Mapping, Sequence
 
@@ -38,7 +43,7 @@ import numpy as np
 
 from kgprobe.errors import ModelError
 
-__all__ = ["BASELINES", "Baseline", "FrequencyBaseline", "FrequencyModel", "RandomBaseline",
+__all__ = ["BASELINES", "Baseline", "CopyBaseline", "CopyModel", "FrequencyBaseline", "FrequencyModel", "RandomBaseline",
            "RandomModel", "stable_seed"]
 
 
@@ -131,6 +136,52 @@ class FrequencyBaseline(_NoGradients):
         row = np.zeros(len(candidates), dtype=np.float64)
         row[self.ranking(candidates)] = -np.arange(len(candidates), dtype=np.float64)
         return np.tile(row, (len(prompts), 1))
+
+
+#: Slots of a prompt (``[MASK]``, ``[X]``, ``[Y0]``, ``<s1>``): never a mention of a candidate.
+_SLOT = re.compile(r"\[[^\[\]\s]*\]|<s\d+>")
+
+
+def mention(label: str, text: str) -> int | None:
+    """Where `text` first names `label` (a character offset), or None.
+
+    Case-insensitive, on word boundaries (``person`` is not named by ``personality``), any
+    run of whitespace matching a label's space (``sports team`` is named by ``Sports  team``).
+    Prompt slots (``[MASK]``, ``[X]``, ``<s1>``) are blanked first: a candidate ``mask`` is
+    not named by the slot it is to fill."""
+    words = label.split()
+    if not words:
+        return None
+    pattern = r"(?<!\w)" + r"\s+".join(re.escape(w) for w in words) + r"(?!\w)"
+    found = re.search(pattern, _SLOT.sub(lambda m: " " * len(m.group(0)), text), re.IGNORECASE)
+    return found.start() if found else None
+
+
+class CopyBaseline(FrequencyBaseline):
+    """Candidates the prompt names first (earlier mention higher), then `FrequencyBaseline`.
+
+    Overlapping labels: each label is matched on its own, so in "... a sports team ..." both
+    ``sports team`` and ``team`` are named, ``sports team`` earlier (its mention starts
+    first); two labels named from the same offset (``sports``, ``sports team``) rank the
+    longer first, the more specific name. Labels named equally early otherwise, and every
+    label the prompt does not name, keep the frequency order (training counts, then the
+    seeded random order), which is also the whole ranking of a prompt that names none.
+    """
+
+    def __init__(self, train_golds, seed: int = 0, name: str = "copy"):
+        super().__init__(train_golds, seed=seed, name=name)
+
+    def score(self, prompts, candidates, *, pseudowords=None, batch_size: int = 32) -> np.ndarray:
+        fallback = np.empty(len(candidates), dtype=np.int64)
+        fallback[self.ranking(candidates)] = np.arange(len(candidates))
+        out = np.zeros((len(prompts), len(candidates)), dtype=np.float64)
+        for row, prompt in enumerate(prompts):
+            where = [mention(c, prompt) for c in candidates]
+            order = sorted(range(len(candidates)), key=lambda i, where=where: (
+                (0, where[i], -len(candidates[i]), int(fallback[i])) if where[i] is not None
+                else (1, 0, 0, int(fallback[i]))))
+            out[row, order] = -np.arange(len(candidates), dtype=np.float64)
+        return out
 
 
 # --------------------------------------------------------------------------------------
@@ -251,8 +302,22 @@ class FrequencyModel(Baseline):
         return FrequencyBaseline(self.answers, seed=self.seed, name=self.name)
 
 
+class CopyModel(FrequencyModel):
+    """``--model copy``: the candidates each prompt names, earliest first, then ``frequency``.
+
+    What it answers right, a reader of the prompt's words answers right without reasoning:
+    a premise-ablation cell whose written premise states the answer is solved by copying."""
+
+    def trained_on(self, answers: Iterable[Sequence[str] | str]) -> "CopyModel":
+        return CopyModel(self.name, seed=self.seed, answers=answers)
+
+    def scorer(self, **settings: Any) -> CopyBaseline:
+        return CopyBaseline(self.answers, seed=self.seed, name=self.name)
+
+
 #: The baseline families by ``--model`` name: the one definition every part of kgprobe reads.
-BASELINES: dict[str, type[Baseline]] = {"frequency": FrequencyModel, "random": RandomModel}
+BASELINES: dict[str, type[Baseline]] = {"frequency": FrequencyModel, "random": RandomModel,
+                                        "copy": CopyModel}
 
 
 def scores_for_free(name: str) -> bool:

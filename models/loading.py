@@ -10,9 +10,10 @@
 The model's configuration decides its family: ``"masked"`` (BERT-like, loaded with
 `AutoModelForMaskedLM`, returned as a `MaskedLM`) or ``"causal"`` (GPT-like,
 `AutoModelForCausalLM`, returned as a `CausalLM`); both are the one `LanguageModel` interface
-the studies use (``models/language_model.py``). A baseline's name (``frequency``, ``random``:
-`models.baselines.BASELINES`) returns that weightless model, seeded with `seed`, without
-importing torch: this module imports torch and transformers only where weights are loaded.
+the studies use (``models/language_model.py``). A baseline's name (``frequency``, ``random``,
+``copy``: `models.baselines.BASELINES`) returns that weightless model, seeded with `seed`,
+without importing torch: this module imports torch and transformers only where weights are
+loaded. ``prior:MODEL`` returns MODEL wrapped as its content-free prior (`models.prior`).
 
 GGUF files are de-quantised by transformers (`from_pretrained(dir, gguf_file=...)`), which
 takes 15-80 s. We therefore convert each GGUF file ONCE into a plain Hugging Face directory
@@ -38,7 +39,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from kgprobe.errors import ModelError
 from kgprobe.models.baselines import BASELINES, load_baseline
-from kgprobe.models.names import check_model_name, unknown_model
+from kgprobe.models.names import check_model_name, prior_target, unknown_model
+from kgprobe.models.prior import prior_of
 
 if TYPE_CHECKING:
     import torch
@@ -250,6 +252,12 @@ every study passes it, so none needs to know which model draws.
     name = str(name_or_path)
     if name in BASELINES:
         return load_baseline(name, seed=seed)
+    if prior_of(name) is not None:
+        from kgprobe.models.prior import PriorModel
+
+        return PriorModel(load_model(prior_target(name), device=device, cache_dir=cache_dir,
+                                     kind=kind, local_files_only=local_files_only,
+                                     dtype=dtype, seed=seed), name)
     from .gguf import PRESETS, gguf_entry, preset_entry
 
     t0 = time.perf_counter()

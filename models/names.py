@@ -7,7 +7,8 @@ in the local cache (`huggingface_hub.try_to_load_from_cache`, no network) is kep
 is not is looked up once on the hub (one request, no retries, a short timeout) unless the hub is
 switched off (``HF_HUB_OFFLINE``); an unknown name fails with the presets listed and the
 closest match suggested. The baselines (`models.baselines.BASELINES`: ``frequency``,
-``random``) are model names too, known here from that one registry.
+``random``, ``copy``) are model names too, known here from that one registry, and so is
+``prior:MODEL`` (`models.prior`) for every loadable MODEL that is not itself a control.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from pathlib import Path
 
 from kgprobe.errors import ModelError
 from kgprobe.models.baselines import BASELINES
+from kgprobe.models.prior import prior_of
 
 #: The presets' names (`models.gguf.PRESETS`, which needs torch, has the same keys; tested).
 PRESET_NAMES = ("gemma3-270m", "smollm2-135m")
@@ -71,12 +73,26 @@ def unknown_model(name: str, why: str, extra: tuple[str, ...] = ()) -> ModelErro
         f"or a Hugging Face model id{hint}")
 
 
+def prior_target(name: str) -> str:
+    """The model ``prior:MODEL`` wraps; a control there (``prior:frequency``) or nothing is
+    one line: a control has no content-free prior of its own to ask."""
+    inner = prior_of(name) or ""
+    if inner in BASELINES or prior_of(inner) is not None or not inner.strip():
+        raise ModelError(f"--model {name}: the prior control asks a language model with the "
+                         "content removed; name one after 'prior:' (e.g. "
+                         f"prior:{PRESET_NAMES[-1]}), not a control")
+    return inner
+
+
 def check_model_name(name: str, *, extra: tuple[str, ...] = (),
                      local_files_only: bool | None = None) -> None:
     """Raise `ModelError` (one line, with a suggestion) unless `name` can be loaded: a preset,
     a baseline (`BASELINES`), one of `extra`, an existing ``.gguf`` file, a local directory, a hub id in the
     local hub cache, or (hub allowed) a hub id the hub knows."""
     if name in PRESET_NAMES or name in BASELINES or name in extra:
+        return
+    if prior_of(name) is not None:
+        check_model_name(prior_target(name), extra=extra, local_files_only=local_files_only)
         return
     path = Path(name).expanduser()
     if name.lower().endswith(".gguf"):

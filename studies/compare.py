@@ -7,7 +7,9 @@ bootstrapped as a cell is (`studies/stats.py`) and tested with the paired permut
 model against the baseline), so a reading of the table claims only what survives it.
 
 Runs are comparable only if nothing but the model differs: the study, every pinned setting
-that changes items or numbers (`IGNORED` lists the ones that do not), and the set of
+that changes items or numbers (`IGNORED` lists the ones that do not) and every recorded one
+(`RECORDED`: the candidates, which each run's config.json names), the cells' protocol
+columns (only `MODEL_CELLS` may differ, as they follow from the model), and the set of
 (cell, item) observations. Anything else is refused with one line naming the difference,
 because a paired difference between different items or protocols would measure those too.
 One exception: a study whose cells depend on the model's own answers (`Study.model_assigned`:
@@ -47,6 +49,17 @@ if TYPE_CHECKING:
 #: dtype, batch size, cache and the report's resamples change no item).
 IGNORED = ("model", "kind", "device", "dtype", "batch_size", "cache", "threads", "progress",
            "resamples", "min_items", "study")
+#: config.json keys a run records beside its pinned settings, which a folder written before
+#: they were recorded lacks (memorization's ``candidates``): compared where both runs record
+#: them; where one does not, the cells check what they can (`run_constants`).
+RECORDED = ("candidates",)
+#: Cell columns that follow from the model, not from what was asked (a baseline's masks and
+#: pooling are "-", a causal model pools by "sum"): the only ones that may hold one different
+#: value per run. Any other cell column that does (memorization's ``protocol``: its
+#: candidates) is a protocol difference, refused.
+MODEL_CELLS = ("masks", "pooling")
+#: The option a cell column records, named in the refusal.
+CELL_OPTION = {"protocol": "candidates"}
 #: The metric a comparison uses unless `--metric` names another: the first the runs have.
 DEFAULT_METRICS = ("MRR", "accuracy")
 
@@ -145,7 +158,9 @@ def load_runs(paths: Sequence[str | Path]) -> list["Results"]:
 def differing_setting(first: dict, second: dict) -> str | None:
     """The first pinned setting (in config.json's order) two runs disagree on, model aside."""
     for key in list(dict.fromkeys([*first, *second])):
-        if key not in IGNORED and first.get(key) != second.get(key):
+        if key in IGNORED or key in RECORDED and not (key in first and key in second):
+            continue
+        if first.get(key) != second.get(key):
             return key
     return None
 
@@ -278,6 +293,14 @@ def run_constants(runs: Sequence[Run]) -> dict[str, list[str]]:
     for name in names:
         values = [run.values.index.get_level_values(name).unique().tolist() for run in runs]
         if all(len(v) == 1 for v in values) and len({v[0] for v in values}) > 1:
+            if name not in MODEL_CELLS:
+                other = next(k for k, v in enumerate(values) if v[0] != values[0][0])
+                option = CELL_OPTION.get(name, name)
+                column = f" (its {name} column)" if option != name else ""
+                raise StudyError(f"{runs[other].path}: setting {option!r}{column} is "
+                                 f"{values[other][0]!r}, but {values[0][0]!r} in "
+                                 f"{runs[0].path}; compare runs that differ only in the model "
+                                 "(rerun one with the other's setting)")
             out[name] = [v[0] for v in values]
     if out:
         for run in runs:

@@ -43,5 +43,8 @@ CELLS = ("task", "template", "masks", "pooling", "split", "protocol")
 
 
 def observations(out: str | Path) -> list[dict]:
-    """Each scored record of each cell with its metrics (`Study.observations`)."""
-    return rank_observations(read_predictions(Path(out)), CELLS)
+    """Each scored record of each cell with its metrics (`Study.observations`). A unit of
+    every candidate writes no ``protocol`` (its files keep their names); its cell says "all",
+    as results.csv does, so `kgprobe compare` shows and checks it."""
+    return [{**obs, "protocol": obs["protocol"] or "all"}
+            for obs in rank_observations(read_predictions(Path(out)), CELLS)]

@@ -113,7 +113,7 @@ def run_config(config: MemorizationConfig, out: Path, *, progress: bool = True) 
     if config.protocol == "paper":
         from .paper import paper_units
 
-        pin_settings(out, config.pinned())
+        pin_settings(out, config.pinned(), report=recorded(config))
         units = paper_units(config, loaded, planned, masks_name, pooling_name, progress=progress)
         return run_units(out, units, COLUMNS, progress=progress)
     units = []
@@ -132,8 +132,16 @@ def run_config(config: MemorizationConfig, out: Path, *, progress: bool = True) 
                "pooling": pooling_name,
                **{k: v for k, v in unit.key.items() if k not in ("task", "template")}}
         units.append(Unit(key, run, len(unit.records)))
-    pin_settings(out, config.pinned())
+    pin_settings(out, config.pinned(), report=recorded(config))
     return run_units(out, units, COLUMNS, progress=progress)
+
+
+def recorded(config: MemorizationConfig) -> dict:
+    """What config.json records beside the pinned settings: the candidate protocol. Not
+    pinned, as each protocol's units are their own files (a folder may hold several; the
+    ``protocol`` cell column tells them apart), so it says the latest run's, and an older
+    folder that lacks it resumes; `kgprobe compare` refuses runs that record different ones."""
+    return {"candidates": str(config.candidates)}
 
 
 def format_table(rows: Sequence[dict]) -> str:
