@@ -105,7 +105,10 @@ def parse_sources(paths: Sequence[str], default: bool, name: str | None,
 
 def print_warnings(sources: list[Source]) -> None:
     for src in sources:
-        for w in src.ontology.warnings if src.ontology is not None else []:
+        if src.ontology is None:  # bulk-loaded: said once the store has built its model
+            continue
+        read = list(src.rdf.warnings) if src.rdf is not None else []  # (its reader's notes)
+        for w in read + src.ontology.warnings:
             warn(f"{src.path}: {w}")
 
 
