@@ -65,6 +65,8 @@ def read_obo(path: Path, raw: bytes):
     import fastobo
 
     text, warnings = _decode(path, raw)
+    if not text.endswith("\n"):  # fastobo refuses a last line without its newline
+        text += "\n"
     try:
         return fastobo.loads(text), warnings
     except SyntaxError:
