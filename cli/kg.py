@@ -255,14 +255,20 @@ def provenance_size(text: str) -> int | None:
 
 def print_reason(kg: KnowledgeGraph, rules=None, provenance: Path | None = None, *,
                  owl: bool = False, ignore_imports: bool = False,
-                 max_provenance: int | None = None) -> None:
+                 max_provenance: int | None = None, owl_timeout: float | None = None) -> None:
     """Reason and say what was derived. `rules=None` (the `--reason` flags): as the store was
     last reasoned (its rules, HermiT after `reason --owl`), else every RDFS rule.
-    `provenance` is written after the inferences are stored, at most `max_provenance` bytes."""
+    `provenance` is written after the inferences are stored, at most `max_provenance` bytes;
+    `owl_timeout` stops HermiT (nothing stored)."""
     from kgprobe.reasoning.materialize import materialize, reason_again
 
-    report = reason_again(kg) if rules is None else materialize(
-        kg, rules, owl=owl, ignore_imports=ignore_imports)
+    def progress(line: str) -> None:  # HermiT's, while it runs
+        print(f"kgprobe: {printable(line)}", file=sys.stderr, flush=True)
+    report = reason_again(kg, progress) if rules is None else materialize(
+        kg, rules, owl=owl, ignore_imports=ignore_imports, owl_timeout=owl_timeout,
+        progress=progress)
+    for line in report.warnings:
+        warn(line)
     print(f"reasoned over {report.asserted} asserted triples with {', '.join(report.rules)} "
           f"in {report.seconds:.2f} s")
     for rule in report.rules:
@@ -286,8 +292,11 @@ def cmd_reason(args: argparse.Namespace) -> int:
         if args.clear:
             print(f"removed the inferred graph ({clear(kg)} triples)")
             return 0
+        if args.timeout is not None and not args.owl:
+            raise OntologyError("--timeout limits HermiT: give it with --owl")
         print_reason(kg, comma_list(args.rules), args.provenance, owl=args.owl,
-                     ignore_imports=args.ignore_imports, max_provenance=args.max_provenance)
+                     ignore_imports=args.ignore_imports, max_provenance=args.max_provenance,
+                     owl_timeout=args.timeout)
     return 0
 
 
@@ -386,6 +395,9 @@ def add_parsers(sub) -> None:
     p.add_argument("--ignore-imports", action="store_true", help="with --owl: classify without "
                    "the ontologies owl:imports names that are not loaded (default: exit 2 "
                    "naming them)")
+    p.add_argument("--timeout", type=float, default=None, metavar="S",
+                   help="with --owl: stop HermiT after S seconds (default 600) with one line, "
+                        "exit 2 and the store as it was; progress is on stderr every 10 s")
     p.add_argument("--provenance", type=Path, default=None,
                    help="write every one-step derivation (rule, conclusion, premises) as JSONL")
     p.add_argument("--max-provenance", type=provenance_size, default="1G", metavar="SIZE",

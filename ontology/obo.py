@@ -90,9 +90,9 @@ def _decode(path: Path, raw: bytes) -> tuple[str, list[str]]:
         return raw.decode("utf-8").lstrip("\ufeff"), []
     except UnicodeDecodeError as err:
         line = raw[:err.start].count(b"\n") + 1
-        return raw.decode("utf-8", "replace").lstrip("\ufeff"), [
-            f"line {line}: not UTF-8 text; undecodable bytes read as U+FFFD (re-encode the file "
-            "as UTF-8 to keep them)"]
+        note = (f"line {line}: not UTF-8 text; undecodable bytes read as U+FFFD (re-encode "
+                "the file as UTF-8 to keep them)")
+        return raw.decode("utf-8", "replace").lstrip("\ufeff"), [note]
 
 
 def _frames(lines: list[str]) -> list[list[tuple[int, str]]]:
