@@ -20,9 +20,9 @@ import signal
 import subprocess
 import tempfile
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from collections.abc import Callable, Iterable
 
 from kgprobe.errors import KgprobeError
 from kgprobe.ontology.formats import java
@@ -126,24 +126,73 @@ def classify(triples: Iterable[Triple], *, timeout: float = DEFAULT_TIMEOUT_S,
                                "without it")
     exe = java("`kgprobe reason --owl` runs HermiT, which", "drop --owl")
     hermit = HermitRun(exe, timeout, progress)
-    warnings = []
+    given = {t for t in triples if t[1] != _IMPORTS}
     with tempfile.TemporaryDirectory(prefix="kgprobe-owl-") as tmp:
-        path = Path(tmp) / "asserted.nt"
-        write_ntriples((t for t in triples if t[1] != _IMPORTS), path)
-        code, text, err = hermit.run(path, Path(tmp))
-        datatype = _UNSUPPORTED.search(err)
-        if code != 0 and datatype:
-            warnings.append(f"HermiT: datatype <{datatype.group(1)}> is not in the OWL 2 datatype "
-                            "map and has no definition HermiT can use; classified ignoring the "
-                            "axioms that use unsupported datatypes (what follows from them is "
-                            "missing)")
-            code, text, err = hermit.run(path, Path(tmp), ignore_datatypes=True)
+        code, text, err, warnings = _classify_datatypes_aside(hermit, given, Path(tmp))
     if code != 0:
         raise hermit_error(err or text, code)
     result = parse_hermit(text)
     result.triples -= triples
     result.warnings = warnings
     return result
+
+
+#: How many datatypes HermiT may refuse, one run each, before the refusal is the error.
+MAX_DATATYPE_RUNS = 8
+
+
+def _classify_datatypes_aside(hermit: HermitRun, given: set[Triple], tmp: Path
+                              ) -> tuple[int, str, str, list[str]]:
+    """HermiT over `given`; while it refuses a datatype outside the OWL 2 datatype map, again:
+    first with its own `--ignoreUnsupportedDatatypes` (it covers ranges and ∃/∀ over the
+    datatype), then, for what that does not cover (a facet restriction on the datatype),
+    without the axioms that use the datatype.  A warning names the datatypes set aside."""
+    path, ignore, refused, left_out = tmp / "asserted.nt", False, [], 0
+    write_ntriples(given, path)
+    for _ in range(MAX_DATATYPE_RUNS):
+        code, text, err = hermit.run(path, tmp, ignore_datatypes=ignore)
+        found = _UNSUPPORTED.search(err) if code != 0 else None
+        if found is None:
+            break
+        datatype = found.group(1)
+        if ignore:  # HermiT's own ignoring did not cover it: leave its axioms out
+            given, dropped = without_datatype(given, datatype)
+            if not dropped:
+                break
+            left_out += dropped
+            write_ntriples(given, path)
+        ignore = True
+        refused += [datatype] if datatype not in refused else []
+    warnings = [f"HermiT cannot use datatype{'s' * (len(refused) > 1)} "
+                f"{', '.join(f'<{d}>' for d in refused)} (not in the OWL 2 datatype map, no "
+                "definition it supports); classified ignoring unsupported datatypes"
+                + (f" and leaving out the {left_out} triples that restrict them" if left_out
+                   else "") + " (what follows from them is missing)"] if refused else []
+    return code, text, err, warnings
+
+
+def without_datatype(triples: set[Triple], datatype: str) -> tuple[set[Triple], int]:
+    """`triples` less every axiom that uses `datatype`: the triples that name it or hold a
+    literal of it, and each blank-node structure (restriction, data range, list) that
+    reaches it, with the triple that states it.  Also returns how many triples went."""
+    typed = f"^^<{datatype}>"
+
+    def uses(term: str) -> bool:
+        return term == datatype or term.endswith(typed)
+
+    by_object: dict[str, set[str]] = {}
+    for s, _, o in triples:
+        if o.startswith("_:"):
+            by_object.setdefault(o, set()).add(s)
+    bad = {s for s, p, o in triples if s.startswith("_:") and (uses(o) or uses(p))}
+    todo = list(bad)
+    while todo:  # a blank node that points at a bad one is part of the same axiom
+        for s in by_object.get(todo.pop(), ()):
+            if s.startswith("_:") and s not in bad:
+                bad.add(s)
+                todo.append(s)
+    kept = {t for t in triples if not (t[0] in bad or t[2] in bad or uses(t[0]) or uses(t[2]))}
+    return kept, len(triples) - len(kept)
 
 
 class HermitRun:
