@@ -139,14 +139,25 @@ def classify(triples: Iterable[Triple], *, timeout: float = DEFAULT_TIMEOUT_S,
 
 #: How many datatypes HermiT may refuse, one run each, before the refusal is the error.
 MAX_DATATYPE_RUNS = 8
+_XSD = "http://www.w3.org/2001/XMLSchema#"
+#: The OWL 2 datatype map (OWL 2 Structural Specification, 4), all HermiT supports.
+OWL2_DATATYPES = {_XSD + n for n in (
+    "decimal integer nonNegativeInteger nonPositiveInteger positiveInteger negativeInteger "
+    "long int short byte unsignedLong unsignedInt unsignedShort unsignedByte double float "
+    "string normalizedString token language Name NCName NMTOKEN boolean hexBinary "
+    "base64Binary anyURI dateTime dateTimeStamp").split()} | {
+    OWL + "real", OWL + "rational", "http://www.w3.org/2000/01/rdf-schema#Literal",
+    *(f"http://www.w3.org/1999/02/22-rdf-syntax-ns#{n}"
+      for n in ("XMLLiteral", "PlainLiteral", "langString"))}
 
 
 def _classify_datatypes_aside(hermit: HermitRun, given: set[Triple], tmp: Path
                               ) -> tuple[int, str, str, list[str]]:
-    """HermiT over `given`; while it refuses a datatype outside the OWL 2 datatype map, again:
-    first with its own `--ignoreUnsupportedDatatypes` (it covers ranges and ∃/∀ over the
-    datatype), then, for what that does not cover (a facet restriction on the datatype),
-    without the axioms that use the datatype.  A warning names the datatypes set aside."""
+    """HermiT over `given`; when it refuses a datatype outside the OWL 2 datatype map, again
+    with its own `--ignoreUnsupportedDatatypes` (it covers ranges and ∃/∀ over a datatype)
+    and without the facet restrictions on such datatypes (which it does not cover); a
+    datatype it still refuses has all its axioms left out, one run each.  A warning names
+    the datatypes set aside."""
     path, ignore, refused, left_out = tmp / "asserted.nt", False, [], 0
     write_ntriples(given, path)
     for _ in range(MAX_DATATYPE_RUNS):
@@ -154,15 +165,21 @@ def _classify_datatypes_aside(hermit: HermitRun, given: set[Triple], tmp: Path
         found = _UNSUPPORTED.search(err) if code != 0 else None
         if found is None:
             break
-        datatype = found.group(1)
-        if ignore:  # HermiT's own ignoring did not cover it: leave its axioms out
-            given, dropped = without_datatype(given, datatype)
-            if not dropped:
-                break
-            left_out += dropped
-            write_ntriples(given, path)
+        aside = [found.group(1)]
+        if not ignore:  # and every facet restriction on an unsupported datatype
+            aside += sorted({o for _, p, o in given if p == OWL + "onDatatype"
+                             and o not in OWL2_DATATYPES} - set(aside))
+        dropped = 0
+        for datatype in aside if ignore or len(aside) > 1 else ():
+            given, n = without_datatype(given, datatype)
+            dropped += n
+        if ignore and not dropped:
+            break
+        left_out += dropped
+        refused += [d for d in aside if d not in refused]
         ignore = True
-        refused += [datatype] if datatype not in refused else []
+        if dropped:
+            write_ntriples(given, path)
     warnings = [f"HermiT cannot use datatype{'s' * (len(refused) > 1)} "
                 f"{', '.join(f'<{d}>' for d in refused)} (not in the OWL 2 datatype map, no "
                 "definition it supports); classified ignoring unsupported datatypes"
@@ -180,19 +197,26 @@ def without_datatype(triples: set[Triple], datatype: str) -> tuple[set[Triple], 
     def uses(term: str) -> bool:
         return term == datatype or term.endswith(typed)
 
-    by_object: dict[str, set[str]] = {}
+    up: dict[str, set[str]] = {}  # blank node → the blank nodes that point at it
+    down: dict[str, set[str]] = {}  # and those it points at
     for s, _, o in triples:
-        if o.startswith("_:"):
-            by_object.setdefault(o, set()).add(s)
-    bad = {s for s, p, o in triples if s.startswith("_:") and (uses(o) or uses(p))}
-    todo = list(bad)
-    while todo:  # a blank node that points at a bad one is part of the same axiom
-        for s in by_object.get(todo.pop(), ()):
-            if s.startswith("_:") and s not in bad:
-                bad.add(s)
-                todo.append(s)
+        if o.startswith("_:") and s.startswith("_:"):
+            up.setdefault(o, set()).add(s)
+            down.setdefault(s, set()).add(o)
+    bad = _reach({s for s, p, o in triples if s.startswith("_:") and (uses(o) or uses(p))}, up)
+    bad = _reach(bad, down)  # the axiom's root, then all of its structure (lists, facets)
     kept = {t for t in triples if not (t[0] in bad or t[2] in bad or uses(t[0]) or uses(t[2]))}
     return kept, len(triples) - len(kept)
+
+
+def _reach(start: set[str], edges: dict[str, set[str]]) -> set[str]:
+    seen, todo = set(start), list(start)
+    while todo:
+        for nxt in edges.get(todo.pop(), ()):
+            if nxt not in seen:
+                seen.add(nxt)
+                todo.append(nxt)
+    return seen
 
 
 class HermitRun:
