@@ -104,11 +104,8 @@ def parse_sources(paths: Sequence[str], default: bool, name: str | None,
 
 
 def print_warnings(sources: list[Source]) -> None:
-    for src in sources:
-        if src.ontology is None:  # bulk-loaded: said once the store has built its model
-            continue
-        read = list(src.rdf.warnings) if src.rdf is not None else []  # (its reader's notes)
-        for w in read + src.ontology.warnings:
+    for src in sources:  # a bulk-loaded file's (no model yet) once the store has built it
+        for w in [*(src.rdf.warnings if src.rdf else ()), *src.ontology.warnings] if src.ontology else []:
             warn(f"{src.path}: {w}")
 
 
@@ -258,15 +255,11 @@ def print_reason(kg: KnowledgeGraph, rules=None, provenance: Path | None = None,
                  max_provenance: int | None = None, owl_timeout: float | None = None) -> None:
     """Reason and say what was derived. `rules=None` (the `--reason` flags): as the store was
     last reasoned (its rules, HermiT after `reason --owl`), else every RDFS rule.
-    `provenance` is written after the inferences are stored, at most `max_provenance` bytes;
-    `owl_timeout` stops HermiT (nothing stored)."""
+    `provenance` is written after the inferences are stored, at most `max_provenance` bytes."""
     from kgprobe.reasoning.materialize import materialize, reason_again
 
-    def progress(line: str) -> None:  # HermiT's, while it runs
-        print(f"kgprobe: {printable(line)}", file=sys.stderr, flush=True)
-    report = reason_again(kg, progress) if rules is None else materialize(
-        kg, rules, owl=owl, ignore_imports=ignore_imports, owl_timeout=owl_timeout,
-        progress=progress)
+    report = reason_again(kg) if rules is None else materialize(
+        kg, rules, owl=owl, ignore_imports=ignore_imports, owl_timeout=owl_timeout)
     for line in report.warnings:
         warn(line)
     print(f"reasoned over {report.asserted} asserted triples with {', '.join(report.rules)} "
@@ -292,8 +285,6 @@ def cmd_reason(args: argparse.Namespace) -> int:
         if args.clear:
             print(f"removed the inferred graph ({clear(kg)} triples)")
             return 0
-        if args.timeout is not None and not args.owl:
-            raise OntologyError("--timeout limits HermiT: give it with --owl")
         print_reason(kg, comma_list(args.rules), args.provenance, owl=args.owl,
                      ignore_imports=args.ignore_imports, max_provenance=args.max_provenance,
                      owl_timeout=args.timeout)
@@ -396,8 +387,8 @@ def add_parsers(sub) -> None:
                    "the ontologies owl:imports names that are not loaded (default: exit 2 "
                    "naming them)")
     p.add_argument("--timeout", type=float, default=None, metavar="S",
-                   help="with --owl: stop HermiT after S seconds (default 600) with one line, "
-                        "exit 2 and the store as it was; progress is on stderr every 10 s")
+                   help="with --owl: stop HermiT after S seconds (default 600), exit 2 with the "
+                        "store as it was (progress is on stderr every 10 s)")
     p.add_argument("--provenance", type=Path, default=None,
                    help="write every one-step derivation (rule, conclusion, premises) as JSONL")
     p.add_argument("--max-provenance", type=provenance_size, default="1G", metavar="SIZE",

@@ -114,7 +114,8 @@ def classify(triples: Iterable[Triple], *, timeout: float = DEFAULT_TIMEOUT_S,
     HermiT refuses a datatype outside the OWL 2 datatype map (a user's rdfs:Datatype it has
     no definition for) before it reasons; it is then run once more ignoring such datatypes,
     and a warning in the result names the datatype.  The whole run stops at `timeout` seconds
-    (the Java process is killed) with one line; `progress` hears every `PROGRESS_EVERY_S`."""
+    (the Java process is killed) with one line; `progress` (default: stderr) hears how HermiT
+    is getting on every `PROGRESS_EVERY_S`."""
     triples = set(triples)
     missing = missing_imports(triples)
     if missing and not ignore_imports:
@@ -125,7 +126,7 @@ def classify(triples: Iterable[Triple], *, timeout: float = DEFAULT_TIMEOUT_S,
                                "(`kgprobe kg load FILE`), or pass --ignore-imports to classify "
                                "without it")
     exe = java("`kgprobe reason --owl` runs HermiT, which", "drop --owl")
-    hermit = HermitRun(exe, timeout, progress)
+    hermit = HermitRun(exe, timeout, progress or say)
     given = {t for t in triples if t[1] != _IMPORTS}
     with tempfile.TemporaryDirectory(prefix="kgprobe-owl-") as tmp:
         code, text, err, warnings = _classify_datatypes_aside(hermit, given, Path(tmp))
@@ -142,10 +143,11 @@ MAX_DATATYPE_RUNS = 8
 _XSD = "http://www.w3.org/2001/XMLSchema#"
 #: The OWL 2 datatype map (OWL 2 Structural Specification, 4), all HermiT supports.
 OWL2_DATATYPES = {_XSD + n for n in (
-    "decimal integer nonNegativeInteger nonPositiveInteger positiveInteger negativeInteger "
-    "long int short byte unsignedLong unsignedInt unsignedShort unsignedByte double float "
-    "string normalizedString token language Name NCName NMTOKEN boolean hexBinary "
-    "base64Binary anyURI dateTime dateTimeStamp").split()} | {
+    "decimal", "integer", "nonNegativeInteger", "nonPositiveInteger", "positiveInteger",
+    "negativeInteger", "long", "int", "short", "byte", "unsignedLong", "unsignedInt",
+    "unsignedShort", "unsignedByte", "double", "float", "string", "normalizedString", "token",
+    "language", "Name", "NCName", "NMTOKEN", "boolean", "hexBinary", "base64Binary", "anyURI",
+    "dateTime", "dateTimeStamp")} | {
     OWL + "real", OWL + "rational", "http://www.w3.org/2000/01/rdf-schema#Literal",
     *(f"http://www.w3.org/1999/02/22-rdf-syntax-ns#{n}"
       for n in ("XMLLiteral", "PlainLiteral", "langString"))}
@@ -217,6 +219,15 @@ def _reach(start: set[str], edges: dict[str, set[str]]) -> set[str]:
                 seen.add(nxt)
                 todo.append(nxt)
     return seen
+
+
+def say(line: str) -> None:
+    """`classify`'s default progress: a line on stderr, printable (an IRI may hold anything)."""
+    import sys
+
+    from kgprobe.terminal import printable
+
+    print(f"kgprobe: {printable(line)}", file=sys.stderr, flush=True)
 
 
 class HermitRun:

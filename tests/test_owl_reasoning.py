@@ -13,11 +13,15 @@ import time
 from pathlib import Path
 
 import pytest
-
 from kgprobe.cli import main
 from kgprobe.kg.store import KnowledgeGraph
 from kgprobe.reasoning import owl
-from kgprobe.reasoning.owl import PROVENANCE, hermit_error, parse_hermit, without_datatype
+from kgprobe.reasoning.owl import (
+    PROVENANCE,
+    hermit_error,
+    parse_hermit,
+    without_datatype,
+)
 
 DATA = Path(__file__).parent / "data"
 EX = "http://ex.org/pizza#"
@@ -197,7 +201,7 @@ def test_custom_datatype_is_set_aside_with_a_warning(tmp_path):
     (tmp_path / "scores.ttl").write_text(CUSTOM_DATATYPE, encoding="utf-8")
     store = str(tmp_path / "store")
     assert cli("kg", "load", str(tmp_path / "scores.ttl"), "--store", store)[0] == 0
-    code, out, err = cli("reason", "--owl", "--store", store)
+    code, _, err = cli("reason", "--owl", "--store", store)
     assert code == 0, err
     warnings = [ln for ln in err.splitlines() if ln.strip()]
     assert len(warnings) == 1 and f"<{DT}Score>" in warnings[0], err
@@ -255,9 +259,3 @@ def test_timeout_stops_hermit_and_leaves_the_store_as_it_was(tmp_path, monkeypat
         after = (sorted(kg.triples()), kg.fingerprint(), kg.inferred_state(), kg.reasoned_with())
     assert after == before
 
-
-def test_timeout_needs_owl(tmp_path):
-    store = str(tmp_path / "store")
-    assert cli("kg", "load", str(DATA / "veg_pizza.ttl"), "--store", store)[0] == 0
-    code, _, err = cli("reason", "--timeout", "5", "--store", store)
-    assert code == 2 and "--owl" in err and len(err.strip().splitlines()) == 1
