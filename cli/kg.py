@@ -67,8 +67,8 @@ def parse_sources(paths: Sequence[str], default: bool, name: str | None,
 
 
 def print_warnings(sources: list[Source]) -> None:
-    for src in sources:
-        for w in src.ontology.warnings if src.ontology is not None else []:
+    for src in sources:  # a bulk-loaded file's (no model yet) once the store has built it
+        for w in [*(src.rdf.warnings if src.rdf else ()), *src.ontology.warnings] if src.ontology else []:
             warn(f"{src.path}: {w}")
         if src.ontology is not None and src.ontology.excluded:
             warn(f"{src.path}: `kgprobe generate` lists the {len(src.ontology.excluded)} "
@@ -230,14 +230,17 @@ def provenance_size(text: str) -> int | None:
 
 def print_reason(kg: KnowledgeGraph, rules=None, provenance: Path | None = None, *,
                  owl: bool = False, ignore_imports: bool = False,
-                 max_provenance: int | None = None, skos: str = "auto") -> None:
+                 max_provenance: int | None = None, skos: str = "auto",
+                 owl_timeout: float | None = None) -> None:
     """Reason and say what was derived. `rules=None` (the `--reason` flags): as the store was
     last reasoned (its rules, HermiT, its `--skos`), else every RDFS rule and `skos`.
     `provenance` is written after the inferences are stored, at most `max_provenance` bytes."""
     from kgprobe.reasoning.materialize import materialize, reason_again
 
     report = reason_again(kg) if rules is None else materialize(
-        kg, rules, owl=owl, ignore_imports=ignore_imports, skos=skos)
+        kg, rules, owl=owl, ignore_imports=ignore_imports, skos=skos, owl_timeout=owl_timeout)
+    for line in report.warnings:
+        warn(line)
     print(f"reasoned over {report.asserted} asserted triples with {', '.join(report.rules)} "
           f"in {report.seconds:.2f} s")
     for rule in report.rules:
@@ -262,7 +265,8 @@ def cmd_reason(args: argparse.Namespace) -> int:
             print(f"removed the inferred graph ({clear(kg)} triples)")
             return 0
         print_reason(kg, comma_list(args.rules), args.provenance, owl=args.owl, skos=args.skos,
-                     ignore_imports=args.ignore_imports, max_provenance=args.max_provenance)
+                     ignore_imports=args.ignore_imports, max_provenance=args.max_provenance,
+                     owl_timeout=args.timeout)
     return 0
 
 
@@ -367,6 +371,9 @@ def add_parsers(sub) -> None:
     p.add_argument("--ignore-imports", action="store_true", help="with --owl: classify without "
                    "the ontologies owl:imports names that are not loaded (default: exit 2 "
                    "naming them)")
+    p.add_argument("--timeout", type=float, default=None, metavar="S",
+                   help="with --owl: stop HermiT after S seconds (default 600), exit 2 with the "
+                        "store as it was (progress is on stderr every 10 s)")
     p.add_argument("--provenance", type=Path, default=None,
                    help="write every one-step derivation (rule, conclusion, premises) as JSONL")
     p.add_argument("--max-provenance", type=provenance_size, default="1G", metavar="SIZE",

@@ -11,7 +11,8 @@ RDF bytes pyoxigraph then parses like any file:
 * OWL/XML: owlready2's own parser (no Java), saved as N-Triples;
 * OWL functional and Manchester syntax: the OWL API inside the HermiT jar owlready2 ships,
   through owlready2's `Save` class (needs Java), saved as RDF/XML;
-* OBO 1.4: `fastobo` and its OBO→OWL mapping, as RDF/XML.
+* OBO 1.4: `fastobo` and its OBO→OWL mapping, as RDF/XML; lines of released files that
+  fastobo refuses are mended or left out with a warning (`ontology/obo.py`).
 """
 
 from __future__ import annotations
@@ -58,6 +59,9 @@ class RdfInput:
     gz: bool = False
     data: bytes | None = None  # RDF bytes for OWL/XML, functional, Manchester, OBO
     data_syntax: str | None = None  # the syntax of `data`
+    #: what reading it noticed but kept going past (an OBO line mended or left out), each
+    #: naming its line; the loader adds them to the model's warnings
+    warnings: tuple[str, ...] = ()
 
     @property
     def ox_format(self) -> str | None:
@@ -161,15 +165,15 @@ def prepare(rdf: RdfInput, *, allow_imports: bool = False) -> RdfInput:
 
         with rdf.open() as fh:
             check_entities(fh, rdf.path)
-    convert = {"owlxml": _owlxml, "functional": _owlapi, "manchester": _owlapi, "obo": _obo}
-    if rdf.syntax not in convert:
+    convert = {"owlxml": _owlxml, "functional": _owlapi, "manchester": _owlapi}
+    if rdf.syntax not in convert and rdf.syntax != "obo":
         return rdf
     with rdf.open() as fh:
         raw = fh.read()
-    if rdf.syntax in ("owlxml", "functional", "manchester"):
-        data, data_syntax = convert[rdf.syntax](rdf, raw, allow_imports)
-    else:
-        data, data_syntax = convert[rdf.syntax](rdf, raw)
+    if rdf.syntax == "obo":
+        data, warnings = _obo(rdf, raw)
+        return RdfInput(rdf.path, rdf.syntax, rdf.gz, data, "rdfxml", tuple(warnings))
+    data, data_syntax = convert[rdf.syntax](rdf, raw, allow_imports)
     return RdfInput(rdf.path, rdf.syntax, rdf.gz, data, data_syntax)
 
 
@@ -287,18 +291,28 @@ def _owlapi_run(rdf: RdfInput, raw: bytes) -> tuple[bytes, str]:
         return out.read_bytes(), "rdfxml"
 
 
-def _obo(rdf: RdfInput, raw: bytes) -> tuple[bytes, str]:
+def _obo(rdf: RdfInput, raw: bytes) -> tuple[bytes, list[str]]:
+    """OBO → RDF/XML with fastobo's OBO→OWL mapping; the lines fastobo refuses are mended or
+    left out with a warning naming each (`ontology.obo`)."""
     import fastobo
 
+    from kgprobe.ontology.obo import read_obo
+
+    doc, warnings = read_obo(rdf.path, raw)
     try:
-        doc = fastobo.load(io.BytesIO(raw))
+        # fastobo's OWL mapping needs an ontology and a default namespace; files omit them
+        name = next((str(c.ontology) for c in doc.header
+                     if isinstance(c, fastobo.header.OntologyClause)), None)
+        if name is None:
+            name = re.sub(r"[^\w.-]", "_", rdf.path.name.split(".")[0]) or "ontology"
+            doc.header.append(fastobo.header.OntologyClause(name))
         if not any(isinstance(c, fastobo.header.DefaultNamespaceClause) for c in doc.header):
-            # fastobo's OWL mapping needs one; OBO files often omit it
-            name = next((str(c.ontology) for c in doc.header
-                         if isinstance(c, fastobo.header.OntologyClause)), rdf.path.stem)
             doc.header.append(fastobo.header.DefaultNamespaceClause(fastobo.id.UnprefixedIdent(name)))
         out = io.BytesIO()
         fastobo.dump_owl(doc, out, format="rdf")
     except (SyntaxError, ValueError, TypeError) as err:
-        raise _fail(rdf, err) from None
-    return out.getvalue(), "rdfxml"
+        text = " ".join(str(getattr(err, "msg", err)).split())[:300] or type(err).__name__
+        raise OntologyError(f"{rdf.path}: read as OBO, but its translation to OWL failed "
+                            f"({text}); check the file's header (ontology:, "
+                            "default-namespace:)") from None
+    return out.getvalue(), warnings

@@ -176,7 +176,9 @@ def load_rdf(path: str | Path, name: str | None = None, fmt: str | None = None,
              allow_imports: bool = False) -> Source:
     """Load any RDF file and build the model from its triples (with `options`: --lang …)."""
     path = Path(path)
+    rdf = rdf or open_rdf(path, fmt, allow_imports=allow_imports)
     triples = parse_rdf(path, fmt, rdf, allow_imports=allow_imports)
     stem = path.name.split(".")[0] if path.suffix.lower() == ".gz" else path.stem
     onto = build_ontology(name or stem, triples, options)
+    onto.warnings[:0] = rdf.warnings  # what reading the file mended or left out, by line
     return Source(onto.name, str(path), onto, triples)

@@ -31,6 +31,7 @@ class ReasonReport:
     #: ``owl:hermit``; the RDFS rules then run over asserted ∪ these.
     owl: set = field(default_factory=set)
     unsatisfiable: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)  # HermiT's (datatypes it ignored)
 
     def write_provenance(self, path, max_bytes: int | None = None) -> int:
         """Every one-step derivation as JSONL: HermiT's conclusions first (rule
@@ -79,23 +80,27 @@ def stored_skos_mode(kg: KnowledgeGraph) -> str | None:
 
 def materialize(kg: KnowledgeGraph, rules: Iterable[str] = RULES, *,
                 owl: bool = False, ignore_imports: bool = False,
-                skos: str = "auto") -> ReasonReport:
+                skos: str = "auto", owl_timeout: float | None = None,
+                progress=None) -> ReasonReport:
     """Replace the inferred graph with the closure of every other graph.
 
     The closure is computed completely before the store is touched, and only its legal
     RDF triples replace the inferred graph, in one transaction together with the
     fingerprint of the sources it was computed from: a failure or a crash leaves the old
     inferences (and their freshness) as they were.  Reasoning always starts from the
-    asserted graphs, so running it twice adds nothing.
+    asserted graphs, so running it twice adds nothing.  `owl_timeout` (seconds, default
+    `owl.DEFAULT_TIMEOUT_S`) stops HermiT, and with it the whole run, before anything is
+    stored; `progress` hears how HermiT is getting on.
     """
     start = time.perf_counter()
     asserted = asserted_triples(kg)
-    hermit, unsatisfiable = set(), []
+    hermit, unsatisfiable, warnings = set(), [], []
     if owl:
-        from kgprobe.reasoning.owl import classify
+        from kgprobe.reasoning.owl import DEFAULT_TIMEOUT_S, classify
 
-        found = classify(asserted, ignore_imports=ignore_imports)
-        hermit, unsatisfiable = found.triples, found.unsatisfiable
+        found = classify(asserted, ignore_imports=ignore_imports, progress=progress,
+                         timeout=owl_timeout or DEFAULT_TIMEOUT_S)
+        hermit, unsatisfiable, warnings = found.triples, found.unsatisfiable, found.warnings
     mapped = skos_edges(asserted, skos) - asserted
     result = closure(asserted | hermit | mapped, rules)
     stored = result.rdf_inferred | hermit | mapped
@@ -112,10 +117,10 @@ def materialize(kg: KnowledgeGraph, rules: Iterable[str] = RULES, *,
         derived_by[mark] = len(mapped)
     return ReasonReport(used, len(asserted),
                         len(stored), len(stored - before), len(result.held_back), derived_by,
-                        time.perf_counter() - start, result, hermit, unsatisfiable)
+                        time.perf_counter() - start, result, hermit, unsatisfiable, warnings)
 
 
-def reason_again(kg: KnowledgeGraph) -> ReasonReport:
+def reason_again(kg: KnowledgeGraph, progress=None) -> ReasonReport:
     """`--reason`: re-run reasoning as the store was last reasoned (its rules; HermiT when
     that was `reason --owl`), or every RDFS rule when it never was.  Imports that are not
     loaded are ignored, as `reason --owl` had them (its check already ran; `kg load --reason`
@@ -123,7 +128,7 @@ def reason_again(kg: KnowledgeGraph) -> ReasonReport:
     last = kg.reasoned_with()
     rules = [r for r in last if r != PROVENANCE and not r.startswith(SKOS_MARK)] or RULES
     return materialize(kg, rules, owl=PROVENANCE in last, ignore_imports=True,
-                       skos=stored_skos_mode(kg) or "auto")
+                       skos=stored_skos_mode(kg) or "auto", progress=progress)
 
 
 def clear(kg: KnowledgeGraph) -> int:

@@ -105,8 +105,8 @@ def test_format_overrides_the_suffix(tmp_path):
 
 
 def test_bad_inputs_are_one_line(tmp_path):
-    (tmp_path / "bad.obo").write_text("[Term]\nid: X:1\nis_a: \n", encoding="utf-8")
-    assert "malformed OBO" in refused(tmp_path, str(tmp_path / "bad.obo"))
+    (tmp_path / "bad.obo").write_text("[Term]\nid: X:1\n\n[Term]\nid: \n", encoding="utf-8")
+    assert "bad.obo: line 5: malformed OBO id line" in refused(tmp_path, str(tmp_path / "bad.obo"))
     (tmp_path / "bad.owx").write_text('<?xml version="1.0"?>\n<Ontology xmlns="http://www.w3.org'
                                       '/2002/07/owl#"><SubClassOf><Class IRI=', encoding="utf-8")
     assert "malformed OWL/XML" in refused(tmp_path, str(tmp_path / "bad.owx"))

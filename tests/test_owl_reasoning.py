@@ -6,19 +6,31 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import os
 import shutil
+import subprocess
+import time
 from pathlib import Path
 
 import pytest
-
 from kgprobe.cli import main
 from kgprobe.kg.store import KnowledgeGraph
-from kgprobe.reasoning.owl import PROVENANCE, parse_hermit
+from kgprobe.reasoning import owl
+from kgprobe.reasoning.owl import (
+    PROVENANCE,
+    hermit_error,
+    parse_hermit,
+    without_datatype,
+)
 
 DATA = Path(__file__).parent / "data"
 EX = "http://ex.org/pizza#"
 SUB = "http://www.w3.org/2000/01/rdf-schema#subClassOf"
 TYPE = "http://www.w3.org/1999/02/22-rdf-syntax-ns#type"
+OWL = "http://www.w3.org/2002/07/owl#"
+OWL_EQ = OWL + "equivalentClass"
+RDF = "http://www.w3.org/1999/02/22-rdf-syntax-ns#"
+XSD = "http://www.w3.org/2001/XMLSchema#"
 needs_java = pytest.mark.skipif(shutil.which("java") is None, reason="HermiT needs Java")
 
 
@@ -124,3 +136,126 @@ def test_reason_flags_rerun_reasoning_as_it_last_ran(tmp_path):
     assert code == 0 and "owl:hermit" not in out and "rdfs2" in out
     with KnowledgeGraph(store, read_only=True) as kg:
         assert not kg.provenance(PROVENANCE) and PROVENANCE not in kg.reasoned_with()
+
+
+# ------------------------------------------------------- failing well (issue 33 #7)
+
+DT = "http://ex.org/dt#"
+#: A facet restriction on a user's rdfs:Datatype, which HermiT refuses outright (its
+#: --ignoreUnsupportedDatatypes does not cover facets), beside a subsumption only OWL gives.
+CUSTOM_DATATYPE = f"""@prefix ex: <{DT}> .
+@prefix owl: <http://www.w3.org/2002/07/owl#> .
+@prefix rdfs: <http://www.w3.org/2000/01/rdf-schema#> .
+@prefix xsd: <http://www.w3.org/2001/XMLSchema#> .
+ex:Score a rdfs:Datatype .
+ex:score a owl:DatatypeProperty ; rdfs:range ex:Score .
+ex:HighScorer a owl:Class ; rdfs:label "high scorer" ;
+  owl:equivalentClass [ a owl:Restriction ; owl:onProperty ex:score ;
+    owl:someValuesFrom [ a rdfs:Datatype ; owl:onDatatype ex:Score ;
+                         owl:withRestrictions ( [ xsd:minInclusive 90 ] ) ] ] .
+ex:Player a owl:Class ; rdfs:label "player" ; rdfs:subClassOf ex:Athlete .
+ex:Athlete a owl:Class ; rdfs:label "athlete" ; owl:equivalentClass ex:Sportsperson .
+ex:Sportsperson a owl:Class ; rdfs:label "sportsperson" .
+"""
+
+#: The stack trace HermiT prints for it (its message spans five lines).
+UNSUPPORTED_TRACE = """Exception in thread "main" org.semanticweb.HermiT.datatypes.\
+UnsupportedDatatypeException: HermiT supports all and only the datatypes of the OWL 2 datatype \
+map, see 
+http://www.w3.org/TR/owl2-syntax/#Datatype_Maps. 
+The datatype 'http://ex.org/dt#Score' is not part of the OWL 2 datatype map and 
+no custom datatype definition is given; 
+therefore, HermiT cannot handle this datatype.
+\tat org.semanticweb.HermiT.datatypes.DatatypeRegistry.getDatatypeHandlerFor(Unknown Source)
+\tat org.semanticweb.HermiT.cli.CommandLine.main(CommandLine.java:830)
+""".replace("\\\n", "")
+
+
+def test_hermit_errors_are_one_whole_line():
+    """The message used to be cut at "see)": every line of the Java message is kept."""
+    err = str(hermit_error("Processing file:///x\nClassifying...\n" + UNSUPPORTED_TRACE, 1))
+    assert "\n" not in err
+    assert "UnsupportedDatatypeException" in err and err.count("HermiT cannot handle") == 1
+    assert "Datatype_Maps. The datatype 'http://ex.org/dt#Score'" in err
+    assert "without --owl" in err and "Processing" not in err
+    assert "inconsistent" in str(hermit_error(
+        'Exception in thread "main" org.semanticweb.owlapi.reasoner.'
+        "InconsistentOntologyException: Inconsistent ontology\n", 1))
+
+
+def test_without_datatype_leaves_out_whole_axioms():
+    restriction = {("http://ex.org/C", OWL_EQ, "_:r"), ("_:r", OWL + "someValuesFrom", "_:d"),
+                   ("_:d", OWL + "onDatatype", DT + "Score"), ("_:d", OWL + "withRestrictions", "_:l"),
+                   ("_:l", RDF + "first", "_:f"), ("_:f", XSD + "minInclusive", '"90"^^<' + XSD
+                                                   + 'integer>')}
+    other = {("http://ex.org/C", SUB, "http://ex.org/D"), ("_:x", OWL + "onDatatype", XSD + "int")}
+    literal = ("http://ex.org/i", DT + "score", f'"95"^^<{DT}Score>')
+    kept, dropped = without_datatype(restriction | other | {literal}, DT + "Score")
+    assert kept == other and dropped == len(restriction) + 1
+
+
+@needs_java
+def test_custom_datatype_is_set_aside_with_a_warning(tmp_path):
+    """HermiT's UnsupportedDatatypeException: exit 0, a warning naming the datatype, and the
+    subsumptions that do not depend on it still derived."""
+    (tmp_path / "scores.ttl").write_text(CUSTOM_DATATYPE, encoding="utf-8")
+    store = str(tmp_path / "store")
+    assert cli("kg", "load", str(tmp_path / "scores.ttl"), "--store", store)[0] == 0
+    code, _, err = cli("reason", "--owl", "--store", store)
+    assert code == 0, err
+    warnings = [ln for ln in err.splitlines() if ln.strip()]
+    assert len(warnings) == 1 and f"<{DT}Score>" in warnings[0], err
+    assert warnings[0].endswith("(what follows from them is missing)")  # whole, not cut
+    with KnowledgeGraph(store, read_only=True) as kg:
+        assert (DT + "Athlete", SUB, DT + "Sportsperson") in kg.provenance(PROVENANCE)
+
+
+def slow_ontology(n: int = 20000) -> str:
+    """`A ⊑ ≥n p.B`: HermiT builds n pairwise distinct successors while it classifies, a
+    quadratic amount of work (n = 3000 took 15 s on a laptop; 20000, minutes)."""
+    return (f"@prefix ex: <{EX}> .\n@prefix owl: <http://www.w3.org/2002/07/owl#> .\n"
+            "@prefix rdfs: <http://www.w3.org/2000/01/rdf-schema#> .\n"
+            "@prefix xsd: <http://www.w3.org/2001/XMLSchema#> .\n"
+            "ex:A a owl:Class ; rdfs:label \"a\" ; rdfs:subClassOf ex:Top, [ a owl:Restriction ; "
+            "owl:onProperty ex:p ; "
+            f"owl:minQualifiedCardinality \"{n}\"^^xsd:nonNegativeInteger ; owl:onClass ex:B ] .\n"
+            "ex:B a owl:Class ; rdfs:label \"b\" .\nex:Top a owl:Class ; rdfs:label \"top\" .\n"
+            "ex:p a owl:ObjectProperty .\n")
+
+
+@needs_java
+def test_timeout_stops_hermit_and_leaves_the_store_as_it_was(tmp_path, monkeypatch):
+    """`reason --owl --timeout 3` on an ontology HermiT needs minutes for: exit 2 within the
+    limit and a few seconds, one error line, progress lines before it, the Java process gone
+    and the store (its triples, inferences and their freshness) unchanged."""
+    path = tmp_path / "slow.ttl"
+    path.write_text(slow_ontology(), encoding="utf-8")
+    store = str(tmp_path / "store")
+    assert cli("kg", "load", str(path), "--store", store)[0] == 0
+    assert cli("reason", "--store", store)[0] == 0
+    with KnowledgeGraph(store, read_only=True) as kg:
+        before = (sorted(kg.triples()), kg.fingerprint(), kg.inferred_state(), kg.reasoned_with())
+    children: list[subprocess.Popen] = []
+    popen = subprocess.Popen
+
+    def spy(*args, **kwargs):
+        children.append(popen(*args, **kwargs))
+        return children[-1]
+
+    monkeypatch.setattr(owl.subprocess, "Popen", spy)
+    monkeypatch.setattr(owl, "PROGRESS_EVERY_S", 0.5)
+    start = time.monotonic()
+    code, _, err = cli("reason", "--owl", "--timeout", "3", "--store", store)
+    took = time.monotonic() - start
+    assert code == 2 and took < 3 + 15, (code, took, err)  # generous: a loaded machine
+    errors = [ln for ln in err.splitlines() if ln.startswith("kgprobe: error:")]
+    assert len(errors) == 1 and "--timeout 3 s" in errors[0] and "nothing was stored" in errors[0]
+    assert any(ln.startswith("kgprobe: HermiT: ") and "of --timeout 3 s" in ln
+               for ln in err.splitlines()), err
+    assert len(children) == 1 and children[0].returncode is not None
+    with pytest.raises(ProcessLookupError):
+        os.kill(children[0].pid, 0)  # reaped: no Java left behind
+    with KnowledgeGraph(store, read_only=True) as kg:
+        after = (sorted(kg.triples()), kg.fingerprint(), kg.inferred_state(), kg.reasoned_with())
+    assert after == before
+
