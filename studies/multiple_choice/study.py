@@ -138,24 +138,20 @@ def run_multiple_choice(model: str, out: str | Path, *, progress: bool = True,
 def run_config(config: MultipleChoiceConfig, out: Path, *, progress: bool = True) -> list[dict]:
     """Run (or resume) the probe of one validated configuration into `out`."""
     from kgprobe.models.loading import load_model
-    from kgprobe.prompts.multiple_choice import (
-        DEFAULT_INSTRUCTION,
-        load_multiple_choice,
-        score_multiple_choice,
-        score_option_texts,
-    )
+    from kgprobe.prompts.multiple_choice import score_multiple_choice, score_option_texts
 
-    model, answer, limit = config.model, config.answer, config.limit
-    chosen = choose(find_sets(config.data), config.tasks)
+    from .requests import QuestionUnit, instruction_of, plan
+
+    model, answer = config.model, config.answer
+    planned = plan(config)  # the questions, as the dry run writes them
     loaded = load_model(model, device=config.device)
     if answer == "letter" and not loaded.answers_next_token:
         raise KgprobeError(f"letter answers need a causal (instruct) model; '{model}' is a masked LM: "
                            "use --answer text")
-    instruction = DEFAULT_INSTRUCTION if config.instruction is None else config.instruction
+    instruction = instruction_of(config)
 
-    def unit(q: QuestionSet) -> Unit:
-        prompts, golds = load_multiple_choice(q.path)
-        prompts, golds = prompts[:limit], golds[:limit]
+    def unit(planned: QuestionUnit) -> Unit:
+        q, prompts, golds = planned.set, planned.prompts, planned.golds
 
         def run():
             trained = loaded.trained_on(training_answers(q.task))
@@ -184,7 +180,7 @@ def run_config(config: MultipleChoiceConfig, out: Path, *, progress: bool = True
 
         return Unit({"set": q.set, "task": q.task, "p1": q.p1, "answer": answer}, run, len(prompts))
 
-    units = [unit(q) for q in chosen]
+    units = [unit(p) for p in planned]
     pin_settings(out, config.pinned())
     return run_units(out, units, COLUMNS, progress=progress)
 
