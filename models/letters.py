@@ -13,14 +13,25 @@ from __future__ import annotations
 from typing import Any, Mapping, Sequence
 
 
+def letter_message(question: str, instruction: str) -> str:
+    """The question and the instruction to answer with a letter: the user's turn."""
+    return f"{question}\n{instruction}" if instruction else question
+
+
+def plain_letter_prompt(question: str, instruction: str) -> str:
+    """The text a question's answer letter follows without a chat template (a dry run writes
+    it as the text the letter is asked after)."""
+    return f"{letter_message(question, instruction)}\nAnswer: ("
+
+
 def letter_context(tok: Any, question: str, instruction: str, use_chat: bool) -> list[int]:
     """The token ids a question's answer letter follows."""
-    message = f"{question}\n{instruction}" if instruction else question
     if use_chat:
+        message = letter_message(question, instruction)
         text = tok.apply_chat_template([{"role": "user", "content": message}], tokenize=False,
                                        add_generation_prompt=True)
         return list(tok(text + "(", add_special_tokens=False)["input_ids"])
-    return list(tok(f"{message}\nAnswer: (", add_special_tokens=True)["input_ids"])
+    return list(tok(plain_letter_prompt(question, instruction), add_special_tokens=True)["input_ids"])
 
 
 def letter_logprobs(loaded: Any, questions: Sequence[str], options: Sequence[Mapping[str, str]],

@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MultipleChoiceResult", "load_multiple_choice", "score_multiple_choice", "score_option_texts",
-    "split_question", "gold_letter", "DEFAULT_INSTRUCTION",
+    "split_question", "gold_letter", "letter_options", "cloze_prompt", "DEFAULT_INSTRUCTION",
 ]
 
 DEFAULT_INSTRUCTION = "Answer with the letter of the correct option."
@@ -100,16 +100,30 @@ def score_multiple_choice(
         raise ModelError(f"multiple-choice scoring needs a causal (instruct) model; '{loaded.name}' is {loaded.kind}")
     if len(prompts) != len(golds):
         raise ValueError(f"{len(prompts)} prompts but {len(golds)} golds")
-    options = []
-    for q in prompts:
-        letters = list(dict.fromkeys(_OPTION.findall(q))) or [chr(c) for c in range(ord("a"), ord("t") + 1)]
-        texts = split_question(q)[1]
-        options.append({letter: texts.get(letter, "") for letter in letters})
+    options = [letter_options(q) for q in prompts]
     gold_letters = [_letter(g) for g in golds]
     per_question = loaded.letter_scores(prompts, options, instruction=instruction,
                                         use_chat_template=use_chat_template, batch_size=batch_size)
     predictions = [max(opts, key=lambda l: row[l]) for opts, row in zip(options, per_question)]
     return _result(predictions, gold_letters, per_question)
+
+
+def letter_options(question: str) -> dict[str, str]:
+    """The letters a question's answer is chosen among (its ``(a)``, ``(b)`` … in order, or
+    a–t when it names none), each with its option text: what the model is asked for it."""
+    letters = list(dict.fromkeys(_OPTION.findall(question))) or [chr(c) for c in range(ord("a"), ord("t") + 1)]
+    texts = split_question(question)[1]
+    return {letter: texts.get(letter, "") for letter in letters}
+
+
+def cloze_prompt(question: str) -> tuple[str, dict[str, str]]:
+    """The cloze form of a question: its stem, then ``Answer: [MASK]``, and the options whose
+    texts fill the slot (letter → text)."""
+    stem, options = split_question(question)
+    if not options:
+        raise KgprobeError(f"question {question[:60]!r} lists no options like '(a) text, (b) text'; "
+                           "fix the data")
+    return f"{stem}\nAnswer: [MASK]", options
 
 
 def split_question(question: str) -> tuple[str, dict[str, str]]:
@@ -129,12 +143,9 @@ def score_option_texts(scorer, prompts: Sequence[str], golds: Sequence[str], *,
     predictions: list[str] = []
     per_question: list[dict[str, float]] = []
     for question in prompts:
-        stem, options = split_question(question)
-        if not options:
-            raise KgprobeError(f"question {question[:60]!r} lists no options like '(a) text, (b) text'; "
-                               "fix the data")
+        text, options = cloze_prompt(question)
         letters = list(options)
-        row = scorer.score([f"{stem}\nAnswer: [MASK]"], [options[l] for l in letters],
+        row = scorer.score([text], [options[l] for l in letters],
                            batch_size=batch_size)[0]
         scores = {l: float(v) for l, v in zip(letters, row)}
         per_question.append(scores)

@@ -95,4 +95,14 @@ def rank_statement(probe: Probe, row: np.ndarray, ranking: str) -> dict:
 def distinct_requests(probes: Sequence[Probe]) -> list[tuple[str, tuple[str, ...]]]:
     """The (prompt, candidates) pairs to score, each once, in first-seen order: statements of
     one question under filtered ranking with every candidate share one scoring."""
-    return list(dict.fromkeys((p.prompt, p.candidates) for p in probes))
+    return list(asked_golds(probes))
+
+
+def asked_golds(probes: Sequence[Probe]) -> dict[tuple[str, tuple[str, ...]], list[str]]:
+    """Each distinct (prompt, candidates) pair a unit scores, in the order it scores them,
+    with the answers of the statements that share it: the run scores these keys
+    (`distinct_requests`), the dry run writes one line per key with its answers as golds."""
+    asked: dict[tuple[str, tuple[str, ...]], list[str]] = {}
+    for p in probes:
+        asked.setdefault((p.prompt, p.candidates), []).append(p.statement.answer)
+    return asked

@@ -29,7 +29,7 @@ from kgprobe.studies.runner import Unit, read_unit, rows_to_csv, run_units, unit
 
 from .beliefs import COLUMNS, DerivationRanks, consistency_table
 from .config import ConsistencyConfig
-from .probes import Candidates, Probe, distinct_requests, prompt_of, rank_statement
+from .probes import Candidates, Probe, asked_golds, distinct_requests, prompt_of, rank_statement
 from .statements import BeliefDerivation, Statement
 
 UNIT_COLUMNS = ["relation", "template", "n", "R@1", "MRR", "protocol", "ranking"]
@@ -225,10 +225,7 @@ def write_dry_run(config: ConsistencyConfig, out: Path) -> int:
     setup = build(config)
     records = []
     for (relation, t), probes in setup.probes.items():
-        asked = {}
-        for p in probes:
-            asked.setdefault((p.prompt, p.candidates), []).append(p.statement.answer)
-        for (prompt, cands), golds in asked.items():
+        for (prompt, cands), golds in asked_golds(probes).items():  # as `score_unit` asks them
             records.append(PromptRecord(STUDY, prompt, tuple(golds), len(cands), task=relation,
                                         template=str(t),
                                         extra={"protocol": setup.protocol.name}))

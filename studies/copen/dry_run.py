@@ -2,7 +2,9 @@
 
 Zero-shot: every choice prompt of every test item (for CiC also its out-of-context twin, the
 sentence left out), each scored once for all its text parts. Linear probing and fine-tuning:
-the prompts whose features the scorer reads, for the train, dev and test items. Sets
+the prompts whose features the scorer reads, for the train, dev and test items, then CiC's
+out-of-context test prompts. Both in the run's order, from the run's own plan
+(`requests.plan`, `methods.zero_shot_requests`). Sets
 generated from the knowledge graph (``--from-kg``) are built in a temporary folder, so a dry
 run leaves nothing in ``OUT`` but ``prompts.jsonl``.
 """
@@ -12,11 +14,11 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from kgprobe.reasoning.copen_items import select
 from kgprobe.studies.dry_run import PromptRecord, write_prompts
 
 from .config import CopenConfig
-from .methods import CPJ_ANSWERS, PARTS, choice_prompts, cpj_prompt
+from .methods import CPJ_ANSWERS, PARTS, Batchable, zero_shot_requests
+from .requests import plan
 
 STUDY = "copen"
 
@@ -33,41 +35,49 @@ def _golds(task: str, item, answer: str | None = None) -> tuple[str, ...]:
     return (item.candidates[item.label],)
 
 
-def item_records(cfg: CopenConfig, task: str, items, split: str) -> list[PromptRecord]:
-    """The prompts one split of a task is scored (zero-shot) or encoded (trained methods) on."""
+def _record(cfg: CopenConfig, task: str, item, split: str, segments, note: dict) -> PromptRecord:
     parts = [p for p in (cfg.parts or PARTS[task]) if p in PARTS[task]]
-    out = []
-    for item in items:
-        base = {"item": item.id, "split": split, "method": cfg.method}
-        if task == "cpj" and cfg.method == "zero-shot":
-            prompts = [(cpj_prompt(item, a), {"answer": a}) for a in CPJ_ANSWERS]
-        elif task == "cpj":
-            prompts = [(p, {}) for p in choice_prompts(task, item)]
-        else:
-            prompts = [(p, {"candidate": c}) for p, c in zip(choice_prompts(task, item), item.candidates)]
-            if task == "cic" and cfg.method == "zero-shot":
-                prompts += [(p, {"candidate": c, "context": False})
-                            for p, c in zip(choice_prompts(task, item, context=False), item.candidates)]
-        n = 2 if task == "cpj" else len(item.candidates)
-        for segments, extra in prompts:
-            out.append(PromptRecord(STUDY, _text(segments), _golds(task, item), n, task=task,
-                                    template=cfg.method,
-                                    extra={**base, **extra,
-                                           **({"parts": parts} if cfg.method == "zero-shot" else {})}))
-    return out
+    return PromptRecord(STUDY, _text(segments), _golds(task, item),
+                        2 if task == "cpj" else len(item.candidates), task=task,
+                        template=cfg.method,
+                        extra={"item": item.id, "split": split, "method": cfg.method, **note,
+                               **({"parts": parts} if cfg.method == "zero-shot" else {})})
+
+
+def zero_shot_records(cfg: CopenConfig, task: str, items) -> list[PromptRecord]:
+    """The prompts zero-shot scores for `items`, in its order (`methods.zero_shot_requests`)."""
+    asked = zero_shot_requests(task, items)
+    return [_record(cfg, task, items[k], "test", segments, note)
+            for segments, (k, note) in zip(asked.prompts, asked.notes)]
+
+
+def batch_records(cfg: CopenConfig, task: str, split: str, batch: Batchable,
+                  context: bool = True) -> list[PromptRecord]:
+    """The prompts a trained method encodes for one split's items (`Batchable` rows)."""
+    records = []
+    for item, (a, b) in zip(batch.items, batch.spans()):
+        notes = ([{}] if task == "cpj" else
+                 [{"candidate": c, **({} if context else {"context": False})} for c in item.candidates])
+        records += [_record(cfg, task, item, split, segments, note)
+                    for segments, note in zip(batch.prompts[a:b], notes)]
+    return records
 
 
 def prompt_records(cfg: CopenConfig, sets: dict) -> list[PromptRecord]:
-    """Every prompt of the run, task by task (test items first, as the report lists them)."""
-    from .study import train_dev
-
+    """Every prompt of the run, task by task, in the order the run asks them (`requests.plan`):
+    zero-shot the test items' choice prompts; the trained methods the train, dev and test
+    items' prompts, then CiC's out-of-context test prompts."""
     records = []
-    for task, splits in sets.items():
-        test = select(splits.get("test", []), cfg.limit_for(task), cfg.seed)
-        records += item_records(cfg, task, test, "test")
-        if cfg.method != "zero-shot":
-            train, dev = train_dev(task, splits, cfg)
-            records += item_records(cfg, task, train, "train") + item_records(cfg, task, dev, "dev")
+    for task_plan in plan(cfg, sets):
+        task = task_plan.task
+        if cfg.method == "zero-shot":
+            records += zero_shot_records(cfg, task, task_plan.test)
+            continue
+        for split, batch in task_plan.batches().items():
+            records += batch_records(cfg, task, split, batch)
+        ooc = task_plan.ooc()
+        if ooc is not None:
+            records += batch_records(cfg, task, "test", ooc, context=False)
     return records
 
 

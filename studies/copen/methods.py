@@ -172,32 +172,54 @@ def cpj_record(item: CPJItem, pred: int, scores: Sequence[float]) -> dict:
 # ----------------------------------------------------------------------------- zero-shot
 
 
+@dataclass
+class ZeroShotRequests:
+    """The prompts zero-shot scores, in order; `notes`: per prompt its item and what it asks
+    (CPJ answer, candidate, CiC's out-of-context twin); `spans`: per item its choices."""
+
+    prompts: list[tuple[Segment, ...]]
+    notes: list[tuple[int, dict]]
+    spans: list[tuple[int, int]]
+    groups: list[tuple[int, int]]
+
+    def add(self, k: int, prompts, notes: list[dict]) -> tuple[int, int]:  # one group
+        span = (len(self.prompts), len(self.prompts) + len(prompts))
+        self.prompts.extend(prompts)
+        self.notes.extend((k, note) for note in notes)
+        self.groups.append(span)
+        return span
+
+
+def zero_shot_requests(task: str, items: Sequence[Item]) -> ZeroShotRequests:
+    """What zero-shot asks of `items` (`zero_shot` scores it, a dry run writes it)."""
+    asked = ZeroShotRequests([], [], [], [])
+    for k, it in enumerate(items):
+        if task == "cpj":
+            asked.spans.append(asked.add(k, [cpj_prompt(it, a) for a in CPJ_ANSWERS],
+                                         [{"answer": a} for a in CPJ_ANSWERS]))
+            continue
+        asked.spans.append(asked.add(k, choice_prompts(task, it),
+                                     [{"candidate": c} for c in it.candidates]))
+        if task == "cic":
+            asked.add(k, choice_prompts(task, it, context=False),
+                      [{"candidate": c, "context": False} for c in it.candidates])
+    return asked
+
+
 def zero_shot(loaded: LanguageModel, task: str, items: Sequence[Item],
               parts: Sequence[str]) -> dict[str, list[dict]]:
     """Prediction records per text part."""
-    if task == "cpj":
-        prompts = [cpj_prompt(it, a) for it in items for a in CPJ_ANSWERS]
-        scored = loaded.score_segments(prompts, parts, [(k, k + 2) for k in range(0, len(prompts), 2)])
-        out = {}
-        for part in parts:
+    asked = zero_shot_requests(task, items)
+    scored = loaded.score_segments(asked.prompts, parts, asked.groups)
+    out = {}
+    for part in parts:
+        if task == "cpj":
             s = np.nan_to_num(scored[part], nan=-np.inf).reshape(-1, 2) if items else np.zeros((0, 2))
             out[part] = [cpj_record(it, int(row[0] > row[1]), scored[part][2 * k:2 * k + 2])
                          for k, (it, row) in enumerate(zip(items, s))]
-        return out
-    prompts, spans, groups = [], [], []
-    for it in items:
-        ps = choice_prompts(task, it)
-        spans.append((len(prompts), len(prompts) + len(ps)))
-        groups.append(spans[-1])
-        prompts.extend(ps)
-        if task == "cic":
-            groups.append((len(prompts), len(prompts) + len(ps)))
-            prompts.extend(choice_prompts(task, it, context=False))
-    scored = loaded.score_segments(prompts, parts, groups)
-    out = {}
-    for part in parts:
+            continue
         recs = []
-        for it, (a, b) in zip(items, spans):
+        for it, (a, b) in zip(items, asked.spans):
             ooc = scored[part][b:b + (b - a)] if task == "cic" else None
             recs.append(choice_record(task, it, scored[part][a:b], ooc))
         out[part] = recs

@@ -34,7 +34,6 @@ from kgprobe.reasoning.copen_items import (
     TASKS,
     by_split,
     load_official,
-    select,
     write_official,
 )
 from kgprobe.studies.copen.analysis import (
@@ -44,7 +43,6 @@ from kgprobe.studies.copen.analysis import (
 )
 from kgprobe.studies.copen.methods import (
     PARTS,
-    Batchable,
     finetune,
     frozen_features,
     hyperparameters,
@@ -57,6 +55,7 @@ from kgprobe.studies.runner import Unit, run_units
 from kgprobe.studies.settings import STUDY_KEY, pin_settings
 
 from .config import DEFAULT_SEEDS, METHODS, CopenConfig  # noqa: F401
+from .requests import plan, train_dev  # noqa: F401
 
 NAMES = {"csj": "CSJ", "cpj": "CPJ", "cic": "CiC"}
 COLUMNS = ["task", "method", "variant", "seed", "n", "n_unlabeled", *METRICS,
@@ -231,20 +230,14 @@ def _pooling(cfg: CopenConfig, model) -> str:
 def build_units(cfg: CopenConfig, out: Path, sets: dict, model: _Lazy) -> list[Unit]:
     """The run's units: zero-shot one per (task, part), linear and fine-tuning one per (task, seed)."""
     units: list[Unit] = []
-    for task, splits in sets.items():
-        test = select(splits.get("test", []), cfg.limit_for(task), cfg.seed)
-        sizes = chain_sizes(splits.get("test", [])) if task == "cpj" else None
-        if not test:
-            raise KgprobeError(f"{task.upper()}: no test items; pass data with a test split")
+    for task_plan in plan(cfg, sets):  # the items the dry run lists
+        task, test = task_plan.task, task_plan.test
+        sizes = chain_sizes(sets[task].get("test", [])) if task == "cpj" else None
         if cfg.method == "zero-shot":
             units += _zero_shot_units(cfg, out, model, task, test, sizes)
             continue
-        train, dev = train_dev(task, splits, cfg)
-        data = {"train": Batchable.of(task, train), "dev": Batchable.of(task, dev),
-                "test": Batchable.of(task, test)}
-        ooc = Batchable.of(task, test, context=False) if task == "cic" else None
         trained = _linear_units if cfg.method == "linear" else _finetune_units
-        units += trained(cfg, out, model, task, data, ooc, sizes)
+        units += trained(cfg, out, model, task, task_plan.batches(), task_plan.ooc(), sizes)
     return units
 
 
@@ -316,17 +309,6 @@ def _finetune_units(cfg: CopenConfig, out: Path, model: _Lazy, task: str, data: 
         units.append(Unit({"task": task, "method": cfg.method, "variant": cfg.pooling,
                            "seed": seed}, run, len(data["test"].items)))
     return units
-
-
-def train_dev(task: str, splits: dict, cfg: CopenConfig) -> tuple[list, list]:
-    train = [it for it in splits.get("train", []) if it.label is not None]
-    dev = [it for it in splits.get("dev", []) if it.label is not None]
-    if not train or not dev:
-        raise KgprobeError(f"{task.upper()}: {cfg.method} needs labeled train and dev items "
-                           f"(found {len(train)} and {len(dev)}); pass data with train.json and dev.json")
-    limit = cfg.limit_for(task, train=True)
-    dev_limit = max(1, limit // 4) if limit else None
-    return select(train, limit, cfg.seed), select(dev, dev_limit, cfg.seed)
 
 
 def run_copen(cfg: CopenConfig, out: str | Path, *, loaded=None, progress: bool = True) -> list[dict]:

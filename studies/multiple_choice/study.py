@@ -17,80 +17,30 @@ over the options).
 
 from __future__ import annotations
 
-import re
 from collections import Counter
-from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 from typing import Sequence
 
 from kgprobe.errors import KgprobeError
-from kgprobe.reasoning.memorizing import RELATIONS, relation_name
+from kgprobe.reasoning.memorizing import RELATIONS
 from kgprobe.studies.multiple_choice.config import MultipleChoiceConfig
-from kgprobe.studies.options import comma_list
 from kgprobe.studies.runner import Unit, run_units
 from kgprobe.studies.settings import pin_settings
 
+# the question sets live with the request stream; named here as well, where they always were
+from .requests import (  # noqa: F401
+    P1_SETTINGS,
+    SETS,
+    QuestionSet,
+    QuestionUnit,
+    bundled_dir,
+    choose,
+    find_sets,
+    instruction_of,
+    plan,
+)
+
 COLUMNS = ["set", "task", "p1", "answer", "n", "accuracy", "calibrated_accuracy", "top_letter", "top_letter_share"]
-SETS = ("memorizing", "reasoning")
-P1_SETTINGS = {"0": "not given", "1": "implicit", "2": "explicit"}
-_REASONING = re.compile(r"^(rdfs\d+)-([012])2$")
-
-
-@dataclass(frozen=True)
-class QuestionSet:
-    set: str  # memorizing | reasoning
-    task: str  # type … range, or rdfs2 … rdfs11
-    p1: str  # "-" for memorizing; not given | implicit | explicit
-    path: Path
-
-
-def bundled_dir() -> Path:
-    return Path(str(resources.files("kgprobe.ontology") / "data" / "multiple_choice"))
-
-
-def find_sets(directory: str | Path | None = None) -> list[QuestionSet]:
-    """The question files under ``memorizing/`` and ``reasoning/`` of a directory (default: bundled)."""
-    root = Path(directory) if directory is not None else bundled_dir()
-    found = []
-    for path in sorted((root / "memorizing").glob("*.jsonl")):
-        found.append(QuestionSet("memorizing", relation_name(path.stem), "-", path))
-    for path in sorted((root / "reasoning").glob("*.jsonl")):
-        m = _REASONING.match(path.stem)
-        if not m:
-            raise KgprobeError(f"{path}: reasoning files are named rdfsN-P2 with P in 0, 1, 2 "
-                               "(for example rdfs9-12.jsonl); rename it")
-        found.append(QuestionSet("reasoning", m.group(1), P1_SETTINGS[m.group(2)], path))
-    if not found:
-        raise KgprobeError(f"{root}: no memorizing/*.jsonl or reasoning/*.jsonl question files; "
-                           "give --data a directory laid out like the bundled one")
-    order = {r: i for i, r in enumerate(RELATIONS)}
-    return sorted(found, key=lambda q: (SETS.index(q.set), order.get(q.task, 0),
-                                        int(q.task[4:]) if q.set == "reasoning" else 0,
-                                        list(P1_SETTINGS.values()).index(q.p1) if q.p1 != "-" else 0))
-
-
-def choose(sets: Sequence[QuestionSet], spec: str) -> list[QuestionSet]:
-    """``all``, ``memorizing``, ``reasoning``, or a comma list of tasks (TP, type, rdfs9, rdfs9-12)."""
-    if spec in ("all", *SETS):
-        return [q for q in sets if spec in ("all", q.set)]
-    chosen = []
-    for name in comma_list(spec):
-        m = _REASONING.match(name)
-        hits = [q for q in sets if (m and q.task == m.group(1) and q.p1 == P1_SETTINGS[m.group(2)])
-                or (not m and q.task in (name, _relation_or_none(name)))]
-        if not hits:
-            raise KgprobeError(f"--task {name}: no such question set; use all, memorizing, reasoning, "
-                               "a relation (type … range, TP … RG), a rule (rdfs9) or a file (rdfs9-12)")
-        chosen.extend(q for q in hits if q not in chosen)
-    return chosen
-
-
-def _relation_or_none(name: str) -> str | None:
-    try:
-        return relation_name(name)
-    except KgprobeError:
-        return None
 
 
 def letter_bias(predictions: Sequence[str]) -> tuple[str, float]:
@@ -138,24 +88,18 @@ def run_multiple_choice(model: str, out: str | Path, *, progress: bool = True,
 def run_config(config: MultipleChoiceConfig, out: Path, *, progress: bool = True) -> list[dict]:
     """Run (or resume) the probe of one validated configuration into `out`."""
     from kgprobe.models.loading import load_model
-    from kgprobe.prompts.multiple_choice import (
-        DEFAULT_INSTRUCTION,
-        load_multiple_choice,
-        score_multiple_choice,
-        score_option_texts,
-    )
+    from kgprobe.prompts.multiple_choice import score_multiple_choice, score_option_texts
 
-    model, answer, limit = config.model, config.answer, config.limit
-    chosen = choose(find_sets(config.data), config.tasks)
+    model, answer = config.model, config.answer
+    planned = plan(config)  # the questions, as the dry run writes them
     loaded = load_model(model, device=config.device)
     if answer == "letter" and not loaded.answers_next_token:
         raise KgprobeError(f"letter answers need a causal (instruct) model; '{model}' is a masked LM: "
                            "use --answer text")
-    instruction = DEFAULT_INSTRUCTION if config.instruction is None else config.instruction
+    instruction = instruction_of(config)
 
-    def unit(q: QuestionSet) -> Unit:
-        prompts, golds = load_multiple_choice(q.path)
-        prompts, golds = prompts[:limit], golds[:limit]
+    def unit(planned: QuestionUnit) -> Unit:
+        q, prompts, golds = planned.set, planned.prompts, planned.golds
 
         def run():
             trained = loaded.trained_on(training_answers(q.task))
@@ -184,7 +128,7 @@ def run_config(config: MultipleChoiceConfig, out: Path, *, progress: bool = True
 
         return Unit({"set": q.set, "task": q.task, "p1": q.p1, "answer": answer}, run, len(prompts))
 
-    units = [unit(q) for q in chosen]
+    units = [unit(p) for p in planned]
     pin_settings(out, config.pinned())
     return run_units(out, units, COLUMNS, progress=progress)
 

@@ -14,16 +14,16 @@ from pathlib import Path
 
 from kgprobe.ontology.norms import load_norms
 from kgprobe.studies.dry_run import PromptRecord, write_prompts
-from kgprobe.studies.sta import elicitation as eli
-from kgprobe.studies.sta import retrieval as ret
 
 from .config import StaConfig
+from .requests import elicitation_units, retrieval_units
 
 STUDY = "sta"
 
 
 def prompt_records(config: StaConfig) -> list[PromptRecord]:
-    """Every prompt a run would score, unit by unit (`study.run_sta`'s order)."""
+    """Every prompt a run would score, unit by unit, in `study.run_sta`'s order: the run's own
+    units (`requests`)."""
     from kgprobe.models.distributions import word_vocabulary
 
     from .study import lazy_words, parse_conditions, validate, retrieval_targets, sample
@@ -39,29 +39,22 @@ def prompt_records(config: StaConfig) -> list[PromptRecord]:
         vocabulary = word_vocabulary(lama() if vocab_name == "lama" else norms.words())
         targets, _ = retrieval_targets(norms, set(vocabulary.words), determiner=config.determiner,
                                        limit=config.limit, seed=config.seed)
-        random_kw = {"random_sets": config.random_sets,
-                     "random_permutations": config.random_permutations}
-        for cond in conditions:
-            for n in range(1, ret.MAX_PROPERTIES + 1):
-                for p in ret.build_prompts(targets, cond, n, determiner=config.determiner,
-                                           template=template, seed=config.seed, **random_kw):
-                    records.append(PromptRecord(
-                        STUDY, p.prompt, (p.target,), len(vocabulary.words), task="retrieval",
-                        template=template,
-                        extra={"condition": cond.name, "n_properties": n, "concept": p.concept,
-                               "sequence": p.sequence, "vocabulary": vocab_name}))
+        for cond, n, prompts in retrieval_units(config, targets, conditions, template):
+            records += [PromptRecord(
+                STUDY, p.prompt, (p.target,), len(vocabulary.words), task="retrieval",
+                template=template,
+                extra={"condition": cond.name, "n_properties": n, "concept": p.concept,
+                       "sequence": p.sequence, "vocabulary": vocab_name}) for p in prompts]
     if "elicitation" in config.tasks:
         words = word_vocabulary(lama()).words
         concepts = sample(list(norms.concepts.values()), config.elicitation_concepts(),
                           config.seed, "concepts")
-        for relation in eli.RELATIONS:
-            for context in eli.CONTEXTS:
-                for p in eli.build_prompts(concepts, relation, context):
-                    records.append(PromptRecord(
-                        STUDY, p.prompt, tuple(p.gold), len(words), task="elicitation",
-                        template=context,
-                        extra={"relation": relation, "context": context, "concept": p.concept,
-                               "production_frequency": p.gold, "vocabulary": "lama"}))
+        for relation, context, prompts in elicitation_units(concepts):
+            records += [PromptRecord(
+                STUDY, p.prompt, tuple(p.gold), len(words), task="elicitation",
+                template=context,
+                extra={"relation": relation, "context": context, "concept": p.concept,
+                       "production_frequency": p.gold, "vocabulary": "lama"}) for p in prompts]
     return records
 
 

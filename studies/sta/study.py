@@ -52,6 +52,7 @@ from kgprobe.studies.sta import elicitation as eli
 from kgprobe.studies.sta import retrieval as ret
 
 from .config import TASKS, VOCABS, StaConfig, StaError, default_vocab_file  # noqa: F401
+from .requests import elicitation_units, retrieval_units
 
 __all__ = ["StaConfig", "run_sta", "default_vocab_file", "COLUMNS"]
 
@@ -156,7 +157,7 @@ def lazy_words(path):
 
 
 def _retrieval_units(config: StaConfig, loaded, norms: Norms, lama, conditions: list,
-                     summary: dict, random_kw: dict) -> list[Unit]:
+                     summary: dict) -> list[Unit]:
     """Concept retrieval: one unit per condition × number of properties."""
     from kgprobe.models.distributions import (
         SentenceLikelihood,
@@ -194,15 +195,10 @@ def _retrieval_units(config: StaConfig, loaded, norms: Norms, lama, conditions: 
         records = ret.score_prompts(prompts, scores, probs, target_idx, vocabulary.words)
         return ret.summarize(records), records
 
-    for cond in conditions:
-        for n in range(1, ret.MAX_PROPERTIES + 1):
-            prompts = ret.build_prompts(targets, cond, n, determiner=config.determiner,
-                                        template=template, seed=config.seed, **random_kw)
-            if not prompts:
-                continue
-            units.append(Unit({"task": "retrieval", "condition": cond.name, "n_properties": n},
-                              lambda c=cond, n=n, p=prompts: run_retrieval(c, n, p),
-                              size=len(prompts)))
+    for cond, n, prompts in retrieval_units(config, targets, conditions, template):
+        units.append(Unit({"task": "retrieval", "condition": cond.name, "n_properties": n},
+                          lambda c=cond, n=n, p=prompts: run_retrieval(c, n, p),
+                          size=len(prompts)))
 
     return units
 
@@ -229,14 +225,10 @@ def _elicitation_units(config: StaConfig, loaded, norms: Norms, lama, summary: d
         records = eli.score_prompts(prompts, scores, probs, vocabulary_e.words, vocabulary_e.index, sens)
         return eli.summarize(records), records
 
-    for relation in eli.RELATIONS:
-        for context in eli.CONTEXTS:
-            prompts_e = eli.build_prompts(concepts, relation, context)
-            if not prompts_e:
-                continue
-            units.append(Unit({"task": "elicitation", "relation": relation, "context": context},
-                              lambda r=relation, p=prompts_e: run_elicitation(r, p),
-                              size=len(prompts_e)))
+    for relation, context, prompts_e in elicitation_units(concepts):
+        units.append(Unit({"task": "elicitation", "relation": relation, "context": context},
+                          lambda r=relation, p=prompts_e: run_elicitation(r, p),
+                          size=len(prompts_e)))
 
     return units
 
@@ -258,10 +250,9 @@ def run_sta(config: StaConfig, out: str | Path) -> list[dict]:
     lama = lazy_words(config.lama_file)
     units: list[Unit] = []
     summary: dict = {"settings": fingerprint, "model_load_seconds": round(time.perf_counter() - t0, 1)}
-    random_kw = {"random_sets": config.random_sets, "random_permutations": config.random_permutations}
 
     if "retrieval" in config.tasks:
-        units += _retrieval_units(config, loaded, norms, lama, conditions, summary, random_kw)
+        units += _retrieval_units(config, loaded, norms, lama, conditions, summary)
     if "elicitation" in config.tasks:
         units += _elicitation_units(config, loaded, norms, lama, summary)
     write_json(out / "summary.json", summary)
