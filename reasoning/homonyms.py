@@ -43,5 +43,8 @@ def contradicting(entries: Iterable[T], prompt: Callable[[T], Hashable],
 
 
 def prompt_key(text: str) -> str:
-    """A prompt's words as a reader compares them: case and spacing aside."""
-    return " ".join(text.lower().split())
+    """A subject's words as its prompts write them: spacing aside, and the first letter's
+    case (a prompt capitalizes it: "mouth" and "Mouth" read alike), but not the others'
+    ("REBASE" and "Rebase" are two prompts to a cased model)."""
+    words = " ".join(text.split())
+    return words[:1].lower() + words[1:]
