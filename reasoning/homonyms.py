@@ -14,8 +14,8 @@ reason their builders count what `--namespace` left out (`Ontology.in_namespace`
 
 from __future__ import annotations
 
-from collections import defaultdict
-from typing import Callable, Hashable, Iterable, TypeVar
+from collections import Counter, defaultdict
+from typing import Any, Callable, Hashable, Iterable, TypeVar
 
 #: Why a prompt is left out: it reads as another prompt with a different gold.
 HOMONYM = "homonym (one prompt, different answers)"
@@ -48,3 +48,13 @@ def prompt_key(text: str) -> str:
     ("REBASE" and "Rebase" are two prompts to a cased model)."""
     words = " ".join(text.split())
     return words[:1].lower() + words[1:]
+
+
+def drop_homonyms(by_text: dict[tuple, Any], skipped: Counter) -> None:
+    """Reasoning items (keyed by premise texts, hypothesis and answers: `items.count_by_text`)
+    whose premises and hypothesis read as another item's with another answer, taken out of
+    `by_text` and counted per rule."""
+    for key, item in contradicting(list(by_text.items()), prompt=lambda kv: kv[0][:2],
+                                   gold=lambda kv: kv[0][2]):
+        del by_text[key]
+        skipped[f"{item.rule}: {HOMONYM}"] += 1

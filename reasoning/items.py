@@ -26,7 +26,7 @@ from kgprobe.ontology.verbalize import (
     pattern_middle,
     pattern_sentence,
 )
-from kgprobe.reasoning.homonyms import HOMONYM, OUTSIDE, contradicting
+from kgprobe.reasoning.homonyms import OUTSIDE, drop_homonyms
 from kgprobe.reasoning.rdfs import RULES, Closure, Derivation, UnknownRuleError
 from kgprobe.reasoning.rdfs import closure as rdfs_closure
 
@@ -248,15 +248,6 @@ def in_namespace(onto: Ontology, d: Derivation) -> bool:
     answers with one (`--namespace`); its premises may go through imported ones."""
     s, p, o = d.conclusion
     return onto.in_namespace(s) and onto.in_namespace(p if d.rule == "rdfs7" else o)
-
-
-def drop_homonyms(by_text: dict[tuple, ReasoningItem], skipped: Counter) -> None:
-    """Items whose premises and hypothesis read as another item's with another answer
-    (`reasoning.homonyms`) taken out of `by_text` and counted."""
-    for key, item in contradicting(list(by_text.items()), prompt=lambda kv: kv[0][:2],
-                                   gold=lambda kv: kv[0][2]):
-        del by_text[key]
-        skipped[f"{item.rule}: {HOMONYM}"] += 1
 
 
 def count_by_text(by_text: dict[tuple, ReasoningItem], item: ReasoningItem) -> None:

@@ -133,7 +133,9 @@ def test_namespace_keeps_probes_to_own_terms_through_imported_ones(tmp_path):
     everything = probes(*load(path))
     onto, triples = load(path, namespaces=("http://ex.org/own/",))
     records, items, skipped = probes(onto, triples)
-    own = lambda iri: iri.startswith("http://ex.org/own/")  # noqa: E731
+    def own(iri: str) -> bool:
+        return iri.startswith("http://ex.org/own/")
+
     assert all(own(r.subject_iri) and all(map(own, r.answer_iris))
                for recs in records.values() for r in recs)
     assert all(own(i.slots["[X]"]) for rule in items.values() for i in rule)
