@@ -64,10 +64,10 @@ def _excluded_terms(onto: Ontology, types: dict[str, set[str]], exclusions: Excl
                                    adjectives and table is onto.classes)
             if reason is not None:
                 out.setdefault(iri, reason)
+    _spread_datatypes(onto, out)
     if ROOT not in kept:  # a root above nearly every class answers nearly every question
         for iri in share_roots({i: c.parents for i, c in onto.classes.items()}, out):
             out[iri] = ROOT
-    _spread_datatypes(onto, out)
     return out
 
 
