@@ -167,13 +167,15 @@ def restates_premise(item: ReasoningItem) -> bool:
 
 
 def named_by_property(item: ReasoningItem) -> bool:
-    """Whether an rdfs2/rdfs3 item's answer is words of the property its fact uses: QUDT's
-    "[X] has prefix [Y]" with the range "prefix" asks "[Y] is a particular [MASK]", which
-    the fact's own words answer without the range premise."""
-    if item.rule not in ("rdfs2", "rdfs3"):
+    """Whether an rdfs3 item's answer is the last words of the property its fact uses, the
+    noun that names what the property points to: QUDT's "[X] has prefix [Y]" with the range
+    "prefix" asks "[Y] is a particular [MASK]", which the fact's own words answer without
+    the range premise. (A domain is no such noun: "[X] has wine descriptor [Y]" does not say
+    that [X] is a wine, so rdfs2 items stay.)"""
+    if item.rule != "rdfs3":
         return False
-    said = [f" {_norm(p.answer)} " for p in item.premises if p.role == "P2"]
-    return any(f" {_norm(a)} " in s for a in item.answers for s in said)
+    said = [f" {_norm(p.answer)}" for p in item.premises if p.role == "P2"]
+    return any(s.endswith(f" {_norm(a)}") for a in item.answers for s in said)
 
 
 def _norm(text: str) -> str:

@@ -238,6 +238,21 @@ def test_qudt_header_annotations_and_answers_named_by_the_property():
     assert skipped["rdfs3: answer in the property's wording"] >= 1
 
 
+def test_only_the_range_a_property_names_is_left_out():
+    """Wine: "[X] has wine descriptor [Y]" names [Y]'s class, not [X]'s: rdfs3's "wine
+    descriptor" goes, rdfs2's "wine" stays."""
+    onto, triples = load(DATA / "wine.ttl")
+    _, items, skipped = probes(onto, triples)
+
+    def told(rule: str) -> set:
+        return {tuple(i.answers) for i in items[rule]
+                if i.premises[1].answer == "has wine descriptor"}
+
+    assert ("wine",) in told("rdfs2") and not told("rdfs3")
+    assert skipped["rdfs3: answer in the property's wording"] > 0
+    assert not skipped["rdfs2: answer in the property's wording"]
+
+
 # ------------------------------------------------------------------------- premise ablation
 
 
