@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Iterable
 
 from kgprobe.errors import OntologyError
 from kgprobe.ontology.data_files import bundled_data_file, read_toml
@@ -24,12 +25,27 @@ ANNOTATION = "annotation"
 ADJECTIVE = "adjective"
 #: ... the ontology document's own header (owl:Ontology subjects, every triple about them).
 HEADER = "ontology header"
-#: Reasons the user can turn back on (`--keep-annotations`, `--keep-deprecated`).
-KEEPABLE = (ANNOTATION, DEPRECATED)
+#: ... an upper-level root: the list's `root` table (BFO's entity, continuant, occurrent …,
+#: DOLCE's particular, CIDOC-CRM's E1), or a class with no kept superclass above
+#: `ROOT_SHARE` of a `ROOT_MIN_CLASSES`-class ontology (`share_roots`).
+ROOT = "root"
+#: Reasons the user can turn back on (`--keep-annotations`, `--keep-deprecated`,
+#: `--keep-roots`).
+KEEPABLE = (ANNOTATION, DEPRECATED, ROOT)
+#: A root class with at least this share of the ontology's classes below it answers nearly
+#: every type and superclass question ("Paint thinner is an entity"): it is excluded like a
+#: top class. 0.9 takes PATO's "quality" (99 % of PATO) and BFO's "entity", not GO's three
+#: aspects (≤ 40 %) nor "potable liquid" (83 % of the wine ontology), answers that say
+#: something.
+ROOT_SHARE = 0.9
+#: ... in an ontology of at least this many classes: a toy taxonomy's single root ("animal"
+#: above dog and cat) is its subject, not an upper level.
+ROOT_MIN_CLASSES = 20
 #: Why each reason leaves a term out, as the warning says it.
 WHY = {ID_LIKE: "no label usable as words (an ID-like name)",
        "datatype": "datatypes are not classes of things",
        "top": "top classes answer every question",
+       ROOT: "upper-level roots answer nearly every question (--keep-roots keeps them)",
        "meta": "RDF/OWL/SKOS vocabulary says what a term is, not what it is about",
        ANNOTATION: "annotation properties describe terms, not things (--keep-annotations "
                    "keeps them)",
@@ -71,12 +87,24 @@ def deprecated_terms(triples, labels: dict[str, dict[str, list]],
     return out
 
 
+_VAEM = "http://www.linkedmodel.org/schema/vaem#"
+#: Types whose instances describe the ontology document, as an owl:Ontology does: QUDT's
+#: ``vaem:GMD_QUDT-SCHEMA`` ("QUDT Schema Metadata Version $$QUDT_VERSION$$"), a
+#: vaem:GraphMetaData its header points to, was a TP record.
+HEADER_TYPES = frozenset({_OWL + "Ontology", _VAEM + "GraphMetaData", _VAEM + "CatalogEntry"})
+#: Links between an ontology and the node holding its metadata (either direction).
+HEADER_LINKS = frozenset({_VAEM + "hasGraphMetadata", _VAEM + "isMetadataFor"})
+
+
 def header_nodes(triples) -> set[str]:
-    """The ontology document's own header: every ``owl:Ontology`` subject and the blank nodes
-    hanging from it (a creator, a license). What is said about them (versions, imports, what
-    the file was derived from) is about the file, never knowledge to probe."""
+    """The ontology document's own header: every ``owl:Ontology`` subject, every node typed
+    or linked as its metadata (`HEADER_TYPES`, `HEADER_LINKS`), and the blank nodes hanging
+    from them (a creator, a license). What is said about them (versions, imports, what the
+    file was derived from) is about the file, never knowledge to probe."""
     triples = triples if isinstance(triples, list) else list(triples)
-    heads = {s for s, p, o in triples if p == _RDF_TYPE and o == _OWL + "Ontology"}
+    heads = {s for s, p, o in triples if p == _RDF_TYPE and o in HEADER_TYPES}
+    heads |= {x for s, p, o in triples if p in HEADER_LINKS for x in (s, o)
+              if not x.startswith('"')}
     if not heads:
         return heads
     children: dict[str, list[str]] = {}
@@ -90,6 +118,27 @@ def header_nodes(triples) -> set[str]:
             out.add(node)
             stack.extend(children.get(node, ()))
     return out
+
+
+def share_roots(parents: dict[str, list[str]], excluded: Iterable[str]) -> set[str]:
+    """The classes of `parents` (class → its named superclasses) that no kept class lies
+    above and that have at least `ROOT_SHARE` of the kept classes below them, in an ontology
+    of at least `ROOT_MIN_CLASSES` kept classes. An excluded class in between (an ID-like BFO
+    term, owl:Thing) is looked through: its kept ancestors are the class's."""
+    import networkx as nx
+
+    from kgprobe.ontology.hierarchy import nearest_kept
+
+    gone = set(excluded)
+    kept = [c for c in parents if c not in gone]
+    if len(kept) < ROOT_MIN_CLASSES:
+        return set()
+    above = nearest_kept(parents, gone)
+    tops = [c for c in kept if not any(
+        p != c and (p not in gone and p in parents or above.get(p)) for p in parents[c])]
+    graph = nx.DiGraph((p, c) for c, ps in parents.items() for p in ps)
+    return {c for c in tops if c in graph and sum(
+        d not in gone for d in nx.descendants(graph, c)) >= ROOT_SHARE * len(kept)}
 
 
 @dataclass(frozen=True)

@@ -81,12 +81,17 @@ class BuildOptions:
     #: `--keep-deprecated`); by default they are left out and counted.
     keep_annotations: bool = False
     keep_deprecated: bool = False
+    #: Keep upper-level roots as answers (`--keep-roots`; `exclusions.ROOT`).
+    keep_roots: bool = False
+    #: IRI prefixes the probes keep to (`--namespace`): the ontology's own terms, while the
+    #: closure still reasons through what it imports (`Ontology.namespaces`).
+    namespaces: tuple[str, ...] = ()
 
     @property
     def kept(self) -> frozenset[str]:
         """The exclusion reasons turned back on."""
-        return frozenset(r for r, keep in zip(KEEPABLE, (self.keep_annotations,
-                                                         self.keep_deprecated)) if keep)
+        return frozenset(r for r, keep in zip(KEEPABLE, (
+            self.keep_annotations, self.keep_deprecated, self.keep_roots)) if keep)
 
 
 _LABEL_PROPERTIES = frozenset(LABEL_PROPERTIES)
@@ -219,7 +224,8 @@ def build_ontology(name: str, triples: Iterable[Triple],
     lang = prompt_language(options.langs, False)  # labels in the prompts' language only
     labels, no_label = _labels(src, options.langs, lang, split, class_iris | prop_iris,
                                instance_iris, skos)
-    onto = _populate(Ontology(name=name), src, labels, class_iris, prop_iris, instance_iris)
+    onto = _populate(Ontology(name=name, namespaces=tuple(options.namespaces)), src, labels,
+                     class_iris, prop_iris, instance_iris)
     if lang == ENGLISH:  # labels as an English prompt writes them (ontology/wording.py)
         word_labels(onto)
     onto.facts.extend(facts)

@@ -166,6 +166,13 @@ class Ontology:
     #: The ontology header's nodes (owl:Ontology subjects, their blank nodes): their triples
     #: are no knowledge, and the closure items are drawn from never sees them.
     header: frozenset[str] = frozenset()
+    #: IRI prefixes probes keep to (`--namespace`; empty: every term). The model and the
+    #: closure keep the imported terms; only subjects and answers are held to these.
+    namespaces: tuple[str, ...] = ()
+
+    def in_namespace(self, iri: str) -> bool:
+        """Whether a probe may ask about or answer with `iri` (`namespaces`)."""
+        return not self.namespaces or iri.startswith(self.namespaces)
 
     def label(self, iri: str) -> str:
         for table in (self.classes, self.properties, self.instances):

@@ -10,14 +10,25 @@ from __future__ import annotations
 
 from collections import defaultdict, deque
 
-from kgprobe.ontology.exclusions import ADJECTIVE, ANNOTATION, DEPRECATED, ID_LIKE, WHY, Exclusions
+from kgprobe.ontology.exclusions import (
+    ADJECTIVE,
+    ANNOTATION,
+    DEPRECATED,
+    ID_LIKE,
+    ROOT,
+    WHY,
+    Exclusions,
+    share_roots,
+)
 from kgprobe.ontology.hierarchy import nearest_kept
 from kgprobe.ontology.labels import is_adjective_label
-from kgprobe.ontology.model import OWL_DATATYPE_PROPERTY, OWL_OBJECT_PROPERTY, Ontology
+from kgprobe.ontology.model import OWL_OBJECT_PROPERTY, Ontology
 
-#: A property declared an object or datatype property is a relation, even when it is an
-#: annotation property too (punning).
-RELATIONS = frozenset({OWL_OBJECT_PROPERTY, OWL_DATATYPE_PROPERTY})
+#: A property declared an object property is a relation, even when it is an annotation
+#: property too (punning: PROV-O's wasRevisionOf). A datatype property the list calls an
+#: annotation stays one: its values are texts about a term (QUDT declares dcterms:description
+#: an owl:DatatypeProperty, and "description" was a property candidate).
+RELATIONS = frozenset({OWL_OBJECT_PROPERTY})
 _PLURAL = {"class": "classes", "property": "properties"}
 
 
@@ -54,6 +65,9 @@ def _excluded_terms(onto: Ontology, types: dict[str, set[str]], exclusions: Excl
             if reason is not None:
                 out.setdefault(iri, reason)
     _spread_datatypes(onto, out)
+    if ROOT not in kept:  # a root above nearly every class answers nearly every question
+        for iri in share_roots({i: c.parents for i, c in onto.classes.items()}, out):
+            out[iri] = ROOT
     return out
 
 

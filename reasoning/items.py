@@ -26,6 +26,7 @@ from kgprobe.ontology.verbalize import (
     pattern_middle,
     pattern_sentence,
 )
+from kgprobe.reasoning.homonyms import OUTSIDE, drop_homonyms
 from kgprobe.reasoning.rdfs import RULES, Closure, Derivation, UnknownRuleError
 from kgprobe.reasoning.rdfs import closure as rdfs_closure
 from kgprobe.seeds import seed_key
@@ -153,6 +154,7 @@ def item_closure(onto: Ontology, triples: Iterable[Triple], rules: Sequence[str]
 #: Why an item that could be written is still dropped (counted per rule in `skipped`).
 RESTATED = "answer in its own premise"
 UNWORDED = "IRI or underscore in the text"
+NAMED = "answer in the property's wording"
 
 
 def restates_premise(item: ReasoningItem) -> bool:
@@ -163,6 +165,18 @@ def restates_premise(item: ReasoningItem) -> bool:
     "architect" with the range "architect" names two terms: P2 gives no class, so it stays.)"""
     said = {_norm(p.answer) for p in item.premises if p.role == "P2"}
     return any(_norm(a) in said for a in item.answers)
+
+
+def named_by_property(item: ReasoningItem) -> bool:
+    """Whether an rdfs3 item's answer is the last words of the property its fact uses, the
+    noun that names what the property points to: QUDT's "[X] has prefix [Y]" with the range
+    "prefix" asks "[Y] is a particular [MASK]", which the fact's own words answer without
+    the range premise. (A domain is no such noun: "[X] has wine descriptor [Y]" does not say
+    that [X] is a wine, so rdfs2 items stay.)"""
+    if item.rule != "rdfs3":
+        return False
+    said = [f" {_norm(p.answer)}" for p in item.premises if p.role == "P2"]
+    return any(s.endswith(f" {_norm(a)}") for a in item.answers for s in said)
 
 
 def _norm(text: str) -> str:
@@ -210,6 +224,9 @@ def _rule_items(onto: Ontology, verb: Verbalizer, derivations: Iterable[Derivati
     for d in derivations:
         if any(t[0].startswith('"') for t in (d.conclusion, *d.premises)):
             continue  # generalized triples (a literal subject) have no words
+        if onto.namespaces and not in_namespace(onto, d):
+            skipped[f"{d.rule}: {OUTSIDE}"] += 1
+            continue
         if pseudowords:
             # Derivations that differ only in the entity behind a slot read the same:
             # count them without rendering each one again.
@@ -225,7 +242,15 @@ def _rule_items(onto: Ontology, verb: Verbalizer, derivations: Iterable[Derivati
             by_shape[shape] = item
         if item is not None:
             count_by_text(by_text, item)
+    drop_homonyms(by_text, skipped)
     return sorted_by_text(by_text)
+
+
+def in_namespace(onto: Ontology, d: Derivation) -> bool:
+    """Whether a derivation's conclusion is about one of the ontology's own terms and
+    answers with one (`--namespace`); its premises may go through imported ones."""
+    s, p, o = d.conclusion
+    return onto.in_namespace(s) and onto.in_namespace(p if d.rule == "rdfs7" else o)
 
 
 def count_by_text(by_text: dict[tuple, ReasoningItem], item: ReasoningItem) -> None:
@@ -262,7 +287,8 @@ def _written(onto: Ontology, verb: Verbalizer, d: Derivation, asserted,
     item = _item(verb, d, asserted)
     if item is None:
         return None, None
-    reason = RESTATED if restates_premise(item) else UNWORDED if unworded(item) else None
+    reason = (RESTATED if restates_premise(item) else NAMED if named_by_property(item)
+              else UNWORDED if unworded(item) else None)
     return (None, reason) if reason else (item, None)
 
 

@@ -18,6 +18,7 @@ from typing import Callable, Iterable
 from kgprobe.errors import KgprobeError
 from kgprobe.ontology.model import Ontology
 from kgprobe.ontology.verbalize import default_pattern, normalize_label, pattern_middle
+from kgprobe.reasoning.homonyms import HOMONYM, OUTSIDE, contradicting, prompt_key
 
 #: Task name → the relation it probes (file names follow the paper's relation names).
 TASKS = {"TP": "type", "SCO": "subClassOf", "SPO": "subPropertyOf", "DM": "domain", "RG": "range"}
@@ -168,10 +169,46 @@ def generate_memorizing(onto: Ontology, tasks: Iterable[str] = RELATIONS, *, see
                     else _hierarchy_rows(onto.properties, prop_parents))
         else:
             rows = _domain_range_rows(onto, relation)
+        if onto.namespaces:
+            rows = _namespaced(onto, relation, rows, skipped)
         records = _records(relation, rows, onto.label, skipped)
+        records = _without_homonyms(relation, records, skipped)
         assign_splits(records, seed=seed, train=train, dev=dev)
         out[relation] = records
     return out
+
+
+def _namespaced(onto: Ontology, relation: str, rows: list[tuple],
+                skipped: Counter) -> list[tuple]:
+    """`--namespace`: rows about the ontology's own terms, each with its own answers only (an
+    imported superclass is left out of the chain); a row left with none is counted."""
+    out = []
+    for subject, iri, chain, pattern in rows:
+        chain = [a for a in chain if onto.in_namespace(a)]
+        if onto.in_namespace(iri) and chain:
+            out.append((subject, iri, chain, pattern))
+    if len(out) < len(rows):
+        skipped[f"{relation}: {OUTSIDE}"] += len(rows) - len(out)
+    return out
+
+
+def _without_homonyms(relation: str, records: list[MemorizingRecord],
+                      skipped: Counter) -> list[MemorizingRecord]:
+    """The records less those whose prompt reads as another term's with other answers
+    (`reasoning.homonyms`): the subject's label is a prompt's words, and a domain or range
+    prompt's its wording too ("One has to be a [MASK] if one has member something .")."""
+    keys = [lambda r: prompt_key(r.subject)]
+    if relation in ("domain", "range"):
+        keys.append(lambda r: prompt_key(pattern_middle(r.pattern or default_pattern(r.subject))))
+    gone = {id(r) for key in keys for r in contradicting(
+        records, prompt=key, gold=lambda r: tuple(r.answers), term=lambda r: r.subject_iri)}
+    if not gone:
+        return records
+    skipped[f"{relation}: {HOMONYM}"] += len(gone)
+    kept = [r for r in records if id(r) not in gone]
+    for n, r in enumerate(kept):
+        r.id = f"{relation}-{n:05d}"
+    return kept
 
 
 def _hierarchy_rows(table: dict, parents: dict[str, list[str]]) -> list[tuple]:

@@ -5,7 +5,8 @@ COPEN's ``--from-kg``) and `export lm-eval` take the same option group
 (`add_ontology_options`): where the ontology comes from (``--store DIR``, ``--endpoint URL``,
 ``--ontology FILE|bundled``, and ``--probes DIR`` where probe sets are read) and how its model
 is read from triples (``--lang``, ``--skos``, ``--schema-includes``, ``--exclusions``,
-``--keep-annotations``, ``--keep-deprecated``). `OntologySource.from_args` checks them once
+``--keep-annotations``, ``--keep-deprecated``, ``--keep-roots``, ``--namespace``).
+`OntologySource.from_args` checks them once
 into one typed value; `OntologySource.load` turns it into the model and the triples the
 command reads, built exactly as `generate` builds them, so a study on a store asks about the
 ontology `generate` writes probes from.
@@ -73,6 +74,13 @@ def model_args(parser) -> None:
     parser.add_argument("--keep-deprecated", action="store_true",
                         help="keep deprecated terms (owl:deprecated true, OBO is_obsolete, "
                              "labels beginning 'obsolete') as subjects, answers and distractors")
+    parser.add_argument("--keep-roots", action="store_true",
+                        help="keep upper-level roots (BFO's entity, continuant, occurrent …; "
+                             "a root above 90%% of the classes) as answers")
+    parser.add_argument("--namespace", action="append", default=None, metavar="IRI-PREFIX",
+                        help="probe only terms whose IRI begins with this (repeatable): the "
+                             "ontology's own terms, while reasoning still goes through its "
+                             "imports")
 
 
 def model_options(args: argparse.Namespace) -> BuildOptions:
@@ -85,10 +93,16 @@ def model_options(args: argparse.Namespace) -> BuildOptions:
     if not langs:
         raise KgprobeError(f"--lang {args.lang!r}: give language tags such as en or en,es,*")
     prompt_language(langs)  # a language without templates stops here, naming those there are
+    namespaces = tuple(getattr(args, "namespace", None) or ())
+    for prefix in namespaces:
+        if not prefix.strip() or " " in prefix or ":" not in prefix:
+            raise KgprobeError(f"--namespace {prefix!r}: give the IRI prefix of the ontology's "
+                               "own terms, e.g. http://purl.obolibrary.org/obo/GO_")
     return BuildOptions(
         langs=langs, schema_includes=args.schema_includes, skos=args.skos,
         exclusions=load_exclusions(args.exclusions) if args.exclusions else None,
-        keep_annotations=args.keep_annotations, keep_deprecated=args.keep_deprecated)
+        keep_annotations=args.keep_annotations, keep_deprecated=args.keep_deprecated,
+        keep_roots=getattr(args, "keep_roots", False), namespaces=namespaces)
 
 
 def add_ontology_options(parser: argparse.ArgumentParser, *, probes: bool = False,
@@ -136,6 +150,8 @@ class OntologySource:
     exclusions: str | None = None
     keep_annotations: bool = False
     keep_deprecated: bool = False
+    keep_roots: bool = False
+    namespace: tuple[str, ...] = ()
     #: --endpoint's tuning (`kg.endpoint_options`)
     timeout: float = 30.0
     retries: int = 3
@@ -143,7 +159,8 @@ class OntologySource:
     page_size: int | None = None
 
     MODEL_DEFAULTS = {"lang": "en", "skos": "auto", "schema_includes": None, "exclusions": None,
-                      "keep_annotations": False, "keep_deprecated": False}
+                      "keep_annotations": False, "keep_deprecated": False, "keep_roots": False,
+                      "namespace": ()}
 
     @classmethod
     def from_args(cls, args: argparse.Namespace, *, default: str = BUNDLED,
@@ -157,6 +174,7 @@ class OntologySource:
                               "read; give one")
         model = {k: getattr(args, k, v) for k, v in cls.MODEL_DEFAULTS.items()}
         model["exclusions"] = str(model["exclusions"]) if model["exclusions"] else None
+        model["namespace"] = tuple(model["namespace"] or ())
         tuning = {k: getattr(args, k) for k in ("timeout", "retries", "max_answer", "page_size")
                   if hasattr(args, k)}
         kind, location = cls._named(named[0][0], getattr(args, named[0][0])) if named else (default, None)
@@ -243,7 +261,8 @@ class OntologySource:
             out["sha256"] = path_hash(Path(str(self.location)))
         elif self.origin == "endpoint":
             out["url"] = self.location
-        out.update({k: getattr(self, k) for k in self.model_changed()})
+        out.update({k: list(v) if isinstance(v := getattr(self, k), tuple) else v
+                    for k in self.model_changed()})
         return out
 
     def load(self) -> "Source":

@@ -285,6 +285,35 @@ def _known_rule(config: ReportSettings) -> str:
             "in the ontology.")
 
 
+def known_reach(out: Path) -> list[str]:
+    """How far down "known" reaches: per premise relation (per rule and role under the paper
+    protocol), the largest rank still counted as known, from OUT/memorized.json. The top-half
+    rule is relative to the other premises, so a premise ranked 15th among ~36 candidates can
+    be "known"; the report says so rather than leave "known" to be read as "ranked first"."""
+    try:
+        cached = json.loads((out / "memorized.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    groups: dict[str, list[tuple[float, bool]]] = {}
+    if cached.get("protocol") == "paper":
+        for rule, entry in sorted(cached.get("rules", {}).items()):
+            for role, splits in (("P1", [entry["P1"]]), ("P2", entry["P2"][:1])):
+                for split in splits:
+                    known = set(split["memorized"])
+                    groups[f"{rule} {role}"] = [(rr, rec in known) for rec, rr in
+                                                zip(split["records"], split["rr"])]
+    else:
+        for m in cached.get("premises", []):
+            groups.setdefault(f"{m['role']} {m['relation']}", []).append((m["rr"], m["known"]))
+    lines = []
+    for name, outcomes in sorted(groups.items()):
+        ranks = [round(1 / rr) for rr, known in outcomes if known and rr > 0]
+        reach = f"down to rank {max(ranks)}" if ranks else "no premise"
+        lines.append(f"- {name}: known {reach} ({len(ranks)} of {len(outcomes)} known)")
+    return (["How far down *known* reaches (the largest rank of a gold counted as known):", ""]
+            + lines + [""]) if lines else []
+
+
 def _source_title(out: Path) -> str:
     """`` on store S`` for a run on another ontology than the bundled one (config.json's
     ``extra.ontology``), so the report's first line says which ontology it is about."""
@@ -309,6 +338,7 @@ def write_report(out: str | Path) -> Path:
         lines += [f"Model `{config.model}`, rules {', '.join(config.rules)}, "
                   f"{config.limit or 'all'} items per rule, {config.pairs} pseudoword pair(s), "
                   f"seed {config.seed}. " + _known_rule(config), ""]
+        lines += known_reach(out)
     lines += ["MRR in %, averaged over each relation's manual templates (per template below), "
               "with its 95% bootstrap interval in brackets: items resampled with their "
               "pseudoword pairs and templates "
