@@ -175,7 +175,9 @@ def named_by_property(item: ReasoningItem) -> bool:
     that [X] is a wine, so rdfs2 items stay.)"""
     if item.rule != "rdfs3":
         return False
-    said = [f" {_norm(p.answer)}" for p in item.premises if p.role == "P2"]
+    # `ontology.wording`'s conservative 'stands in the relation "prefix" to' quotes the label
+    said = [f" {_norm(p.answer.split(chr(34))[1] if p.answer.count(chr(34)) == 2 else p.answer)}"
+            for p in item.premises if p.role == "P2"]
     return any(s.endswith(f" {_norm(a)}") for a in item.answers for s in said)
 
 
