@@ -61,3 +61,48 @@ def test_pigeonhole_is_seeded_and_brackets_the_estimate():
     a = stats.pigeonhole_interval(sample, seed=1, resamples=300)
     b = stats.pigeonhole_interval(sample, seed=1, resamples=300)
     assert a.lo[0] == b.lo[0] and a.lo[0] < a.estimate[0] < a.hi[0]
+
+
+def _prompts(pairs: int, rules=("rdfs9",)):
+    """A premise-ablation cell's prompts: 30 items per rule × `pairs` pairs, a strong pair effect."""
+    from kgprobe.studies.premise_ablation.cells import Prompt
+
+    rng = np.random.default_rng(5)
+    effect = rng.normal(0, 0.2, pairs)
+    out = []
+    for rule in rules:
+        for i in range(30):
+            base = rng.uniform(0.2, 0.6)
+            for j in range(pairs):
+                v = float(np.clip(base + effect[j] + rng.normal(0, 0.05), 0, 1))
+                out.append(Prompt(rule, "not", "not", "manual", 0, f"i{i}", j, (v, v, v, v)))
+    return out
+
+
+def test_premise_ablation_cells_cross_pairs_only_with_several():
+    """With --pairs > 1 a cell's interval counts the draw of pairs (wider than the item
+    bootstrap's when pairs differ; the same estimate); with one pair the item bootstrap is
+    used unchanged, so results.csv of one-pair runs keeps its numbers."""
+    from kgprobe.studies.premise_ablation.cells import cell_row, sample
+    from kgprobe.studies.premise_ablation.settings import ReportSettings
+
+    key = {"rule": "mean", "p1": "not", "p2": "not", "template": "manual", "variant": "mean"}
+    prompts = _prompts(3, rules=("rdfs9", "rdfs11"))
+    crossed = cell_row(key, prompts, ReportSettings(pairs=3), stratified=True)
+    flat = cell_row(key, prompts, ReportSettings(pairs=1), stratified=True)
+    assert crossed["MRR"] == pytest.approx(flat["MRR"])
+    assert crossed["MRR_hi"] - crossed["MRR_lo"] > 1.5 * (flat["MRR_hi"] - flat["MRR_lo"])
+    assert crossed["n_items"] == flat["n_items"] == 60
+    one = _prompts(1)
+    row = cell_row(key, one, ReportSettings(pairs=1, resamples=300))
+    direct = stats.bootstrap_interval(sample(one), seed=0, key=tuple(key.values()), resamples=300)
+    assert (row["MRR_lo"], row["MRR_hi"]) == (float(direct.lo[2]), float(direct.hi[2]))
+
+
+def test_one_pair_report_says_its_interval_is_conditional_on_the_draw():
+    from kgprobe.studies.premise_ablation.report import _interval_words
+    from kgprobe.studies.premise_ablation.settings import ReportSettings
+
+    assert "conditional on one pseudoword draw" in _interval_words(ReportSettings(pairs=1))
+    assert "conditional on one pseudoword draw" in _interval_words(ReportSettings())
+    assert "crossed random factors" in _interval_words(ReportSettings(pairs=5))
