@@ -300,8 +300,8 @@ class Crossed:
         (within strata), B of resampling pairs, C of the item × pair interaction, each made
         unbiased by its n/(n − 1) factors. A and B are exactly what resampling items alone or
         pairs alone would measure; resampling both at once (Owen's pigeonhole bootstrap)
-        measures A + B + C, counting the interaction twice too many — conservative, 99 % coverage
-        when it dominates. V is floored at max(A, B), each of which estimates less than the
+        measures about A + B + C, counting the interaction twice (conservative in variance).
+        V is floored at max(A, B), each of which estimates less than the
         whole; Satterthwaite's formula gives its degrees of freedom.
         """
         labels = sorted(set(self.strata.tolist()), key=str)
@@ -340,9 +340,10 @@ def two_way_interval(sample: Crossed, confidence: float = CONFIDENCE) -> Interva
     Chosen over resampling because its coverage holds where bootstraps' cannot: with 5 pairs
     the pair variance has 4 degrees of freedom, and any percentile interval (one-way, pigeonhole
     or product) uses the normal's 1.96 where t(4)'s 2.78 is due. Simulated coverage of 95 %
-    intervals, 40 items × 5 pairs (bench/two_way_coverage.py, docs/premise-ablation.md): 94–96 %
-    across item-, pair- and interaction-dominated mixes with missing cells, where the one-way item
-    bootstrap gives 75–89 % once pairs matter. Needs two items and two pairs; with one pair the
+    intervals, 40 items × 5 pairs (bench/two_way_coverage.py, docs/premise-ablation.md): 93.6–95.1 %
+    across item-, pair- and interaction-dominated mixes with empty cells, where the one-way item
+    bootstrap gives 29–79 % once pairs matter and the pigeonhole bootstrap 85 % with a strong
+    pair effect. Needs two items and two pairs; with one pair the
     draw cannot be resampled (the caller falls back to the one-way interval, conditional on it).
     """
     from scipy.stats import t
