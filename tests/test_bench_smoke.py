@@ -46,6 +46,7 @@ TINY: dict = {
     "scoring.py": ["--model", "{gpt2}", "--prompts", "1", "--naive-requests", "2", "--matmul-size", "64",
                    "--reference-requests", "1", "--suffix-prompts", "1", "--suffix-naive-requests", "2",
                    "--threads", "1"],
+    "two_way_coverage.py": ["--reps", "3", "--items", "6", "--pairs", "3", "--resamples", "20"],
     "study.py": lambda tmp: ["--models", "{gpt2}", "--prompts-all", "1", "--prompts-k", "2", "--k", "3",
                              "--pairs", "1", "--matmul-size", "64", "--source", str(write_zoo(tmp))],
 }
@@ -62,6 +63,7 @@ KEYS = {
     "rdfs_closure.py": {"bench", "engines", "closure_triples", "kgprobe_s", "owlrl_s", "reasonable_s", "agree"},
     "scoring.py": {"bench", "kgprobe", "naive", "lm_eval", "max_abs_diff", "flops", "suffix_case"},
     "study.py": {"bench", "paper_scale", "models", "matmul_flops"},
+    "two_way_coverage.py": {"bench", "reps", "two_way", "one_way", "pigeonhole"},
 }
 SCRIPTS = sorted(p.name for p in BENCH.glob("*.py"))
 

@@ -7,7 +7,8 @@ From them this module builds
 * ``results.csv``: each unit's cell (one template), the template average of each cell
   (``variant`` "mean": the paper averages a relation's manual templates, Table 3) and the
   rule average of that (``rule`` "mean"), each with ``n_items``, ``n_prompts`` and a 95 %
-  interval per metric that resamples items (stratified by rule for the rule average);
+  interval per metric that resamples items (stratified by rule for the rule average) — with
+  several pseudoword pairs, items and pairs as crossed random factors (`cell_interval`);
 * ``comparisons.csv``: the differences the paper's findings rest on, on template averages,
   per rule and over the rules, with intervals and Holm-adjusted p-values (`COMPARISONS`).
 
@@ -119,6 +120,21 @@ def sample(prompts: list[Prompt], stratified: bool = False) -> stats.Clustered:
                                         [p.rule for p in prompts] if stratified else None)
 
 
+def cell_interval(prompts: list[Prompt], clustered: stats.Clustered, key: dict,
+                  config: ReportSettings, stratified: bool) -> stats.Interval:
+    """A cell's interval. With one pseudoword pair per item, the item bootstrap (conditional
+    on that one draw: the report says so). With several, pair j is the same pair for every
+    item, so pairs are a second random factor crossed with items (`stats.two_way_interval`);
+    a cell whose prompts hold a single pair or a single item falls back to the item bootstrap."""
+    if (config.pairs or 1) > 1 and len({p.pair for p in prompts}) > 1 and clustered.n_items > 1:
+        crossed = stats.Crossed.from_prompts([(p.rule, p.item) for p in prompts],
+                                             [p.pair for p in prompts], [p.values for p in prompts],
+                                             [p.rule for p in prompts] if stratified else None)
+        return stats.two_way_interval(crossed)
+    return stats.bootstrap_interval(clustered, seed=config.seed, key=tuple(key.values()),
+                                    resamples=config.resamples)
+
+
 def cell_row(key: dict, prompts: list[Prompt], config: ReportSettings, *, stratified: bool = False) -> dict:
     row = {**key, "n": len(prompts), "n_items": 0, "n_prompts": len(prompts),
            "protocol": parse_protocol(str(config.candidates)).name,
@@ -128,9 +144,7 @@ def cell_row(key: dict, prompts: list[Prompt], config: ReportSettings, *, strati
     if not prompts:
         return row  # an empty cell: no numbers, not made-up zeros
     clustered = sample(prompts, stratified)
-    interval = stats.bootstrap_interval(
-        clustered, seed=config.seed, key=tuple(key.values()),
-        resamples=config.resamples)
+    interval = cell_interval(prompts, clustered, key, config, stratified)
     row["n_items"] = interval.n_items
     for k, metric in enumerate(METRICS):
         row.update({metric: float(interval.estimate[k]), f"{metric}_lo": float(interval.lo[k]),

@@ -326,6 +326,19 @@ def _source_title(out: Path) -> str:
     return "" if ontology in (None, "bundled") else f" on {ontology}"
 
 
+def _interval_words(config: ReportSettings) -> str:
+    """How the intervals were made: with one pseudoword pair the item bootstrap cannot see how
+    much the numbers depend on which pair was drawn, so the report says it is conditional."""
+    if (config.pairs or 1) > 1:
+        return ("items and pseudoword pairs as crossed random factors (every item gets the "
+                "same pairs, so an easy pair lifts the whole cell): the mean ± t × its two-way "
+                "standard error; rule averages keep items within their rule.")
+    return ("a bootstrap of items with their templates "
+            f"({config.resamples} resamples, seeded; stratified by rule for the rule average). "
+            "The interval is conditional on one pseudoword draw: another pair of pseudowords "
+            "can move the cell by more than its interval (`--pairs 5` counts the draw).")
+
+
 def write_report(out: str | Path) -> Path:
     """results.csv, comparisons.csv, the figures and report.md, all from the prompts on disk."""
     out = Path(out)
@@ -340,10 +353,8 @@ def write_report(out: str | Path) -> Path:
                   f"seed {config.seed}. " + _known_rule(config), ""]
         lines += known_reach(out)
     lines += ["MRR in %, averaged over each relation's manual templates (per template below), "
-              "with its 95% bootstrap interval in brackets: items resampled with their "
-              "pseudoword pairs and templates "
-              f"({config.resamples} resamples, seeded; stratified by rule for the "
-              f"rule average). n = items. {LOW_N}: fewer than {min_items} items, read with care. "
+              f"with its 95% interval in brackets: {_interval_words(config)} "
+              f"n = items. {LOW_N}: fewer than {min_items} items, read with care. "
               "R@1, R@5, MRRa and every interval are in results.csv; the tests in comparisons.csv "
               "(Holm-adjusted over all of them).", ""]
     from kgprobe.reasoning.distractors import parse_protocol
