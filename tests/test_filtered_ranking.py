@@ -152,7 +152,7 @@ def test_memorized_split_does_not_depend_on_the_limit(tmp_path, zoo, tiny_gpt2_d
     from kgprobe.studies.premise_ablation.study import (
         AblationConfig,
         PremiseKey,
-        build_study,
+        build_setup,
         classify_premises,
     )
 
@@ -161,10 +161,11 @@ def test_memorized_split_does_not_depend_on_the_limit(tmp_path, zoo, tiny_gpt2_d
     for limit in (1, 3):
         config = AblationConfig(str(tiny_gpt2_dir), rules=("rdfs9", "rdfs11"), limit=limit,
                                 batch_size=16, pairs=2)
-        study = build_study(config, source, cache=False)
-        assert sum(len(v) for v in study.items.values()) < sum(len(v) for v in study.all_items.values())
-        premises = classify_premises(study, tmp_path / f"limit{limit}")
-        sampled = {PremiseKey.of(i, role, pair) for v in study.items.values() for i in v
+        setup = build_setup(config, source, cache=False)
+        data = setup.data
+        assert sum(len(v) for v in data.items.values()) < sum(len(v) for v in data.all_items.values())
+        premises = classify_premises(setup, tmp_path / f"limit{limit}")
+        sampled = {PremiseKey.of(i, role, pair) for v in data.items.values() for i in v
                    for role in ("P1", "P2") for pair in range(2)}
         assert sampled <= set(premises)  # every sampled premise is classified …
         outcomes.append({k: (m.known, m.rr) for k, m in premises.items()})
@@ -196,16 +197,16 @@ def test_lm_eval_reasoning_docs_rank_what_the_study_ranks(tmp_path, k):
     templates = load_templates()
     closure = item_closure(src.ontology, src.triples)
     items = {i.id: i for i in reasoning_items(src.ontology, closure, templates, rules=["rdfs9"])["rdfs9"]}
-    study = SimpleNamespace(candidates=candidate_sets(src.ontology), protocol=Protocol(k),
-                            config=SimpleNamespace(seed=3),
-                            truth=TrueAnswers.of(Verbalizer(src.ontology, templates), closure))
+    data = SimpleNamespace(candidates=candidate_sets(src.ontology), protocol=Protocol(k),
+                           config=SimpleNamespace(seed=3),
+                           truth=TrueAnswers.of(Verbalizer(src.ontology, templates), closure))
     docs = [json.loads(line) for line in (tmp_path / "kgprobe_reasoning_rdfs9.jsonl").read_text().splitlines()]
     assert len(docs) == 8 and all(d["ranking"] == "filtered" for d in docs)
     rng = np.random.default_rng(0)
     for doc in docs:
         item = items[doc["id"]]
-        ranked = item_candidates(study, item)
-        left_out = item_others(study, item)
+        ranked = item_candidates(data, item)
+        left_out = item_others(data, item)
         assert left_out  # rdfs9 items have true answers besides the gold
         assert doc["choices"] == [c for c in ranked if c not in left_out]
         if k:

@@ -23,7 +23,7 @@ from kgprobe.studies.premise_ablation.report import console_table, finding, writ
 from kgprobe.studies.premise_ablation.study import (
     SETTINGS,
     AblationConfig,
-    build_study,
+    build_setup,
     classify_premises,
     reasoning_prompt,
     run_premise_ablation,
@@ -131,26 +131,27 @@ def test_a_finding_is_stated_only_when_its_interval_supports_it():
 
 def test_settings_follow_memorization_and_prompts_keep_the_conjunction(tmp_path, zoo, tiny_gpt2_dir):
     config = AblationConfig(str(tiny_gpt2_dir), limit=None, batch_size=16)
-    study = build_study(config, load_rdf(zoo))
-    premises = classify_premises(study, tmp_path)
+    setup = build_setup(config, load_rdf(zoo))
+    data = setup.data
+    premises = classify_premises(setup, tmp_path)
     by_kind = Counter((k.role, k.relation, m.known) for k, m in premises.items())
     # memorized.json holds one record a premise, and a rerun reads back the same outcomes
     rows = json.loads((tmp_path / "memorized.json").read_text())["premises"]
     assert len(rows) == len(premises) and {r["pair"] for r in rows if r["role"] == "P1"} == {None}
-    assert classify_premises(study, tmp_path) == premises
+    assert classify_premises(setup, tmp_path) == premises
     for (role, relation, known), n in by_kind.items():
         # Half of each kind (a relation's schema or pseudoword premises, rounded) counts as known.
         total = by_kind[(role, relation, True)] + by_kind[(role, relation, False)]
         assert by_kind[(role, relation, True)] == round(total * 0.5)
-    item = study.items["rdfs9"][0]
-    assert reasoning_prompt(study, item, "not", "not", "manual") == "Therefore , " + item.conclusion["text"]
-    both = reasoning_prompt(study, item, "explicit", "explicit", "manual")
+    item = data.items["rdfs9"][0]
+    assert reasoning_prompt(data, item, "not", "not", "manual") == "Therefore , " + item.conclusion["text"]
+    both = reasoning_prompt(data, item, "explicit", "explicit", "manual")
     assert both == f"{item.premises[0].text} {item.premises[1].text} Therefore , {item.conclusion['text']}"
-    assert reasoning_prompt(study, item, "implicit", "explicit", "manual").startswith(item.premises[1].text)
+    assert reasoning_prompt(data, item, "implicit", "explicit", "manual").startswith(item.premises[1].text)
     # Every manual template: the relation's hypothesis template gives the prompt as before.
-    hyp = study.templates["type"].hypothesis
-    prompts = [reasoning_prompt(study, item, "not", "not", "manual", variant=v) for v in range(3)]
-    assert prompts[hyp] == reasoning_prompt(study, item, "not", "not", "manual")
+    hyp = data.templates["type"].hypothesis
+    prompts = [reasoning_prompt(data, item, "not", "not", "manual", variant=v) for v in range(3)]
+    assert prompts[hyp] == reasoning_prompt(data, item, "not", "not", "manual")
     assert len(set(prompts)) == 3 and all(p.startswith("Therefore , ") for p in prompts)
 
 

@@ -1,9 +1,10 @@
 """The premise-ablation study built once per run: its items, candidates, templates, model.
 
-`build_study` reads the ontology, samples the evaluated items, checks the candidate protocol
-against the pools and (unless ``load=False``, the dry run) loads the model, its scorer behind
-the score cache and the pseudowords; the rest of the study (classifying premises, training
-soft prompts, scoring cells) reads this one `Study`.
+`build_data` reads the ontology, samples the evaluated items and checks the candidate protocol
+against the pools: everything a prompt is built from, no model (the dry run needs no more).
+`build_setup` adds the model part (`AblationModel`: the model, its scorer behind the score
+cache, the pseudowords, the memorizing sets soft templates train on); the rest of the study
+(classifying premises, training soft prompts, scoring cells) reads this one `AblationSetup`.
 """
 
 from __future__ import annotations
@@ -24,34 +25,60 @@ from kgprobe.reasoning.items import (
     sample_items,
 )
 from kgprobe.reasoning.memorizing import candidate_sets
-from kgprobe.reasoning.rdfs import RULES
+from kgprobe.reasoning.rdfs import RULES, Closure
 
 from .config import AblationConfig
 
 if TYPE_CHECKING:
     from kgprobe.models.language_model import LanguageModel, Scorer
+    from kgprobe.reasoning.memorizing_sets import MemorizingSet
 
 
 @dataclass
-class Study:
-    """Everything a run needs, built once: items, candidates, templates, the model."""
+class AblationData:
+    """What every prompt and candidate list of a run is built from, without a model: the
+    items, the candidate pools and protocol, the templates, what counts as true."""
 
     config: AblationConfig
     items: dict[str, list[ReasoningItem]]  # the evaluated sample
     all_items: dict[str, list[ReasoningItem]]  # every item (soft conjunctions train on the rest)
+    #: every item of every rule: the population premises are classified over
+    population: dict[str, list[ReasoningItem]]
     candidates: dict[str, list[str]]
     templates: TemplateSet
     verbalizer: Verbalizer
-    memorizing: dict  # relation → MemorizingSet, for training soft templates
-    loaded: "LanguageModel"
-    scorer: "Scorer"  # the model's, behind the score cache (`models.score_cache`)
-    pseudowords: list[dict]
-    protocol: Protocol = Protocol(None)
+    protocol: Protocol
     #: what an item's or premise's premises make true (`reasoning.filtering`); None: raw ranking
-    truth: TrueAnswers | None = None
-    #: every item of every rule: the population premises are classified over
-    population: dict[str, list[ReasoningItem]] | None = None
-    closure: object = None  # the RDFS closure the items come from (chained items: depth.py)
+    truth: TrueAnswers | None
+    closure: Closure  # the RDFS closure the items come from (chained items: depth.py)
+
+    def blank_pseudowords(self) -> list[dict]:
+        """One empty vector mapping a pseudoword pair: the dry run's requests, which carry
+        texts and candidates but no vectors."""
+        return [{}] * self.config.pairs
+
+
+@dataclass
+class AblationModel:
+    """The model part of a run: the model, its scorer, the pseudoword pairs sampled from its
+    embeddings, and the memorizing sets its soft templates train on."""
+
+    loaded: LanguageModel
+    scorer: Scorer  # the model's, behind the score cache (`models.score_cache`)
+    pseudowords: list[dict]  # one slot → vector mapping a pair (`--pairs` of them)
+    memorizing: dict[str, MemorizingSet]  # relation → its set, for training soft templates
+
+
+@dataclass
+class AblationSetup:
+    """Everything a run needs, built once: the model-free data and the model part."""
+
+    data: AblationData
+    model: AblationModel
+
+    @property
+    def config(self) -> AblationConfig:
+        return self.data.config
 
 
 def population_rules(rules: tuple[str, ...]) -> tuple[str, ...]:
@@ -78,24 +105,11 @@ def training_answers(memorizing: dict):
                 yield record.answers
 
 
-def build_study(config: AblationConfig, source: Source | None = None, *, cache: bool = True,
-                load: bool = True) -> Study:
+def build_data(config: AblationConfig, source: Source | None = None) -> AblationData:
     """Items from an ontology source (the bundled one by default; `AblationConfig.load_source`
-    reads the one the options name), the model, its pseudowords.
-
-    On the bundled ontology soft templates train on the paper's memorizing sets; on any
-    other, on memorizing sets generated from it (seeded split). ``load=False`` (``--dry-run``)
-    builds every prompt and candidate list the run would score, with no model, vectors or
-    memorizing sets.
-    """
-    from kgprobe.models.loading import load_model
-    from kgprobe.pseudowords.sampler import sample_pseudoword_sets
-    from kgprobe.reasoning.memorizing_sets import (
-        generated_memorizing_sets,
-        reference_sets,
-    )
-
-    bundled = source is None
+    reads the one the options name), their candidates and templates: every prompt and
+    candidate list the run would score (``--dry-run`` writes them). A K above every pool the
+    items rank fails here, before any model loads."""
     source = source or bundled_source()
     onto = source.ontology
     templates = load_templates(lang=config.source.language())  # --lang: its templates
@@ -106,22 +120,39 @@ def build_study(config: AblationConfig, source: Source | None = None, *, cache: 
     items = select_items(all_items, config.limit, config.seed)
     protocol = parse_protocol(config.candidates)
     pools = candidate_sets(onto)
-    # a K above every pool the items rank fails before the model loads
     protocol.check_pools(pools[key] for key in {i.candidates_key for rule_items in items.values()
                                                 for i in rule_items})
-    memorizing, loaded, scorer, pseudowords = {}, None, None, [{}] * config.pairs
-    if load:
-        from kgprobe.models.score_cache import cached_scorer
-
-        memorizing = (reference_sets() if bundled else generated_memorizing_sets(
-            onto, seed=config.seed, lang=config.source.language()))
-        loaded = load_model(config.model, device=config.device, dtype=config.dtype,
-                            seed=config.seed)
-        # pooling: the model's default_pooling; scores persist across studies and runs (--no-cache)
-        trained = loaded.trained_on(training_answers(memorizing))
-        scorer = cached_scorer(trained.scorer(masks="multi"), loaded, enabled=cache)
-        pseudowords = sample_pseudoword_sets(loaded, config.pairs, seed=config.seed)
     verbalizer = Verbalizer(onto, templates)
     truth = TrueAnswers.of(verbalizer, closure) if parse_ranking(config.ranking) == "filtered" else None
-    return Study(config, items, all_items, pools, templates, verbalizer, memorizing, loaded,
-                 scorer, pseudowords, protocol, truth, population, closure)
+    return AblationData(config, items, all_items, population, pools, templates, verbalizer,
+                        protocol, truth, closure)
+
+
+def load_ablation_model(config: AblationConfig, source: Source | None = None, *,
+                        cache: bool = True) -> AblationModel:
+    """The model, its scorer behind the score cache, its pseudowords. On the bundled ontology
+    (`source` None) soft templates train on the paper's memorizing sets; on any other, on
+    memorizing sets generated from it (seeded split)."""
+    from kgprobe.models.loading import load_model
+    from kgprobe.models.score_cache import cached_scorer
+    from kgprobe.pseudowords.sampler import sample_pseudoword_sets
+    from kgprobe.reasoning.memorizing_sets import (
+        generated_memorizing_sets,
+        reference_sets,
+    )
+
+    memorizing = (reference_sets() if source is None else generated_memorizing_sets(
+        source.ontology, seed=config.seed, lang=config.source.language()))
+    loaded = load_model(config.model, device=config.device, dtype=config.dtype, seed=config.seed)
+    # pooling: the model's default_pooling; scores persist across studies and runs (--no-cache)
+    trained = loaded.trained_on(training_answers(memorizing))
+    scorer = cached_scorer(trained.scorer(masks="multi"), loaded, enabled=cache)
+    pseudowords = sample_pseudoword_sets(loaded, config.pairs, seed=config.seed)
+    return AblationModel(loaded, scorer, pseudowords, memorizing)
+
+
+def build_setup(config: AblationConfig, source: Source | None = None, *,
+                cache: bool = True) -> AblationSetup:
+    """`build_data`, then `load_ablation_model`: a run's whole setup."""
+    data = build_data(config, source)
+    return AblationSetup(data, load_ablation_model(config, source, cache=cache))

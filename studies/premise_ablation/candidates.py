@@ -13,45 +13,50 @@ the kind's whole list (shared, so prompts batch) and the gold's rank leaves them
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from kgprobe.reasoning.distractors import distractor_candidates
 from kgprobe.reasoning.filtering import others
 from kgprobe.reasoning.items import PremiseText, ReasoningItem
 from kgprobe.seeds import seed_key
 
+if TYPE_CHECKING:
+    from .build import AblationData, AblationSetup
 
-def item_others(study, item: ReasoningItem) -> frozenset[str]:
+
+def item_others(data: AblationData, item: ReasoningItem) -> frozenset[str]:
     """The item's true answers other than its gold (none under ``--ranking raw``)."""
-    return others(study.truth.item(item), item.answers) if study.truth else frozenset()
+    return others(data.truth.item(item), item.answers) if data.truth else frozenset()
 
 
-def premise_others(study, premise: PremiseText) -> frozenset[str]:
+def premise_others(data: AblationData, premise: PremiseText) -> frozenset[str]:
     """A premise probe's true answers other than its own (none under ``--ranking raw``)."""
-    return others(study.truth.premise(premise), [premise.answer]) if study.truth else frozenset()
+    return others(data.truth.premise(premise), [premise.answer]) if data.truth else frozenset()
 
 
-def item_candidates(study, item: ReasoningItem) -> list[str]:
+def item_candidates(data: AblationData, item: ReasoningItem) -> list[str]:
     """The candidates an item's hypothesis ranks under the run's protocol."""
-    pool = study.candidates[item.candidates_key]
-    return study.protocol.candidates(pool, item.answers, seed=seed_key(study.config.seed, item.id),
-                                     exclude=sorted(item_others(study, item)))
+    pool = data.candidates[item.candidates_key]
+    return data.protocol.candidates(pool, item.answers, seed=seed_key(data.config.seed, item.id),
+                                    exclude=sorted(item_others(data, item)))
 
 
-def probe_candidates(study, candidates_key: str, true: frozenset[str], key: str) -> list[str]:
+def probe_candidates(data: AblationData, candidates_key: str, true: frozenset[str], key: str) -> list[str]:
     """The candidates one memorizing probe (a prompt: a subject and its slot) ranks: every
     candidate, or K − 1 distractors seeded by `key` and every answer `true` for the probe.
 
     Every premise the probe tests (rdfs9's "Person is an agent", "Person is an animal", …)
     is ranked in this one list, its gold among the K − 1 distractors — the other true answers
     left out (filtered) or counted (raw) — so a probe is scored once, not once a premise."""
-    pool = study.candidates[candidates_key]
-    if study.protocol.k is None:
+    pool = data.candidates[candidates_key]
+    if data.protocol.k is None:
         return list(pool)
     golds = sorted(true)
-    return distractor_candidates(pool, golds, study.protocol.k - 1 + len(golds),
-                                 seed=seed_key(study.config.seed, key))
+    return distractor_candidates(pool, golds, data.protocol.k - 1 + len(golds),
+                                 seed=seed_key(data.config.seed, key))
 
 
-def score_cell(study, requests: list, answers: dict[str, list[str]], *, desc: str,
+def score_cell(setup: AblationSetup, requests: list, answers: dict[str, list[str]], *, desc: str,
                progress: bool) -> tuple[dict, list[dict]]:
     """Rank a cell's requests (`studies.probes`): the unit's row and every prompt's
     observation, its golds' ranks, from which the report's intervals are recomputed."""
@@ -59,8 +64,8 @@ def score_cell(study, requests: list, answers: dict[str, list[str]], *, desc: st
 
     from .config import UNIT_COLUMNS
 
-    predictions = predict(study.scorer, requests, filtered=study.truth is not None,
-                          batch_size=study.config.batch_size, desc=desc, progress=progress)
+    predictions = predict(setup.model.scorer, requests, filtered=setup.data.truth is not None,
+                          batch_size=setup.config.batch_size, desc=desc, progress=progress)
     preds = [{"item": p.request.item, "pair": p.request.setting["pair"],
               "prompt": p.request.prompt, "answers": answers[p.request.item],
               "gold_rank": min(p.ranks), "gold_ranks": list(p.ranks),

@@ -21,6 +21,7 @@ from kgprobe.studies.metrics import gold_indices
 from kgprobe.studies.probes import ProbeRequest
 from kgprobe.studies.runner import Unit
 
+from .build import AblationData, AblationSetup
 from .cells import variants
 from .config import WRITTEN, chained_cells
 
@@ -33,98 +34,101 @@ class Chained:
     pool: DistractorPool
 
 
-def chained_items(study) -> Chained:
+def chained_items(data: AblationData) -> Chained:
     """Depth 1: the study's own sample; depth k: a seeded sample of `--limit` chained items of
     each rule's family (every one when the limit is 0)."""
-    config, onto = study.config, study.verbalizer.onto
+    config, onto = data.config, data.verbalizer.onto
     items = {}
     for rule in config.rules:
         for depth in config.depth:
             if depth == 1:
-                items[(rule, 1)] = study.items[rule]
+                items[(rule, 1)] = data.items[rule]
                 continue
-            every = chain_items(onto, study.closure, study.templates, rule, depth)
+            every = chain_items(onto, data.closure, data.templates, rule, depth)
             items[(rule, depth)] = sample_items(every, f"{rule}-d{depth}", config.limit, config.seed)
-    return Chained(items, DistractorPool(onto, study.closure, study.templates))
+    return Chained(items, DistractorPool(onto, data.closure, data.templates))
 
 
-def chain_prompt(study, chained: Chained, item: ReasoningItem, written: str, distractors: int,
+def chain_prompt(data: AblationData, chained: Chained, item: ReasoningItem, written: str, distractors: int,
                  variant: int) -> str:
     """The premises as `arrange` writes them (none when `written` is ``unwritten``), the
     conjunction, the hypothesis under manual template `variant`. A depth-1 item with every
     premise written in order and no distractor reads as the study's explicit-explicit prompt."""
     texts = []
     if written == WRITTEN:
-        seed = study.config.seed
+        seed = data.config.seed
         extra = chained.pool.pick(item, distractors, seed)
-        texts = [p.text for p in arrange(item, extra, study.config.premise_order, seed)]
-    return " ".join(texts + [study.templates.conjunction, item.hypotheses[variant]])
+        texts = [p.text for p in arrange(item, extra, data.config.premise_order, seed)]
+    return " ".join(texts + [data.templates.conjunction, item.hypotheses[variant]])
 
 
-def depth_units(study, progress: bool = False) -> list[Unit]:
+def depth_units(setup: AblationSetup, progress: bool = False) -> list[Unit]:
     """Every chained cell of the run as a resumable unit."""
-    chained = chained_items(study)
+    data, config = setup.data, setup.config
+    chained = chained_items(data)
     units = []
-    for rule in study.config.rules:
-        for depth, n, written in chained_cells(study.config.depth, study.config.distractors):
+    for rule in config.rules:
+        for depth, n, written in chained_cells(config.depth, config.distractors):
             items = chained.items[(rule, depth)]
-            for variant in variants(study.templates, rule, "manual"):
+            for variant in variants(data.templates, rule, "manual"):
                 def run(rule=rule, depth=depth, n=n, written=written, variant=variant):
-                    metrics, preds = run_chain_cell(study, chained, rule, depth, n, written,
+                    metrics, preds = run_chain_cell(setup, chained, rule, depth, n, written,
                                                     variant, progress)
-                    return {**metrics, "protocol": study.protocol.name,
-                            "ranking": study.config.ranking}, preds
+                    return {**metrics, "protocol": data.protocol.name,
+                            "ranking": config.ranking}, preds
 
                 key = {"rule": rule, "p1": written, "p2": written, "template": "manual",
                        "variant": variant, "depth": depth, "distractors": n}
-                units.append(Unit(key, run, len(items) * study.config.pairs))
+                units.append(Unit(key, run, len(items) * config.pairs))
     return units
 
 
-def chain_requests(study, chained: Chained, rule: str, depth: int, distractors: int,
-                   written: str, variant: int) -> list[ProbeRequest]:
-    """One chained cell's requests: every item's prompt under every pseudoword pair, in item
-    order; the run scores them and the dry run writes them (one line a text)."""
+def chain_requests(data: AblationData, pseudowords: list[dict], chained: Chained, rule: str,
+                   depth: int, distractors: int, written: str, variant: int) -> list[ProbeRequest]:
+    """One chained cell's requests: every item's prompt under every pseudoword pair (the
+    vectors of `pseudowords`), in item order; the run scores them and the dry run writes
+    them (one line a text)."""
     from .candidates import item_candidates, item_others
 
     requests = []
     for item in chained.items[(rule, depth)]:
-        candidates = item_candidates(study, item)
-        also = tuple(gold_indices(candidates, item_others(study, item)))
+        candidates = item_candidates(data, item)
+        also = tuple(gold_indices(candidates, item_others(data, item)))
         golds = tuple(gold_indices(candidates, item.answers))
-        text = chain_prompt(study, chained, item, written, distractors, variant)
-        for pair, vectors in enumerate(study.pseudowords):
+        text = chain_prompt(data, chained, item, written, distractors, variant)
+        for pair, vectors in enumerate(pseudowords):
             requests.append(ProbeRequest(text, tuple(candidates), vectors, item=item.id,
                                          golds=golds, also_true=also, setting={"pair": pair}))
     return requests
 
 
-def run_chain_cell(study, chained: Chained, rule: str, depth: int, distractors: int,
+def run_chain_cell(setup: AblationSetup, chained: Chained, rule: str, depth: int, distractors: int,
                    written: str, variant: int, progress: bool = False) -> tuple[dict, list[dict]]:
     """Score one chained cell (predictions shaped like the study's own, `study.run_cell`)."""
     from .candidates import score_cell
 
-    requests = chain_requests(study, chained, rule, depth, distractors, written, variant)
+    requests = chain_requests(setup.data, setup.model.pseudowords, chained, rule, depth,
+                              distractors, written, variant)
     if not requests:
         return {"n": 0}, []
     answers = {item.id: item.answers for item in chained.items[(rule, depth)]}
-    return score_cell(study, requests, answers, desc=f"{rule} depth {depth} +{distractors} "
+    return score_cell(setup, requests, answers, desc=f"{rule} depth {depth} +{distractors} "
                       f"({written})", progress=progress)
 
 
-def dry_records(study) -> list:
+def dry_records(data: AblationData) -> list:
     """`--dry-run`: every chained prompt a run would score (`PromptRecord`s, kind "chain"):
     the requests of `chain_requests`, one line a text (the pairs change only the vectors)."""
     from kgprobe.studies.dry_run import PromptRecord
 
-    chained = chained_items(study)
-    config = study.config
+    chained = chained_items(data)
+    config, blank = data.config, data.blank_pseudowords()
     out = []
     for rule in config.rules:
         for depth, n, written in chained_cells(config.depth, config.distractors):
             items = chained.items[(rule, depth)]
-            by_variant = {v: chain_requests(study, chained, rule, depth, n, written, v)[::len(study.pseudowords)]
-                          for v in variants(study.templates, rule, "manual")}
+            by_variant = {v: chain_requests(data, blank, chained, rule, depth, n, written, v)[::len(blank)]
+                          for v in variants(data.templates, rule, "manual")}
             for i, item in enumerate(items):
                 for v, requests in by_variant.items():
                     req = requests[i]

@@ -57,23 +57,24 @@ def paper_records(config: AblationConfig) -> list[PromptRecord]:
 
 def default_records(config: AblationConfig) -> list[PromptRecord]:
     from .cells import variants
-    from .study import build_study, item_requests, premise_probes
+    from .study import build_data, item_requests, premise_probes
 
-    study = build_study(config, config.load_source(), load=False)
+    data = build_data(config, config.load_source())
+    blank = data.blank_pseudowords()
     out = []
     # The premise probes over the relation's whole population, as the run classifies them.
-    for probe in premise_probes(study):
+    for probe in premise_probes(data):
         first = probe.keys[0]
         out.append(PromptRecord(STUDY, probe.prompt, tuple(sorted({k.answer for k in probe.keys})),
                                 len(probe.candidates), task=first.relation, template="manual",
                                 extra={"kind": "premise probe", "role": first.role,
                                        "protocol": "default", "pairs": config.pairs}))
-    for rule, rule_items in study.items.items():
+    for rule, rule_items in data.items.items():
         for item in rule_items:
-            for v in variants(study.templates, rule, "manual"):
+            for v in variants(data.templates, rule, "manual"):
                 for p1, p2 in WRITTEN:
                     s1, s2 = ("explicit" if p1 else "not"), ("explicit" if p2 else "not")
-                    req = item_requests(study, item, s1, s2, "manual", variant=v, pairs=[0])[0]
+                    req = item_requests(data, blank, item, s1, s2, "manual", variant=v, pairs=[0])[0]
                     hyp = item.hypotheses[v] if item.hypotheses else item.conclusion["text"]
                     out.append(PromptRecord(
                         STUDY, req.prompt, tuple(item.answers), len(req.candidates), rule=rule,
@@ -85,7 +86,7 @@ def default_records(config: AblationConfig) -> list[PromptRecord]:
     if config.deep:  # the chained cells' prompts (depth.py)
         from .depth import dry_records
 
-        out += dry_records(study)
+        out += dry_records(data)
     return out
 
 

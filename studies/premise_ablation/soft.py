@@ -26,7 +26,7 @@ from kgprobe.reasoning.items import RULE_RELATIONS, ReasoningItem
 from kgprobe.reasoning.memorizing import RELATIONS
 from tqdm import tqdm
 
-from .build import Study
+from .build import AblationData, AblationModel, AblationSetup
 
 
 CONJ = ("[conj~0]", "[conj~1]")
@@ -44,9 +44,9 @@ class Example:
     fixed: dict  # pseudoword vectors (not trained)
 
 
-def _render_soft(study: Study, relation: str, subject: str, answer: str | None = None,
+def _render_soft(data: AblationData, relation: str, subject: str, answer: str | None = None,
                  text_b: str = "", meta: dict | None = None) -> str:
-    tmpl = study.templates[relation].soft[0]
+    tmpl = data.templates[relation].soft[0]
     names = soft_names(relation, tmpl.n_soft)
     if answer is None:
         from kgprobe.ontology.verbalize import capitalize
@@ -55,7 +55,7 @@ def _render_soft(study: Study, relation: str, subject: str, answer: str | None =
     return tmpl.fill(answer, text_a=subject, text_b=text_b, meta=meta, soft=names)
 
 
-def soft_reasoning_prompt(study: Study, item: ReasoningItem, p1: str, p2: str, soft: dict | None) -> str:
+def soft_reasoning_prompt(data: AblationData, item: ReasoningItem, p1: str, p2: str, soft: dict | None) -> str:
     parts = []
     for premise, setting in zip(item.premises, (p1, p2)):
         if setting != "explicit":
@@ -63,28 +63,28 @@ def soft_reasoning_prompt(study: Study, item: ReasoningItem, p1: str, p2: str, s
         if premise.relation == "property":  # a fact: its pattern, as with manual templates
             parts.append(premise.text)
         else:
-            parts.append(_render_soft(study, premise.relation, premise.subject, premise.answer))
+            parts.append(_render_soft(data, premise.relation, premise.subject, premise.answer))
     text = f" {CONJ[0]} ".join(parts)
     subject = "[Y]" if item.rule == "rdfs3" else "[X]"
-    hyp = _render_soft(study, item.relation, subject, text_b="[Y]" if item.relation == "property" else "")
+    hyp = _render_soft(data, item.relation, subject, text_b="[Y]" if item.relation == "property" else "")
     return f"{text} {CONJ[1]} {hyp}".strip()
 
 
-def _init_vectors(study: Study, names: list[str], seed: int) -> dict[str, torch.Tensor]:
-    matrix = study.loaded.input_embeddings().detach().float()
+def _init_vectors(model: AblationModel, names: list[str], seed: int) -> dict[str, torch.Tensor]:
+    matrix = model.loaded.input_embeddings().detach().float()
     mean, std = matrix.mean(0), matrix.std(0)
     gen = torch.Generator().manual_seed(seed)
     return {n: (mean + std * torch.randn(matrix.shape[1], generator=gen)).requires_grad_(True)
             for n in names}
 
 
-def _loss(study: Study, examples: list[Example], params: dict, rng: random.Random,
+def _loss(setup: AblationSetup, examples: list[Example], params: dict, rng: random.Random,
           negatives: int) -> torch.Tensor:
     """Sampled softmax: every gold against negatives drawn from its candidate set."""
     total = torch.zeros(())
     count = 0
     for ex in examples:
-        pool = study.candidates[ex.candidates_key]
+        pool = setup.data.candidates[ex.candidates_key]
         in_pool, gold_set = set(pool), set(ex.golds)
         golds = [g for g in ex.golds if g in in_pool]
         if not golds:
@@ -93,8 +93,8 @@ def _loss(study: Study, examples: list[Example], params: dict, rng: random.Rando
         negs = rng.sample(others, min(negatives, len(others)))
         cands = golds + negs
         vectors = {**ex.fixed, **params}
-        scores = uncached(study.scorer).score_tensor([ex.prompt], cands, pseudowords=vectors,
-                                           batch_size=study.config.batch_size)[0]
+        scores = uncached(setup.model.scorer).score_tensor([ex.prompt], cands, pseudowords=vectors,
+                                                 batch_size=setup.config.batch_size)[0]
         neg = scores[len(golds):]
         for g in range(len(golds)):
             total = total - (scores[g] - torch.logsumexp(torch.cat([scores[g:g + 1], neg]), 0))
@@ -102,7 +102,7 @@ def _loss(study: Study, examples: list[Example], params: dict, rng: random.Rando
     return total / max(count, 1)
 
 
-def _train(study: Study, params: dict, train: list[Example], dev: list[Example], *,
+def _train(setup: AblationSetup, params: dict, train: list[Example], dev: list[Example], *,
            epochs: int, lr: float, seed: int, negatives: int, label: str, progress: bool) -> dict:
     """Adam with linear warmup over the first tenth; keep the vectors with the best dev loss."""
     if not train:
@@ -113,12 +113,12 @@ def _train(study: Study, params: dict, train: list[Example], dev: list[Example],
     best, best_loss, patience, history = None, float("inf"), 0, []
     for epoch in tqdm(range(epochs), desc=f"soft {label}", disable=not progress, leave=False):
         opt.zero_grad()
-        loss = _loss(study, train, params, random.Random(f"{seed}:{label}:{epoch}"), negatives)
+        loss = _loss(setup, train, params, random.Random(f"{seed}:{label}:{epoch}"), negatives)
         loss.backward()
         opt.step()
         sched.step()
         with torch.no_grad():
-            dev_loss = float(_loss(study, dev or train, params, random.Random(f"{seed}:{label}:dev"),
+            dev_loss = float(_loss(setup, dev or train, params, random.Random(f"{seed}:{label}:dev"),
                                    negatives))
         history.append([round(loss.item(), 4), round(dev_loss, 4)])
         if dev_loss < best_loss - 1e-4:
@@ -134,34 +134,34 @@ def _train(study: Study, params: dict, train: list[Example], dev: list[Example],
     return {"epochs": len(history), "best_dev_loss": round(best_loss, 4), "history": history}
 
 
-def _memorizing_examples(study: Study, relation: str, split: str) -> list[Example]:
-    mset = study.memorizing.get(relation)
+def _memorizing_examples(setup: AblationSetup, relation: str, split: str) -> list[Example]:
+    mset = setup.model.memorizing.get(relation)
     if mset is None:
         return []
-    key = study.templates[relation].candidates
-    return [Example(_render_soft(study, relation, r.subject, meta=mset.metas.get(r.id)),
+    key = setup.data.templates[relation].candidates
+    return [Example(_render_soft(setup.data, relation, r.subject, meta=mset.metas.get(r.id)),
                     r.answers, key, {}) for r in mset.records if r.split == split]
 
 
-def _reasoning_examples(study: Study, items: list[ReasoningItem]) -> list[Example]:
-    vectors = study.pseudowords[0]
-    return [Example(soft_reasoning_prompt(study, i, "explicit", "explicit", None), i.answers,
+def _reasoning_examples(setup: AblationSetup, items: list[ReasoningItem]) -> list[Example]:
+    vectors = setup.model.pseudowords[0]
+    return [Example(soft_reasoning_prompt(setup.data, i, "explicit", "explicit", None), i.answers,
                     i.candidates_key, dict(vectors)) for i in items]
 
 
-def held_out_items(study: Study, per_rule: int = 8) -> tuple[list, list]:
+def held_out_items(data: AblationData, per_rule: int = 8) -> tuple[list, list]:
     """Reasoning items not evaluated, split into train and dev (seeded)."""
     train, dev = [], []
-    for rule, items in study.all_items.items():
-        used = {i.id for i in study.items.get(rule, [])}
+    for rule, items in data.all_items.items():
+        used = {i.id for i in data.items.get(rule, [])}
         rest = [i for i in items if i.id not in used]
-        random.Random(f"{study.config.seed}:held-out:{rule}").shuffle(rest)
+        random.Random(f"{data.config.seed}:held-out:{rule}").shuffle(rest)
         train += rest[:per_rule]
         dev += rest[per_rule:per_rule + per_rule // 2]
     return train, dev
 
 
-def train_soft_prompts(study: Study, out: Path, *, lr: float = 0.05, negatives: int = 15,
+def train_soft_prompts(setup: AblationSetup, out: Path, *, lr: float = 0.05, negatives: int = 15,
                        progress: bool = True) -> dict:
     """Train (or reload) every soft vector the study needs; returns {"vectors": {...}}."""
     folder = out / "soft"
@@ -169,24 +169,24 @@ def train_soft_prompts(study: Study, out: Path, *, lr: float = 0.05, negatives: 
     if path.exists():
         return {"vectors": torch.load(path)}
     folder.mkdir(parents=True, exist_ok=True)
-    cfg = study.config
+    cfg = setup.config
     torch.manual_seed(cfg.seed)
     needed = {rel for rule in cfg.rules for rel in RULE_RELATIONS[rule]}
     params: dict[str, torch.Tensor] = {}
     log: dict[str, dict] = {}
     for i, relation in enumerate(sorted(needed)):
-        names = soft_names(relation, study.templates[relation].soft[0].n_soft)
-        rel_params = _init_vectors(study, names, cfg.seed * 1000 + i)
+        names = soft_names(relation, setup.data.templates[relation].soft[0].n_soft)
+        rel_params = _init_vectors(setup.model, names, cfg.seed * 1000 + i)
         if relation in RELATIONS:
-            log[relation] = _train(study, rel_params, _memorizing_examples(study, relation, "train"),
-                                   _memorizing_examples(study, relation, "dev"), epochs=cfg.soft_epochs,
+            log[relation] = _train(setup, rel_params, _memorizing_examples(setup, relation, "train"),
+                                   _memorizing_examples(setup, relation, "dev"), epochs=cfg.soft_epochs,
                                    lr=lr, seed=cfg.seed, negatives=negatives, label=relation,
                                    progress=progress)
         params.update(rel_params)
-    params.update(_init_vectors(study, list(CONJ), cfg.seed * 1000 + 999))
-    train, dev = held_out_items(study)
-    log["conjunction"] = _train(study, params, _reasoning_examples(study, train),
-                                _reasoning_examples(study, dev), epochs=cfg.soft_epochs, lr=lr,
+    params.update(_init_vectors(setup.model, list(CONJ), cfg.seed * 1000 + 999))
+    train, dev = held_out_items(setup.data)
+    log["conjunction"] = _train(setup, params, _reasoning_examples(setup, train),
+                                _reasoning_examples(setup, dev), epochs=cfg.soft_epochs, lr=lr,
                                 seed=cfg.seed, negatives=negatives, label="conjunction",
                                 progress=progress)
     vectors = {k: v.detach().clone() for k, v in params.items()}

@@ -32,7 +32,14 @@ from kgprobe.studies.probes import ProbeRequest
 from kgprobe.studies.runner import Unit, run_units
 from kgprobe.studies.settings import first_pin, pin_settings
 
-from .build import Study, build_study, population_rules, select_items  # noqa: F401
+from .build import (  # noqa: F401
+    AblationData,
+    AblationSetup,
+    build_data,
+    build_setup,
+    population_rules,
+    select_items,
+)
 from .cells import variants
 from .config import SETTINGS, AblationConfig
 
@@ -88,14 +95,14 @@ class MemorizedPremise:
         return cls(PremiseKey(**fields), row["rr"], row["known"], row["prompt"])
 
 
-def memorization_prompt(study: Study, item: ReasoningItem, role: str) -> tuple[str, str]:
+def memorization_prompt(data: AblationData, item: ReasoningItem, role: str) -> tuple[str, str]:
     """The memorizing probe of a premise: (prompt, candidates key)."""
     p = item.premises[0 if role == "P1" else 1]
-    rel = study.templates[p.relation]
+    rel = data.templates[p.relation]
     tmpl = rel.manual[rel.hypothesis]
     meta = None
     if p.relation in ("domain", "range"):
-        meta = study.verbalizer.property_meta(p.triple[0])
+        meta = data.verbalizer.property_meta(p.triple[0])
     text_b = "[Y]" if p.relation == "property" else ""
     return capitalize(tmpl.render(text_a=p.subject, text_b=text_b, meta=meta)), rel.candidates
 
@@ -104,16 +111,16 @@ def memorization_prompt(study: Study, item: ReasoningItem, role: str) -> tuple[s
 MEMORIZED_VERSION = 2
 
 
-def premise_population(study: Study) -> dict[PremiseKey, tuple[ReasoningItem, str]]:
+def premise_population(data: AblationData) -> dict[PremiseKey, tuple[ReasoningItem, str]]:
     """Every premise probe of the kinds this run's items use, over every item of every rule
     (not the sampled ones): the population a premise's reciprocal rank is ranked in, so its
     outcome is the same whatever ``--limit`` (or ``--rules``) a run takes. → (an item that
     has it, its role)."""
-    pairs = range(len(study.pseudowords))
-    used = {PremiseKey.of(item, role, pair).stratum for items in study.items.values()
+    pairs = range(data.config.pairs)
+    used = {PremiseKey.of(item, role, pair).stratum for items in data.items.values()
             for item in items for role in ("P1", "P2") for pair in pairs}
     out: dict[PremiseKey, tuple[ReasoningItem, str]] = {}
-    for items in (study.population or study.all_items).values():
+    for items in data.population.values():
         for item in items:
             for role in ("P1", "P2"):
                 for pair in pairs:
@@ -136,48 +143,49 @@ class PremiseProbe:
     true: frozenset[str]
 
 
-def premise_probes(study: Study) -> list[PremiseProbe]:
+def premise_probes(data: AblationData) -> list[PremiseProbe]:
     """The probes that classify every premise of `premise_population`, one per prompt (the
     premises of one prompt share it), in a fixed order; the dry run writes the same ones."""
     from .candidates import premise_others, probe_candidates
 
-    population = premise_population(study)
+    population = premise_population(data)
     groups: dict[tuple[str, str, int | None], list[PremiseKey]] = {}
     for key in population:
         item, role = population[key]
-        prompt, cands_key = memorization_prompt(study, item, role)
+        prompt, cands_key = memorization_prompt(data, item, role)
         groups.setdefault((prompt, cands_key, key.pair), []).append(key)
     out = []
     for (prompt, cands_key, pair), keys in groups.items():
         true = frozenset(k.answer for k in keys)
         for k in keys:
             item, role = population[k]
-            true |= premise_others(study, item.premises[0 if role == "P1" else 1])
-        cands = probe_candidates(study, cands_key, true, f"{prompt}|{'-' if pair is None else pair}")
+            true |= premise_others(data, item.premises[0 if role == "P1" else 1])
+        cands = probe_candidates(data, cands_key, true, f"{prompt}|{'-' if pair is None else pair}")
         out.append(PremiseProbe(prompt, tuple(cands), pair, tuple(keys), true))
     return out
 
 
-def classify_premises(study: Study, out: Path, *,
+def classify_premises(setup: AblationSetup, out: Path, *,
                       progress: bool = False) -> dict[PremiseKey, MemorizedPremise]:
     """Reciprocal rank of every premise's gold under its memorizing probe, and whether it
     counts as known: in the top `memorized_fraction` of its kind's whole population
     (`premise_population`). Cached in OUT/memorized.json (one record a premise)."""
+    config, pseudowords = setup.config, setup.model.pseudowords
     path = out / "memorized.json"
     if path.exists():
         cached = json.loads(path.read_text(encoding="utf-8"))
-        if (cached.get("model") == study.config.model and isinstance(cached["premises"], list)
+        if (cached.get("model") == config.model and isinstance(cached["premises"], list)
                 and cached.get("version") == MEMORIZED_VERSION):
             return {m.key: m for m in map(MemorizedPremise.from_json, cached["premises"])}
     from kgprobe.studies.probes import Request, score_requests
 
-    probes = premise_probes(study)
-    asked = [Request(p.prompt, p.candidates, study.pseudowords[p.pair or 0]) for p in probes]
+    probes = premise_probes(setup.data)
+    asked = [Request(p.prompt, p.candidates, pseudowords[p.pair or 0]) for p in probes]
     members = [(p.keys, p.true) for p in probes]
     population = {k: None for p in probes for k in p.keys}
-    rows = score_requests(study.scorer, asked, batch_size=study.config.batch_size,
+    rows = score_requests(setup.model.scorer, asked, batch_size=config.batch_size,
                           desc="classifying premises (memorizing probes)", progress=progress)
-    filtered = study.truth is not None
+    filtered = setup.data.truth is not None
     rr: dict[PremiseKey, float] = {}
     prompts: dict[PremiseKey, str] = {}
     for req, row, (keys, true) in zip(asked, rows, members):
@@ -193,12 +201,12 @@ def classify_premises(study: Study, out: Path, *,
         kinds.setdefault(key.stratum, []).append(key)
     for members in kinds.values():
         ranked = sorted(members, key=lambda k: (-rr[k], k.seed))
-        cut = int(round(len(ranked) * study.config.memorized_fraction))
+        cut = int(round(len(ranked) * config.memorized_fraction))
         for i, key in enumerate(ranked):
             known[key] = i < cut
     premises = {k: MemorizedPremise(k, rr[k], known[k], prompts[k]) for k in population}
-    write_json(path, {"model": study.config.model, "fraction": study.config.memorized_fraction,
-                      "version": MEMORIZED_VERSION, "ranking": study.config.ranking,
+    write_json(path, {"model": config.model, "fraction": config.memorized_fraction,
+                      "version": MEMORIZED_VERSION, "ranking": config.ranking,
                       "premises": [m.to_json() for m in premises.values()]})
     return premises
 
@@ -213,59 +221,63 @@ def settings_of(item: ReasoningItem, premises: dict[PremiseKey, MemorizedPremise
     return out[0], out[1]
 
 
-def reasoning_prompt(study: Study, item: ReasoningItem, p1: str, p2: str, kind: str,
+def reasoning_prompt(data: AblationData, item: ReasoningItem, p1: str, p2: str, kind: str,
                      soft: dict | None = None, variant: int | None = None) -> str:
     """Written premises (P1 then P2, as in the paper's Table 2), the conjunction, the hypothesis
     (under manual template `variant` of its relation; by default the relation's hypothesis one)."""
     if kind == "manual":
         written = [p.text for p, s in zip(item.premises, (p1, p2)) if s == "explicit"]
         hypothesis = item.conclusion["text"] if variant is None else item.hypotheses[variant]
-        return " ".join(written + [study.templates.conjunction, hypothesis])
+        return " ".join(written + [data.templates.conjunction, hypothesis])
     from .soft import soft_reasoning_prompt
 
-    return soft_reasoning_prompt(study, item, p1, p2, soft)
+    return soft_reasoning_prompt(data, item, p1, p2, soft)
 
 
-def item_requests(study: Study, item: ReasoningItem, p1: str, p2: str, kind: str,
-                  soft: dict | None = None, variant: int | None = None,
+def item_requests(data: AblationData, pseudowords: list[dict], item: ReasoningItem, p1: str,
+                  p2: str, kind: str, soft: dict | None = None, variant: int | None = None,
                   pairs: list[int] | None = None) -> list[ProbeRequest]:
     """An item's requests with its premises set to `p1`, `p2`: one per pseudoword pair of
-    `pairs` (every pair by default). The run's cells and the dry run both ask these."""
+    `pairs` (every pair by default), with that pair's vectors of `pseudowords` (the model's,
+    or the dry run's `AblationData.blank_pseudowords`). The run's cells and the dry run both
+    ask these."""
     from .candidates import item_candidates, item_others
 
-    candidates = item_candidates(study, item)
+    candidates = item_candidates(data, item)
     # filtered, all candidates: the item's other true answers, left out of its ranks
-    also = tuple(gold_indices(candidates, item_others(study, item)))
+    also = tuple(gold_indices(candidates, item_others(data, item)))
     golds = tuple(gold_indices(candidates, item.answers))
-    text = reasoning_prompt(study, item, p1, p2, kind, soft, variant)
+    text = reasoning_prompt(data, item, p1, p2, kind, soft, variant)
     return [ProbeRequest(text, tuple(candidates),
-                         {**study.pseudowords[pair], **(soft["vectors"] if soft else {})},
+                         {**pseudowords[pair], **(soft["vectors"] if soft else {})},
                          item=item.id, golds=golds, also_true=also, setting={"pair": pair})
-            for pair in (range(len(study.pseudowords)) if pairs is None else pairs)]
+            for pair in (range(len(pseudowords)) if pairs is None else pairs)]
 
 
-def cell_requests(study: Study, rule: str, p1: str, p2: str, kind: str, premises: dict,
+def cell_requests(setup: AblationSetup, rule: str, p1: str, p2: str, kind: str, premises: dict,
                   soft: dict | None, variant: int | None = None) -> list[ProbeRequest]:
     """Every prompt of one cell: each item under each pair whose P1 and P2 take `p1`, `p2`."""
+    pseudowords = setup.model.pseudowords
     requests = []
-    for item in study.items[rule]:
-        pairs = [pair for pair in range(len(study.pseudowords))
+    for item in setup.data.items[rule]:
+        pairs = [pair for pair in range(len(pseudowords))
                  if all(s in taken for s, taken in zip((p1, p2), settings_of(item, premises, pair)))]
         if pairs:
-            requests += item_requests(study, item, p1, p2, kind, soft, variant, pairs)
+            requests += item_requests(setup.data, pseudowords, item, p1, p2, kind, soft, variant,
+                                      pairs)
     return requests
 
 
-def run_cell(study: Study, rule: str, p1: str, p2: str, kind: str, premises: dict,
+def run_cell(setup: AblationSetup, rule: str, p1: str, p2: str, kind: str, premises: dict,
              soft: dict | None, variant: int | None = None,
              progress: bool = False) -> tuple[dict, list[dict]]:
     from .candidates import score_cell
 
-    requests = cell_requests(study, rule, p1, p2, kind, premises, soft, variant)
+    requests = cell_requests(setup, rule, p1, p2, kind, premises, soft, variant)
     if not requests:
         return {"n": 0}, []  # an empty setting is reported as empty
-    answers = {item.id: item.answers for item in study.items[rule]}
-    return score_cell(study, requests, answers, desc=f"{rule} P1 {p1} P2 {p2} ({kind})",
+    answers = {item.id: item.answers for item in setup.data.items[rule]}
+    return score_cell(setup, requests, answers, desc=f"{rule} P1 {p1} P2 {p2} ({kind})",
                       progress=progress)
 
 
@@ -277,37 +289,37 @@ def run_premise_ablation(config: AblationConfig, out: str | Path, *, source: Sou
     with first_pin(out):  # a bad --candidates found below leaves a new folder as it was
         out.mkdir(parents=True, exist_ok=True)
         pin_settings(out, config.pinned(), report=config.report_settings())
-        study = None if config.protocol == "paper" else build_study(config, source, cache=cache)
-    if study is None:
+        setup = None if config.protocol == "paper" else build_setup(config, source, cache=cache)
+    if setup is None:
         from .paper import run_paper
 
         return run_paper(config, out, progress=progress, cache=cache)
-    premises = classify_premises(study, out, progress=progress)
+    premises = classify_premises(setup, out, progress=progress)
     softs = {}
     if "soft" in config.templates:
         from .soft import train_soft_prompts
 
-        softs = train_soft_prompts(study, out, progress=progress)
+        softs = train_soft_prompts(setup, out, progress=progress)
     units = []
     for rule in config.rules:
         for kind in config.templates:
             for p1 in SETTINGS:
                 for p2 in SETTINGS:
-                    for variant in variants(study.templates, rule, kind):
+                    for variant in variants(setup.data.templates, rule, kind):
                         def run(rule=rule, kind=kind, p1=p1, p2=p2, variant=variant):
                             metrics, preds = run_cell(
-                                study, rule, p1, p2, kind, premises, softs or None,
+                                setup, rule, p1, p2, kind, premises, softs or None,
                                 variant if kind == "manual" else None, progress)
-                            return {**metrics, "protocol": study.protocol.name,
+                            return {**metrics, "protocol": setup.data.protocol.name,
                                     "ranking": config.ranking}, preds
 
                         key = {"rule": rule, "p1": p1, "p2": p2, "template": kind,
                                "variant": variant}
-                        units.append(Unit(key, run, len(study.items[rule]) * config.pairs))
+                        units.append(Unit(key, run, len(setup.data.items[rule]) * config.pairs))
     if config.deep:
         from .depth import depth_units
 
-        units += depth_units(study, progress)
+        units += depth_units(setup, progress)
     rows = run_units(out, units, config.unit_columns(), progress=progress, results=False)
     from kgprobe.studies.premise_ablation.report import write_report
 
