@@ -7,14 +7,18 @@ from __future__ import annotations
 import csv
 import random
 
-import pytest
-
 from kgprobe.cli import main
-from kgprobe.studies.consistency.beliefs import DerivationRanks, claim, consistency_row, consistency_table
+from kgprobe.studies.consistency.beliefs import (
+    DerivationRanks,
+    claim,
+    consistency_row,
+    consistency_table,
+)
 from kgprobe.studies.consistency.clustered import statement_clusters
 from kgprobe.studies.consistency.config import ConsistencyConfig
 from kgprobe.studies.consistency.controls import matched_controls, reference_model
 from kgprobe.studies.consistency.study import build
+
 from tests.zoo import write_zoo
 
 
@@ -45,7 +49,7 @@ def test_the_cluster_bootstrap_is_wider_when_statements_are_shared():
     together = consistency_row(ds, seed=0, key=("t",), clusters=clusters)
     assert alone["consistency"] == together["consistency"]
     assert together["n_clusters"] == 12 and alone["n_clusters"] == 96
-    width = lambda r: r["consistency_hi"] - r["consistency_lo"]  # noqa: E731
+    width = lambda r: r["consistency_hi"] - r["consistency_lo"]
     assert width(together) > 1.8 * width(alone)
 
 

@@ -30,10 +30,11 @@ the row, so the same ranks give the same table.
 
 from __future__ import annotations
 
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
-from typing import Hashable, Sequence
 
 import numpy as np
+
 from kgprobe.studies.comparisons import holm
 
 from .clustered import (
@@ -101,15 +102,14 @@ def _blocks(columns: np.ndarray, strata: Sequence[str], rules: Sequence[str]) ->
 
 
 def _mean_of_rules(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Mean over rule blocks of (a_num / a_den − b_num / b_den); a block is (num, den)."""
+    """Mean over rule blocks of (a_num / a_den − b_num / b_den); a block is (num, den). A rule
+    a resample leaves without one side drops out of that resample's mean (NaN if all do)."""
     with np.errstate(divide="ignore", invalid="ignore"):
         diff = a[:, 0::2] / a[:, 1::2] - b[:, 0::2] / b[:, 1::2]
-    with np.errstate(all="ignore"):
-        import warnings
-
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            return np.nanmean(diff, axis=1)
+    present = np.isfinite(diff)
+    count = present.sum(1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(count > 0, np.where(present, diff, 0).sum(1) / count, np.nan)
 
 
 def _eligible(first: np.ndarray, second: np.ndarray, strata: Sequence[str],

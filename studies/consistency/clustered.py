@@ -23,9 +23,10 @@ leaving out one cluster). Tests are permutation tests that keep clusters whole:
 
 from __future__ import annotations
 
-from typing import Callable, Hashable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 
 import numpy as np
+
 from kgprobe.studies.stats import RESAMPLES, TEST_FACTOR, bca, chunks, rng_for
 
 Statistic = Callable[[np.ndarray], np.ndarray]  # (draws, columns) sums → (draws,) estimates

@@ -25,7 +25,7 @@ prompts, `models.prior`). A control's own reference is itself.
 from __future__ import annotations
 
 import random
-from typing import Sequence
+from collections.abc import Sequence
 
 from kgprobe.seeds import seed_key
 
