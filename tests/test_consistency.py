@@ -135,7 +135,7 @@ def test_the_all_row_compares_within_rules():
 def test_a_run_writes_the_table_report_and_resumes_to_the_same_numbers(tmp_path, tiny_gpt2_dir):
     out = tmp_path / "A"
     args = ["study", "consistency", "--model", str(tiny_gpt2_dir), "--candidates", "5",
-            "--limit", "5", "--out", str(out), "--threads", "1"]
+            "--limit", "5", "--out", str(out), "--threads", "1", "--reference", "frequency"]
     assert main(args) == 0
     results = Results.from_path(out)
     assert results.study == "consistency"
@@ -143,13 +143,15 @@ def test_a_run_writes_the_table_report_and_resumes_to_the_same_numbers(tmp_path,
     assert {"consistency", "consistency_lo", "consistency_hi", "difference", "p", "violations",
             "MRR"} <= set(frame.columns)
     assert list(frame["rule"]) == ["rdfs2", "rdfs3", "rdfs5", "rdfs7", "rdfs9", "rdfs11", "all"]
+    # --reference frequency: that control is subtracted, and no prior is scored
+    assert set(frame["reference"]) == {"frequency"} and not (out / "controls" / "prior").exists()
     assert (frame["n_derivations"].iloc[:-1] == 5).all()
     mrr = results.get_metric("MRR")
     assert ((mrr > 0) & (mrr <= 1)).all() and len(mrr) == 7
     obs = results.observations()
     assert len(obs) == 30 and {"item", "MRR", "rule"} <= set(obs.columns)
     report = (out / "report.md").read_text()
-    assert "## Violations" in report and "| rdfs9 | 0 | 5 |" in report
+    assert "## Violations" in report and "| rdfs9 | 0 | 5 (" in report
     assert (out / "consistency.png").stat().st_size > 0 and "(consistency.png)" in report
     (out / "report.md").unlink()
     assert main(["report", str(out)]) == 0 and (out / "report.md").read_text() == report

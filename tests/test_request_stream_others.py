@@ -145,9 +145,17 @@ def test_consistency_scores_what_its_dry_run_writes(tmp_path, tiny_bert_dir, rec
     prompts, _ = run_and_dry(tmp_path, "consistency", str(tiny_bert_dir), "--ontology", str(zoo),
                              "--candidates", candidates, "--no-cache")
     asked = of_kind(recording, "score")
-    assert [text for text, _ in asked] == [r["text"] for r in prompts]
+    # the model's own stream first, as the dry run writes it; then the controls' (its
+    # content-free prior, frequency, copy, random: `studies.consistency.controls`), which ask
+    # the same prompts (the prior's inner model their content-free forms)
+    texts = [r["text"] for r in prompts]
+    assert [text for text, _ in asked[:len(prompts)]] == texts
     for (_, cands), line in zip(asked, prompts):
         assert len(cands) == line["n_candidates"] and set(line["golds"]) <= set(cands)
+    from kgprobe.models.prior import content_free
+
+    later = {text for text, _ in asked[len(prompts):]}
+    assert later and later <= set(texts) | {content_free(t) for t in texts}
 
 
 # --------------------------------------------------------------------------- COPEN

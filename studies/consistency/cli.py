@@ -33,6 +33,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "its candidates (default 1: ranked first)")
     p.add_argument("--template", default="0",
                    help="manual template index (relations with fewer use their first), or all")
+    p.add_argument("--reference", default="prior", choices=("prior", "frequency", "copy", "random"),
+                   help="whose consistency the headline subtracts (default prior: the model's "
+                        "own content-free prior, prior:MODEL, scored in the same run)")
     dry_run_option(p)
     p.add_argument("--seed", type=int, default=0,
                    help="seed of the derivation sample, the distractors and the intervals")

@@ -27,6 +27,8 @@ class ConsistencyConfig:
     dtype: str = "float32"
     batch_size: int = 64
     cache: bool = True  # read and write the persistent score cache (models/score_cache)
+    #: whose consistency the headline subtracts (`controls.REFERENCES`): prior = prior:MODEL
+    reference: str = "prior"
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> "ConsistencyConfig":
@@ -54,7 +56,8 @@ class ConsistencyConfig:
                                                               option="--rules"))
         return cls(args.model or "-", rules, args.limit or None, args.seed, args.template,
                    str(args.candidates), parse_ranking(args.ranking), args.believe_at,
-                   OntologySource.from_args(args), args.device, args.dtype, args.batch_size, not args.no_cache)
+                   OntologySource.from_args(args), args.device, args.dtype, args.batch_size, not args.no_cache,
+                   getattr(args, "reference", "prior"))
 
     def pinned(self) -> dict:
         """The settings a run folder is pinned to: every one that decides which statements
@@ -73,7 +76,7 @@ class ConsistencyConfig:
         return OntologySource.of(self.ontology)
 
     def report_settings(self) -> dict:
-        return {"believe_at": self.believe_at}
+        return {"believe_at": self.believe_at, "reference": self.reference}
 
     def template_indices(self, n_templates: int) -> list[int]:
         """The template indices a run asks: one, or every index some relation has."""

@@ -30,22 +30,38 @@ def _pct(row: dict, key: str) -> str:
     value, lo, hi = _num(row, key), _num(row, f"{key}_lo"), _num(row, f"{key}_hi")
     if value != value:
         return "—"
+    if lo != lo:  # one cluster on a side: no spread to resample (`clustered.cluster_interval`)
+        return f"{100 * value:.1f} [no interval]"
     return f"{100 * value:.1f} [{100 * lo:.1f}, {100 * hi:.1f}]"
 
 
 def format_table(rows: list[dict]) -> str:
     """The results as a Markdown table (percentages with 95 % intervals)."""
-    head = ("| rule | template | derivations | both believed | consistency | P(c \\| not both) "
-            "| difference | p (Holm) | violations | MRR | graded |")
-    lines = [head, "|" + "---|" * 11]
+    head = ("| rule | template | derivations (clusters) | both believed | consistency "
+            "| minus reference | p (Holm) | matched difference | p (Holm) | controls' upper "
+            "bound | claimed | P(c \\| not both) | difference | p (Holm) | violations | MRR "
+            "| graded |")
+    lines = [head, "|" + "---|" * 17]
     for r in rows:
-        p = _num(r, "p_holm")
         lines.append(
-            f"| {r['rule']} | {r['template']} | {r['n_derivations']} | {r['n_both']} | "
-            f"{_pct(r, 'consistency')} | {_pct(r, 'p_given_not_both')} | "
-            f"{_pct(r, 'difference')} | {'—' if p != p else f'{p:.3g}'} | {r['violations']} | "
-            f"{_pct(r, 'MRR')} | {_pct(r, 'graded')} |")
+            f"| {r['rule']} | {r['template']} | {r['n_derivations']} ({r.get('n_clusters', '')})"
+            f" | {r['n_both']} | {_pct(r, 'consistency')} | "
+            f"{_pct(r, 'consistency_minus_prior')} | {_p(r, 'p_minus_prior_holm')} | "
+            f"{_pct(r, 'matched_difference')} | {_p(r, 'p_matched_holm')} | "
+            f"{_one(r, 'controls_hi')} | {r.get('claimed', '')} | "
+            f"{_pct(r, 'p_given_not_both')} | {_pct(r, 'difference')} | {_p(r, 'p_holm')} | "
+            f"{r['violations']} | {_pct(r, 'MRR')} | {_pct(r, 'graded')} |")
     return "\n".join(lines)
+
+
+def _p(row: dict, key: str) -> str:
+    p = _num(row, key)
+    return "—" if p != p else f"{p:.3g}"
+
+
+def _one(row: dict, key: str) -> str:
+    value = _num(row, key)
+    return "—" if value != value else f"{100 * value:.1f}"
 
 
 def reading(rows: list[dict]) -> str:
@@ -77,8 +93,29 @@ def reading(rows: list[dict]) -> str:
             text += ("; the data show no difference from derivations whose premises are not "
                      f"both believed ({what} {_pct(r, 'difference')} points"
                      + (f", Holm p = {p:.3g})" if p == p else ")"))
+        if str(r.get("claimed")) == "True":
+            text += (f"; **claimed**: above its reference ({r.get('reference')}) by "
+                     f"{_pct(r, 'consistency_minus_prior')} points, above what control premises "
+                     f"give ({_pct(r, 'matched_difference')} points), and above every "
+                     "control's upper bound")
+        elif "claimed" in r:
+            text += "; not claimed: " + _why_not(r)
         lines.append(text + ".")
     return "\n".join(lines)
+
+
+def _why_not(r: dict) -> str:
+    """Which of the claim's conditions (`beliefs.claim`) the row misses."""
+    missing = []
+    if not (_num(r, "consistency_minus_prior_lo") > 0
+            and _num(r, "p_minus_prior_holm") < ALPHA):
+        missing.append(f"not above its reference {r.get('reference') or '—'} "
+                       f"({_pct(r, 'consistency_minus_prior')})")
+    if not (_num(r, "matched_difference_lo") > 0 and _num(r, "p_matched_holm") < ALPHA):
+        missing.append(f"not above control premises ({_pct(r, 'matched_difference')})")
+    if _num(r, "consistency") <= _num(r, "controls_hi"):
+        missing.append(f"within the controls' upper bound ({_one(r, 'controls_hi')})")
+    return "; ".join(missing) or "too few derivations"
 
 
 def _statement(label: str, s: dict) -> str:
@@ -133,10 +170,16 @@ def write_report(out: str | Path) -> Path:
             f"{config.get('ontology')}, candidates {config.get('candidates')}, ranking "
             f"{config.get('ranking')}; a statement is believed when its gold ranks ≤ "
             f"{believe_at}.", "", f"Derivations (sampled of askable): {sampled or '—'}.", "",
-            "Percentages with 95 % bootstrap intervals over derivations; consistency = "
-            "P(conclusion believed | both premises believed); difference = consistency − "
-            "P(conclusion believed | not both), with a permutation test (p Holm-adjusted over "
-            "the table); graded = the conclusions' mean reciprocal rank weighted by "
+            "Percentages with 95 % bootstrap intervals over clusters of derivations that share "
+            "a statement; consistency = P(conclusion believed | both premises believed); minus "
+            "reference = consistency − the reference model's on the same derivations; matched "
+            "difference = P(conclusion believed | its premises believed) − P(conclusion "
+            "believed | control premises that do not entail it believed); difference = "
+            "consistency − P(conclusion believed | not both); p: permutation tests keeping "
+            "clusters whole, Holm-adjusted over the whole table; claimed: both contrasts above "
+            "0 (interval and Holm p < 0.05), at least 10 derivations with both premises "
+            "believed, and consistency above every control's (frequency, copy, random) upper "
+            "bound; graded = the conclusions' mean reciprocal rank weighted by "
             "min(RR(P1), RR(P2)).", "", format_table(rows), "", "## Reading", "", reading(rows),
             "", "## How often each kind of statement is believed", "", statements_table(out),
             "", "## Violations", "", violations(read_predictions(out), believe_at), ""]

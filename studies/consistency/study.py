@@ -27,13 +27,19 @@ from kgprobe.errors import StudyError
 from kgprobe.reasoning.distractors import Protocol, parse_protocol
 from kgprobe.studies.runner import Unit, read_unit, rows_to_csv, run_units, unit_path
 
-from .beliefs import COLUMNS, DerivationRanks, consistency_table
+from .beliefs import COLUMNS, DerivationRanks, claim, consistency_table
+from .controls import CONTROLS, reference_model
 from .config import ConsistencyConfig
 from .probes import Candidates, Probe, asked_golds, distinct_requests, prompt_of, rank_statement
 from .statements import BeliefDerivation, Statement
 
 UNIT_COLUMNS = ["relation", "template", "n", "R@1", "MRR", "protocol", "ranking"]
 STUDY = "consistency"
+#: controls.csv: each control model's own table (no reference, nothing claimed).
+CONTROL_COLUMNS = [c for c in COLUMNS if c not in {
+    "reference", "reference_consistency", "consistency_minus_prior", "consistency_minus_prior_lo",
+    "consistency_minus_prior_hi", "p_minus_prior", "p_minus_prior_holm", "controls_hi",
+    "claimed"}]
 
 
 @dataclass
@@ -170,7 +176,8 @@ def units_of(setup: Setup, loaded, progress: bool) -> list[Unit]:
 
 
 def run_config(config: ConsistencyConfig, out: Path, *, progress: bool = True) -> list[dict]:
-    """Run (or resume) the study into `out`; returns results.csv's rows."""
+    """Run (or resume) the study into `out`, then its controls (`controls`) into
+    ``out/controls/NAME``; returns results.csv's rows."""
     from kgprobe.studies.settings import first_pin, pin_settings
 
     out = Path(out)
@@ -181,33 +188,97 @@ def run_config(config: ConsistencyConfig, out: Path, *, progress: bool = True) -
 
         loaded = load_model(config.model, device=config.device, dtype=config.dtype,
                             seed=config.seed)
+    ranks = scored_ranks(setup, loaded, out, progress, summary=True)
+    reference = reference_model(config.model, config.reference)
+    others = {}
+    for name in dict.fromkeys((reference, *CONTROLS)):
+        if name == config.model:
+            others[name] = ranks
+            continue
+        model = load_model(name, device=config.device, dtype=config.dtype, seed=config.seed)
+        others[name] = scored_ranks(setup, model, control_folder(out, name), progress)
+    return write_tables(setup, ranks, out, others, reference)
+
+
+def control_folder(out: Path, name: str) -> Path:
+    """Where a control's units live: ``out/controls/NAME`` (``prior:M`` → ``prior``, as a
+    run folder holds one model and so one prior)."""
+    return out / "controls" / ("prior" if name.startswith("prior:") else name)
+
+
+def scored_ranks(setup: Setup, loaded, out: Path, progress: bool, *,
+                 summary: bool = False) -> dict[tuple[str, int], dict]:
+    """Every statement's rank by `loaded`, (statement key, template) → its prediction, from
+    units run (or resumed) in `out`; `summary`: also statements.csv (the run's own model)."""
     units = units_of(setup, loaded, progress)
-    unit_rows = run_units(out, units, UNIT_COLUMNS, progress=progress)
-    write_text(out / "statements.csv", rows_to_csv(unit_rows, UNIT_COLUMNS))
-    ranks = {(p["statement"], unit.key["template"]): p for unit in units
-             for p in read_unit(unit_path(out, unit))[1]}
-    return write_tables(setup, ranks, out)
+    unit_rows = run_units(out, units, UNIT_COLUMNS, progress=progress, results=summary)
+    if summary:
+        write_text(out / "statements.csv", rows_to_csv(unit_rows, UNIT_COLUMNS))
+    return {(p["statement"], unit.key["template"]): p for unit in units
+            for p in read_unit(unit_path(out, unit))[1]}
 
 
-def write_tables(setup: Setup, ranks: dict[tuple[str, int], dict], out: Path) -> list[dict]:
-    """results.csv, predictions.jsonl and derivations.json from the statements' ranks."""
+def cells_of(setup: Setup, ranks: dict[tuple[str, int], dict],
+             controls: dict) -> dict[tuple[str, int], list[DerivationRanks]]:
+    """(rule, template) → each derivation's ranks, with its matched control's premises."""
     by_cell: dict[tuple[str, int], list[DerivationRanks]] = {}
-    lines = []
     for t in setup.templates:
         for rule, derivations in setup.derivations.items():
             cell = by_cell.setdefault((rule, t), [])
             for d in derivations:
+                p1, p2, c = (ranks[(s.key, t)]["rank"] for s in d.statements)
+                other = controls.get(d.id)
+                control = (None if other is None else
+                           tuple(ranks[(s.key, t)]["rank"] for s in other.premises))
+                keys = tuple(s.key for s in d.statements) + (
+                    () if other is None else tuple(s.key for s in other.premises))
+                cell.append(DerivationRanks(d.id, p1, p2, c, control, keys))
+    return by_cell
+
+
+def write_tables(setup: Setup, ranks: dict[tuple[str, int], dict], out: Path,
+                 others: dict[str, dict] | None = None, reference: str = "") -> list[dict]:
+    """results.csv, controls.csv, predictions.jsonl and derivations.json from the
+    statements' ranks (`others`: each control model's ranks, the reference among them)."""
+    from .controls import matched_controls
+
+    matched = matched_controls([d for ds in setup.derivations.values() for d in ds],
+                               setup.config.seed)
+    config = setup.config
+    by_cell = cells_of(setup, ranks, matched)
+    others = others or {}
+    ref = cells_of(setup, others[reference], matched) if reference in others else None
+    rows = consistency_table(by_cell, believe_at=config.believe_at, seed=config.seed,
+                             reference=ref, reference_name=reference if ref else "")
+    tables = {name: consistency_table(cells_of(setup, r, matched), believe_at=config.believe_at,
+                                      seed=config.seed)
+              for name, r in others.items() if name in CONTROLS}
+    rows = claim(rows, tables)
+    write_text(out / "results.csv", rows_to_csv([blank_nan(r) for r in rows], COLUMNS))
+    if others:
+        control_rows = []
+        for name, r in others.items():
+            table = tables.get(name) or consistency_table(
+                cells_of(setup, r, matched), believe_at=config.believe_at, seed=config.seed)
+            control_rows += [{"model": name, **row} for row in table]
+        write_text(out / "controls.csv", rows_to_csv([blank_nan(r) for r in control_rows],
+                                                     ["model", *CONTROL_COLUMNS]))
+    lines = []
+    for t in setup.templates:
+        for rule, derivations in setup.derivations.items():
+            for d in derivations:
                 p1, p2, c = (ranks[(s.key, t)] for s in d.statements)
-                cell.append(DerivationRanks(d.id, p1["rank"], p2["rank"], c["rank"]))
+                other = matched.get(d.id)
                 lines.append({"rule": rule, "template": t, "id": d.id,
                               "triples": [list(x) for x in d.triples],
-                              "premises": [p1, p2], "conclusion": c})
-    rows = consistency_table(by_cell, believe_at=setup.config.believe_at, seed=setup.config.seed)
-    write_text(out / "results.csv", rows_to_csv([blank_nan(r) for r in rows], COLUMNS))
+                              "premises": [p1, p2], "conclusion": c,
+                              "control": None if other is None else other.id})
     write_jsonl(out / "predictions.jsonl", lines)
     write_json(out / "derivations.json", {
         "found": setup.found,
         "sampled": {rule: len(ds) for rule, ds in setup.derivations.items()},
+        "controlled": {rule: sum(matched.get(d.id) is not None for d in ds)
+                       for rule, ds in setup.derivations.items()},
         "skipped": dict(sorted(setup.skipped.items()))})
     return rows
 
