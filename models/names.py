@@ -6,7 +6,8 @@ A hub id that is not in the local hub cache used to be tried on the network, wit
 in the local cache (`huggingface_hub.try_to_load_from_cache`, no network) is kept; an id that
 is not is looked up once on the hub (one request, no retries, a short timeout) unless the hub is
 switched off (``HF_HUB_OFFLINE``); an unknown name fails with the presets listed and the
-closest match suggested. The baselines (`models.baselines.BASELINES`: ``frequency``,
+closest match suggested. A served model (``openai:URL#MODEL``, `models.served`) is checked
+for its form only here; the server is asked when the model loads. The baselines (`models.baselines.BASELINES`: ``frequency``,
 ``random``) are model names too, known here from that one registry.
 """
 
@@ -67,8 +68,8 @@ def unknown_model(name: str, why: str, extra: tuple[str, ...] = ()) -> ModelErro
     hint = f"; did you mean '{close[0]}'?" if close else ""
     return ModelError(
         f"unknown model '{name}': {why}; pass a preset ({', '.join(PRESET_NAMES)}"
-        f"{', ' + ', '.join(extra) if extra else ''}), a local model directory, a .gguf file "
-        f"or a Hugging Face model id{hint}")
+        f"{', ' + ', '.join(extra) if extra else ''}), a local model directory, a .gguf file, "
+        f"a Hugging Face model id or a served model openai:URL#MODEL{hint}")
 
 
 def check_model_name(name: str, *, extra: tuple[str, ...] = (),
@@ -77,6 +78,11 @@ def check_model_name(name: str, *, extra: tuple[str, ...] = (),
     a baseline (`BASELINES`), one of `extra`, an existing ``.gguf`` file, a local directory, a hub id in the
     local hub cache, or (hub allowed) a hub id the hub knows."""
     if name in PRESET_NAMES or name in BASELINES or name in extra:
+        return
+    from kgprobe.models.served import is_served, parse_served
+
+    if is_served(name):
+        parse_served(name)
         return
     path = Path(name).expanduser()
     if name.lower().endswith(".gguf"):
