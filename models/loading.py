@@ -253,7 +253,8 @@ every study passes it, so none needs to know which model draws.
     name = str(name_or_path)
     if name in BASELINES:
         return load_baseline(name, seed=seed)
-    from .served import ServedModel, is_served, load_served
+    from .served import ServedModel, load_served
+    from .served_client import is_served
 
     if is_served(name):
         return load_served(name)

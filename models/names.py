@@ -79,7 +79,7 @@ def check_model_name(name: str, *, extra: tuple[str, ...] = (),
     local hub cache, or (hub allowed) a hub id the hub knows."""
     if name in PRESET_NAMES or name in BASELINES or name in extra:
         return
-    from kgprobe.models.served import is_served, parse_served
+    from kgprobe.models.served_client import is_served, parse_served
 
     if is_served(name):
         parse_served(name)

@@ -32,7 +32,8 @@ import numpy as np
 import pytest
 
 from kgprobe.errors import ModelError
-from kgprobe.models.served import cloze_text, parse_served
+from kgprobe.models.served import cloze_text
+from kgprobe.models.served_client import parse_served
 
 pytestmark = pytest.mark.slow
 
