@@ -71,7 +71,8 @@ class Server:
                         "'served' extra)")
         self.port = _free_port()
         self.url = f"http://127.0.0.1:{self.port}/v1"
-        self.log = open(tmp / f"server-{self.port}.log", "w")
+        self.log_path = tmp / f"server-{self.port}.log"
+        self.log = open(self.log_path, "w")
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "llama_cpp.server", "--model", str(_gguf()),
              "--model_alias", "smollm2", "--host", "127.0.0.1", "--port", str(self.port),
@@ -80,7 +81,7 @@ class Server:
             stdout=self.log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 180
         while time.monotonic() < deadline:
-            assert self.proc.poll() is None, (tmp / f"server-{self.port}.log").read_text()[-2000:]
+            assert self.proc.poll() is None, self.log_path.read_text()[-2000:]
             try:
                 with urllib.request.urlopen(self.url + "/models", timeout=2) as r:
                     if r.status == 200:
@@ -89,6 +90,11 @@ class Server:
                 time.sleep(0.5)
         self.stop()
         pytest.fail("llama_cpp.server did not answer /v1/models within 180 s")
+
+    def completions(self) -> int:
+        """Completion requests answered so far (uvicorn's access log)."""
+        self.log.flush()
+        return self.log_path.read_text().count("POST /v1/completions")
 
     def stop(self) -> None:
         self.proc.terminate()
@@ -130,34 +136,44 @@ STUDY = ("study", "memorization", "--ontology", "bundled", "--task", "domain", "
          "--limit", "5", "--candidates", "5", "--threads", "1")
 
 
-def test_memorization_through_a_served_model_ranks_like_in_process(server, tmp_path):
-    served = _cli(tmp_path, *STUDY, "--model", f"openai:{server.url}#smollm2",
-                  "--out", str(tmp_path / "served"), KGPROBE_CACHE_DIR=str(tmp_path / "cache"))
-    assert served.returncode == 0, served.stderr
-    local = _cli(tmp_path, *STUDY, "--model", "smollm2-135m", "--no-cache",
-                 "--out", str(tmp_path / "local"))
-    assert local.returncode == 0, local.stderr
-    got, want = _predictions(tmp_path / "served"), _predictions(tmp_path / "local")
-    assert got.keys() == want.keys() and len(got) == 5
+@pytest.fixture(scope="module")
+def local():
+    """The in-process preset: SmolLM2's GGUF file de-quantised to float32."""
+    from kgprobe.models.loading import load_model
+
+    return load_model("smollm2-135m").scorer()
+
+
+def test_memorization_through_a_served_model_ranks_like_in_process(server, local, tmp_path):
+    name = f"openai:{server.url}#smollm2"
+    run = _cli(tmp_path, *STUDY, "--model", name, "--out", str(tmp_path / "served"),
+               KGPROBE_CACHE_DIR=str(tmp_path / "cache"))
+    assert run.returncode == 0, run.stderr
+    got = _predictions(tmp_path / "served")
+    assert len(got) == 5 and all(len(scores) == 5 for scores in got.values())
     top1, rhos, diffs = [], [], []
-    for key, scores in want.items():
+    for (_, prompt), scores in got.items():
         cands = sorted(scores)
-        a = np.array([got[key][c] for c in cands])
-        b = np.array([scores[c] for c in cands])
-        top1.append(cands[int(a.argmax())] == cands[int(b.argmax())])
+        a = np.array([scores[c] for c in cands])
+        b = local.score([prompt], cands)[0]
+        top1.append(int(a.argmax()) == int(b.argmax()))
         rhos.append(_spearman(a, b))
         diffs.append(float(np.abs(a - b).max()))
     print(f"top-1 agreement {np.mean(top1):.2f}, mean Spearman {np.mean(rhos):.3f}, "
           f"max |diff| {max(diffs):.3f} nats")
     assert np.mean(top1) >= TOP1_AGREEMENT and np.mean(rhos) >= MEAN_SPEARMAN, (top1, rhos, diffs)
-    # the score cache keyed on the server's model id: a rerun into a new folder asks nothing
-    again = _cli(tmp_path, *STUDY, "--model", f"openai:{server.url}#smollm2",
-                 "--out", str(tmp_path / "again"), KGPROBE_CACHE_DIR=str(tmp_path / "cache"))
+    # the score cache keyed on the server's model id: a rerun into a new folder asks the server
+    # only the alignment probe, no candidate
+    asked = server.completions()
+    assert asked >= 25
+    again = _cli(tmp_path, *STUDY, "--model", name, "--out", str(tmp_path / "again"),
+                 KGPROBE_CACHE_DIR=str(tmp_path / "cache"))
     assert again.returncode == 0, again.stderr
     assert _predictions(tmp_path / "again") == got
+    assert server.completions() - asked < 10
 
 
-def test_served_scores_equal_in_process_scores_of_the_same_tokens(server):
+def test_served_scores_equal_in_process_scores_of_the_same_tokens(server, local):
     from kgprobe.models.loading import load_model
 
     served = load_model(f"openai:{server.url}#smollm2")
@@ -167,7 +183,6 @@ def test_served_scores_equal_in_process_scores_of_the_same_tokens(server):
     candidates = ["player", "Paris", "song", "piece of music", "London"]
     got = served.scorer().score(prompts, candidates)
     start = served.reader().start
-    local = load_model("smollm2-135m").scorer()
     want = local.score([start + p for p in prompts], candidates)
     diff = np.abs(got - want)
     print(f"start {start!r}; max |served − in-process| {diff.max():.4f} nats")
