@@ -264,7 +264,8 @@ class ServedModel:
         return f"{self.spec.url}#{self.server_model}"
 
     def reader(self) -> EchoReader:
-        """The echo reader, its alignment checked on first use (one probe, once per model)."""
+        """The echo reader, its alignment checked on first use (`load_served`: once per
+        model, a few requests)."""
         if self._reader is None:
             self._reader = aligned_reader(self.client, self.server_model, self.spec.start)
             self.info["start"] = self._reader.start
@@ -324,5 +325,7 @@ def load_served(name: str) -> ServedModel:
     elif ids and model not in ids:
         raise ModelError(f"model '{name}': the server at {spec.url} does not serve '{model}' "
                          f"(it serves {', '.join(map(str, ids))}); name one of them after #")
-    return ServedModel(name=name, spec=spec, server_model=model, client=client,
-                       info={"seconds": round(time.perf_counter() - t0, 3)})
+    served = ServedModel(name=name, spec=spec, server_model=model, client=client)
+    served.reader()  # a server that cannot rank says so now, before a study starts its work
+    served.info["seconds"] = round(time.perf_counter() - t0, 3)
+    return served

@@ -127,6 +127,10 @@ class ServedClient:
         raise AssertionError(why)  # unreachable: the last attempt returns or raises
 
     def _http_error(self, path: str, code: int, text: str) -> ModelError:
+        try:  # OpenAI's error shape: {"error": {"message": ...}}
+            text = str(json.loads(text)["error"]["message"])
+        except (ValueError, KeyError, TypeError):
+            pass
         message = " ".join(text.split())[:200]
         if "logprob" in text.lower() or "logits_all" in text:
             return no_logprobs(self.label, self.spec.url, f"it answered HTTP {code}: {message}")

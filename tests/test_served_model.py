@@ -201,6 +201,7 @@ def test_a_server_without_prompt_logprobs_is_one_line(tmp_path):
         srv.stop()
     assert r.returncode == 2, (r.stdout, r.stderr)
     assert "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    print(r.stderr)
     assert "cannot return prompt log-probabilities" in r.stderr and "logits_all" in r.stderr
     assert not (tmp_path / "out" / "results.csv").exists()
 
