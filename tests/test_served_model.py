@@ -231,3 +231,12 @@ def test_the_candidate_span_is_spaced_as_in_process():
     assert (text, text[start:end]) == ("Paris is the capital of France", " France")
     text, start, end = cloze_text("[X]'s [MASK] is known .", "home  town", True)
     assert (text, text[start:end]) == ("[X]'s home town is known .", " home town")
+
+
+def test_a_missing_key_variable_is_one_line(monkeypatch):
+    from kgprobe.models.served_client import ServedClient
+
+    monkeypatch.delenv("KGPROBE_TEST_NO_SUCH_KEY", raising=False)
+    spec = parse_served("openai:http://127.0.0.1:9/v1#m?key_env=KGPROBE_TEST_NO_SUCH_KEY")
+    with pytest.raises(ModelError, match="KGPROBE_TEST_NO_SUCH_KEY is not set"):
+        ServedClient(spec, "m")
