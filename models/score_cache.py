@@ -83,6 +83,9 @@ def _file_hash(path: Path, memo: dict) -> str:
 def model_identity(loaded: Any, memo: dict | None = None) -> dict:
     """What identifies a loaded model's weights: source, hub revision, file hashes, dtype."""
     memo = {} if memo is None else memo
+    served = getattr(loaded, "cache_identity", None)
+    if callable(served):  # a served model: its server's model id and revision (models.served)
+        return served()
     source = str(getattr(loaded, "source", None) or getattr(loaded, "name", ""))
     config = getattr(getattr(loaded, "model", None), "config", None)
     revision = getattr(config, "_commit_hash", None)

