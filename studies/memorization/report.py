@@ -8,6 +8,7 @@ from kgprobe.studies.metrics import rank_observations
 from kgprobe.studies.runner import write_table_report
 from kgprobe.studies.stats import grouped_intervals, interval_text, read_predictions
 
+from .config import CELL_COLUMNS
 from .study import format_table
 
 TITLE = "Memorization study (TP, SCO, SPO, DM, RG)"
@@ -38,10 +39,8 @@ def write_report(out: str | Path) -> Path:
                               + intervals(Path(out)))
 
 
-#: The prediction fields that name a memorization cell.
-CELLS = ("task", "template", "masks", "pooling", "split", "protocol")
 
 
 def observations(out: str | Path) -> list[dict]:
     """Each scored record of each cell with its metrics (`Study.observations`)."""
-    return rank_observations(read_predictions(Path(out)), CELLS)
+    return rank_observations(read_predictions(Path(out)), CELL_COLUMNS)

@@ -26,7 +26,7 @@ from typing import Sequence
 
 from kgprobe.errors import KgprobeError
 from kgprobe.reasoning.memorizing import RELATIONS, relation_name
-from kgprobe.studies.multiple_choice.config import MultipleChoiceConfig
+from kgprobe.studies.multiple_choice.config import NAME, MultipleChoiceConfig
 from kgprobe.studies.options import comma_list
 from kgprobe.studies.runner import Unit, run_units
 from kgprobe.studies.settings import pin_settings
@@ -147,7 +147,7 @@ def run_config(config: MultipleChoiceConfig, out: Path, *, progress: bool = True
 
     model, answer, limit = config.model, config.answer, config.limit
     chosen = choose(find_sets(config.data), config.tasks)
-    loaded = load_model(model, device=config.device)
+    loaded = load_model(model, device=config.device, dtype=config.dtype)
     if answer == "letter" and not loaded.answers_next_token:
         raise KgprobeError(f"letter answers need a causal (instruct) model; '{model}' is a masked LM: "
                            "use --answer text")
@@ -160,7 +160,10 @@ def run_config(config: MultipleChoiceConfig, out: Path, *, progress: bool = True
         def run():
             trained = loaded.trained_on(training_answers(q.task))
             if answer == "text":
-                result = score_option_texts(trained.scorer(), prompts, golds)
+                from kgprobe.models.score_cache import cached_scorer
+
+                scorer = cached_scorer(trained.scorer(), loaded, enabled=config.cache)
+                result = score_option_texts(scorer, prompts, golds)
             else:
                 result = score_multiple_choice(
                     trained, prompts, golds, batch_size=config.batch_size,
@@ -185,7 +188,7 @@ def run_config(config: MultipleChoiceConfig, out: Path, *, progress: bool = True
         return Unit({"set": q.set, "task": q.task, "p1": q.p1, "answer": answer}, run, len(prompts))
 
     units = [unit(q) for q in chosen]
-    pin_settings(out, config.pinned())
+    pin_settings(out, config.pinned(), study=NAME)
     return run_units(out, units, COLUMNS, progress=progress)
 
 

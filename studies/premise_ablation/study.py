@@ -34,7 +34,7 @@ from kgprobe.studies.settings import first_pin, pin_settings
 
 from .build import Study, build_study, population_rules, select_items  # noqa: F401
 from .cells import variants
-from .config import SETTINGS, AblationConfig
+from .config import NAME, SETTINGS, AblationConfig
 
 
 # ------------------------------------------------------------------ memorized or not
@@ -276,7 +276,7 @@ def run_premise_ablation(config: AblationConfig, out: str | Path, *, source: Sou
     out = Path(out)
     with first_pin(out):  # a bad --candidates found below leaves a new folder as it was
         out.mkdir(parents=True, exist_ok=True)
-        pin_settings(out, config.pinned(), report=config.report_settings())
+        pin_settings(out, config.pinned(), report=config.report_settings(), study=NAME)
         study = None if config.protocol == "paper" else build_study(config, source, cache=cache)
     if study is None:
         from .paper import run_paper
