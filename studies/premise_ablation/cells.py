@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 from kgprobe.errors import StudyError
 from kgprobe.ontology.verbalize import TemplateSet, load_templates
+from kgprobe.reasoning.distractors import parse_protocol
 from kgprobe.reasoning.items import RULE_RELATIONS
 from kgprobe.studies import comparisons, stats
 
@@ -120,7 +121,7 @@ def sample(prompts: list[Prompt], stratified: bool = False) -> stats.Clustered:
 
 def cell_row(key: dict, prompts: list[Prompt], config: ReportSettings, *, stratified: bool = False) -> dict:
     row = {**key, "n": len(prompts), "n_items": 0, "n_prompts": len(prompts),
-           "protocol": config.candidates.name,
+           "protocol": parse_protocol(config.candidates).name,  # as config.json spells it
            "study_protocol": config.protocol,
            # a folder from before filtered ranking existed ranked raw
            "ranking": config.ranking}
