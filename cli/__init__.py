@@ -34,6 +34,7 @@ from pathlib import Path  # noqa: E402
 from typing import Sequence  # noqa: E402
 
 from kgprobe.errors import KgprobeError  # noqa: E402
+from kgprobe.studies.contract import OptionsParser  # noqa: E402
 from kgprobe.studies.options import apply_threads  # noqa: E402
 from kgprobe.terminal import printable  # noqa: E402
 
@@ -86,17 +87,31 @@ def package_version() -> str:
             return tomllib.load(fh)["project"]["version"]
 
 
+class CommandParser(OptionsParser):
+    """The command line's parser: it keeps its options (`OptionsParser`) and the sub-command
+    groups `add_subparsers` made, so `subparsers` walks them without argparse's private names
+    (every sub-parser is a `CommandParser` too: argparse makes them of the parent's class)."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        self.subcommands: list = []
+        super().__init__(*args, **kwargs)
+
+    def add_subparsers(self, **kwargs):  # type: ignore[override]
+        action = super().add_subparsers(**kwargs)
+        self.subcommands.append(action)
+        return action
+
+
 def subparsers(parser: argparse.ArgumentParser):
-    """`parser` and every parser below it, with the sub-parsers action each hangs from."""
+    """`parser` and every parser below it."""
     yield parser
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            for child in dict.fromkeys(action.choices.values()):  # aliases share a parser
-                yield from subparsers(child)
+    for action in getattr(parser, "subcommands", ()):
+        for child in dict.fromkeys(action.choices.values()):  # aliases share a parser
+            yield from subparsers(child)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="kgprobe", description=__doc__.splitlines()[0])
+    parser = CommandParser(prog="kgprobe", description=__doc__.splitlines()[0])
     parser.add_argument("--version", action=VersionAction, help="print the version and exit")
     sub = parser.add_subparsers(dest="command", required=True)
     kg_sub = kg.add_parsers(sub)

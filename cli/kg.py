@@ -338,11 +338,9 @@ def add_parsers(sub) -> None:
                         "CONSTRUCT/DESCRIBE: turtle, ntriples, nquads, jsonld")
     p.add_argument("--allow-federation", action="store_true", help="let SERVICE clauses send "
                    "requests to other servers (default: such a query is refused)")
-    reader_args(p)
-    for action in p._actions:  # the one --timeout bounds a local query as a whole, too
-        if action.dest == "timeout":
-            action.help = ("seconds the query may take, its output included (default 30); "
-                           "with --endpoint, each request")
+    # the one --timeout bounds a local query as a whole, too
+    reader_args(p, timeout_help="seconds the query may take, its output included (default 30); "
+                                "with --endpoint, each request")
     memory_arg(p)
     p = kg_sub.add_parser("stats", help="triples, classes, properties, instances per graph")
     reader_args(p)

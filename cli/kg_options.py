@@ -36,10 +36,10 @@ def open_store(args: argparse.Namespace, *, write: bool = False) -> KnowledgeGra
                           wait=getattr(args, "wait", False))
 
 
-def reader_args(parser: argparse.ArgumentParser) -> None:
+def reader_args(parser: argparse.ArgumentParser, *, timeout_help: str | None = None) -> None:
     """--store, or --endpoint URL (with its timeout, retries and page size)."""
     store_arg(parser)
-    endpoint_options(parser)
+    endpoint_options(parser, timeout_help=timeout_help)
 
 
 def open_reader(args: argparse.Namespace):

@@ -46,10 +46,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
             str(args.candidates), "--ranking", args.ranking, "--soft-epochs",
             str(args.soft_epochs), "--templates", args.templates, "--ontology", "bundled"]
     config = study.config_from_args(study.parser().parse_args(argv))
-    from kgprobe.reasoning.distractors import parse_protocol
     from kgprobe.studies.premise_ablation.report import console_table, load_rows
 
-    protocol = parse_protocol(config.candidates)
+    protocol = config.candidates
     print(f"premise-ablation study: model {config.model}, {config.limit} items per rule, "
           f"{config.pairs} pseudoword pair(s), {' and '.join(config.templates)} templates, "
           f"protocol {protocol.name} -> {args.out}", file=sys.stderr)

@@ -11,15 +11,16 @@ import argparse
 from kgprobe.errors import KgprobeError
 
 
-def endpoint_options(parser: argparse.ArgumentParser, *, required: bool = False) -> None:
-    """Add --endpoint, --timeout (each request, its whole answer included), --retries,
-    --max-answer and --page-size."""
+def endpoint_options(parser: argparse.ArgumentParser, *, required: bool = False,
+                     timeout_help: str | None = None) -> None:
+    """Add --endpoint, --timeout (each request, its whole answer included, or what
+    `timeout_help` says), --retries, --max-answer and --page-size."""
     parser.add_argument("--endpoint", default=None, required=required, metavar="URL",
                         help="read from this SPARQL 1.1 query endpoint instead of the local store "
                              "(e.g. http://127.0.0.1:7878/query, https://dbpedia.org/sparql)")
     parser.add_argument("--timeout", type=float, default=30.0, metavar="S",
-                        help="seconds per endpoint request, the whole answer included "
-                             "(default 30)")
+                        help=timeout_help or "seconds per endpoint request, the whole answer "
+                                             "included (default 30)")
     parser.add_argument("--retries", type=int, default=3,
                         help="further tries after a network error or 5xx answer, with "
                              "exponential backoff (default 3)")

@@ -32,6 +32,12 @@ class Protocol:
         """The value of results' ``protocol`` column: ``all`` or ``K=20``."""
         return "all" if self.k is None else f"K={self.k}"
 
+    @property
+    def option(self) -> str:
+        """The value of ``--candidates`` that gives this protocol: ``all`` or ``20`` (what run
+        folders' ``config.json`` pins)."""
+        return "all" if self.k is None else str(self.k)
+
     def describe(self) -> str:
         if self.k is None:
             return "the gold ranked against every candidate of its kind (OntoProbe §3)"
@@ -55,8 +61,11 @@ class Protocol:
                                f"give K ≤ {n}, or all")
 
 
-def parse_protocol(text: str | int | None) -> Protocol:
-    """``all`` (or None) or an integer K ≥ 2, as given to ``--candidates``."""
+def parse_protocol(text: "str | int | Protocol | None") -> Protocol:
+    """``all`` (or None) or an integer K ≥ 2, as given to ``--candidates`` (a `Protocol` is
+    returned as it is: configurations hold the parsed value)."""
+    if isinstance(text, Protocol):
+        return text
     if isinstance(text, str) and text.strip().upper().startswith("K="):  # a results.csv name
         text = text.strip()[2:]
     if text is None or str(text).strip().lower() in ("all", ""):

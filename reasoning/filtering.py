@@ -27,7 +27,7 @@ as `reasoning.memorizing.candidate_sets` writes them.
 from __future__ import annotations
 
 from collections import deque
-from typing import Iterable, Sequence
+from typing import Iterable, Literal, Sequence, cast
 
 from kgprobe.errors import KgprobeError
 from kgprobe.ontology.model import (
@@ -40,19 +40,21 @@ from kgprobe.ontology.model import (
 from kgprobe.ontology.verbalize import pattern_middle
 from kgprobe.reasoning.items import SLOT_X, SLOT_Y, PremiseText, ReasoningItem, Verbalizer
 
-__all__ = ["RANKINGS", "parse_ranking", "TrueAnswers", "others"]
+__all__ = ["RANKINGS", "Ranking", "parse_ranking", "TrueAnswers", "others"]
 
 #: ``filtered`` (default): other true answers are left out; ``raw``: every candidate counts.
 RANKINGS = ("filtered", "raw")
+#: `--ranking`'s value once `parse_ranking` has checked it.
+Ranking = Literal["filtered", "raw"]
 
 
-def parse_ranking(text: str | None) -> str:
+def parse_ranking(text: str | None) -> Ranking:
     """``filtered`` (or None) or ``raw``, as given to ``--ranking``."""
     value = (text or "filtered").strip().lower()
     if value not in RANKINGS:
         raise KgprobeError(f"--ranking {text}: use filtered (the other true answers of an item "
                            "are left out of its candidates) or raw (every candidate counts)")
-    return value
+    return cast(Ranking, value)
 
 
 def others(true: Iterable[str], golds: Sequence[str]) -> frozenset[str]:

@@ -93,7 +93,7 @@ class Study:
         `kgprobe.run(..., seed=-1)` is refused as `--seed -1` is."""
         from kgprobe.bounds import check_numbers
 
-        parser = argparse.ArgumentParser(prog=f"kgprobe study {self.name}", add_help=False)
+        parser = OptionsParser(prog=f"kgprobe study {self.name}", add_help=False)
         self.add_arguments(parser)
         check_numbers(parser)
         return parser
@@ -111,11 +111,9 @@ class Study:
         """Run (or resume) the study of `config` into `out`; its results, as a `Results`."""
         from kgprobe.studies.results import Results
         from kgprobe.studies.run_lock import run_folder_lock
-        from kgprobe.studies.settings import running_study
-
         # the folder's writer lock before anything reads or pins its settings: two runs into
         # one folder would otherwise both pass the settings check and mix their units
-        with run_folder_lock(out), running_study(self.name):
+        with run_folder_lock(out):
             self.execute(config, Path(out))
             return Results.from_path(out)
 
@@ -136,11 +134,40 @@ class Study:
         return 0
 
 
+class OptionsParser(argparse.ArgumentParser):
+    """An argument parser that keeps the options it is given (`options`: dest → the action
+    `add_argument` returned, groups' options included), so `settings_argv` reads them without
+    argparse's private attributes."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self.options: dict[str, argparse.Action] = {}  # before the parser adds --help
+        super().__init__(*args, **kwargs)
+
+    def _keep(self, action: argparse.Action) -> argparse.Action:
+        if action.option_strings:
+            self.options[action.dest] = action
+        return action
+
+    def add_argument(self, *args: Any, **kwargs: Any) -> argparse.Action:  # type: ignore[override]
+        return self._keep(super().add_argument(*args, **kwargs))
+
+    def _recording(self, group: Any) -> Any:
+        add = group.add_argument
+        group.add_argument = lambda *a, **k: self._keep(add(*a, **k))
+        return group
+
+    def add_argument_group(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+        return self._recording(super().add_argument_group(*args, **kwargs))
+
+    def add_mutually_exclusive_group(self, **kwargs: Any) -> Any:  # type: ignore[override]
+        return self._recording(super().add_mutually_exclusive_group(**kwargs))
+
+
 def settings_argv(parser: argparse.ArgumentParser, settings: dict) -> list[str]:
     """``{"limit": 10, "no_cache": True, "rules": ("rdfs9", "rdfs11")}`` as the options of
-    `parser`: ``--limit 10 --no-cache --rules rdfs9,rdfs11``. An unknown setting is an error
-    naming the study's settings."""
-    options = {a.dest: a for a in parser._actions if a.option_strings}
+    `parser` (an `OptionsParser`): ``--limit 10 --no-cache --rules rdfs9,rdfs11``. An unknown
+    setting is an error naming the study's settings."""
+    options: dict[str, argparse.Action] = getattr(parser, "options", {})
     argv: list[str] = []
     for key, value in settings.items():
         action = options.get(key)
@@ -148,7 +175,7 @@ def settings_argv(parser: argparse.ArgumentParser, settings: dict) -> list[str]:
             names = ", ".join(sorted(options))
             raise StudyError(f"{key}={value!r}: not a setting of this study; use one of {names}")
         flag = max(action.option_strings, key=len)
-        if isinstance(action, (argparse._StoreTrueAction, argparse._StoreFalseAction)):
+        if action.nargs == 0 and isinstance(action.default, bool):  # a flag: store_true/false
             if bool(value) != (action.default is True):
                 argv.append(flag)
         elif value is None:

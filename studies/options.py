@@ -7,9 +7,61 @@ sub-command, and a study must never import the layer above it.
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass
 from typing import Sequence
 
 from kgprobe.errors import KgprobeError
+
+
+DEVICES_HELP = "auto (cuda when present, else cpu), cpu, cuda or cuda:N"
+DTYPES = ("float32", "bfloat16", "float16")
+
+
+@dataclass(frozen=True)
+class ModelSettings:
+    """Where and how a study's model computes, the same options on every study that loads one
+    (`model_options`): none of them changes a CPU run's numbers (``--dtype`` changes a GPU
+    run's last digits), so the studies pin none of them, except where they always did."""
+
+    device: str = "auto"
+    dtype: str = "float32"
+    batch_size: int | None = 64  # None: the study's own choice (COPEN: each method's)
+    threads: int | None = None
+    cache: bool = True  # read and write the persistent score cache (models/score_cache)
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> "ModelSettings":
+        """The options `model_options` added, parsed once (the CLI and `kgprobe.run` alike)."""
+        dtype = getattr(args, "dtype", "float32")
+        if dtype not in DTYPES:
+            raise KgprobeError(f"--dtype {dtype}: use one of {', '.join(DTYPES)}")
+        batch = getattr(args, "batch_size", None)
+        if batch is not None and batch < 1:
+            raise KgprobeError(f"--batch-size {batch}: give at least 1")
+        return cls(device=str(getattr(args, "device", "auto")), dtype=dtype, batch_size=batch,
+                   threads=getattr(args, "threads", None),
+                   cache=not getattr(args, "no_cache", False))
+
+    def fields(self) -> dict:
+        """The config fields every model study has: ``device``, ``dtype``, ``batch_size``,
+        ``cache`` (threads are applied to the process, `apply_threads`)."""
+        return {"device": self.device, "dtype": self.dtype, "batch_size": self.batch_size,
+                "cache": self.cache}
+
+
+def model_options(parser: argparse.ArgumentParser, *, batch_size: int | None = 64,
+                  batch_help: str = "prompts scored at once") -> None:
+    """``--device`` (default auto), ``--dtype``, ``--batch-size``, ``--threads``, ``--no-cache``:
+    every study that loads a model takes these, with these defaults (`batch_size`: the study's
+    own), read back once by `ModelSettings.from_args`."""
+    parser.add_argument("--device", default="auto", help=DEVICES_HELP)
+    parser.add_argument("--dtype", choices=DTYPES, default="float32",
+                        help="the weights' dtype (bfloat16 on a GPU; ranks like float32)")
+    parser.add_argument("--batch-size", type=int, default=batch_size, help=batch_help)
+    threads_option(parser)
+    parser.add_argument("--no-cache", action="store_true",
+                        help="neither read nor write the persistent score cache "
+                             "(`kgprobe cache stats|clear`)")
 
 
 def threads_option(parser: argparse.ArgumentParser) -> None:
@@ -17,17 +69,6 @@ def threads_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--threads", type=int, default=None,
                         help="torch CPU threads (default: torch's choice); 1 is much faster when "
                              "other processes share the cores")
-
-
-def scale_options(parser: argparse.ArgumentParser) -> None:
-    """``--device``, ``--dtype`` and ``--no-cache``: where and how a model study computes."""
-    parser.add_argument("--device", default="auto",
-                        help="auto (cuda when present, else cpu), cpu or cuda")
-    parser.add_argument("--dtype", choices=["float32", "bfloat16", "float16"], default="float32",
-                        help="the weights' dtype (bfloat16 on a GPU; ranks like float32)")
-    parser.add_argument("--no-cache", action="store_true",
-                        help="neither read nor write the persistent score cache "
-                             "(`kgprobe cache stats|clear`)")
 
 
 def candidates_option(parser: argparse.ArgumentParser, default: str = "all") -> None:

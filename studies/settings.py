@@ -10,7 +10,6 @@ together would otherwise both find the folder free and write their units side by
 from __future__ import annotations
 
 import contextlib
-import contextvars
 import json
 from pathlib import Path
 
@@ -19,20 +18,9 @@ from kgprobe.errors import StudyError
 from kgprobe.studies.runner import holds_results
 
 
-#: The study a run belongs to, set by `contract.Study.run` around the study's work: pinned
-#: settings carry it as ``config.json``'s first key, which `kgprobe report` and
-#: `Results.from_path` read.
-_RUNNING: contextvars.ContextVar[str | None] = contextvars.ContextVar("study", default=None)
+#: ``config.json``'s first key: the study a run belongs to (`pin_settings`' `study`), which
+#: `kgprobe report` and `Results.from_path` read.
 STUDY_KEY = "study"
-
-
-@contextlib.contextmanager
-def running_study(name: str):
-    token = _RUNNING.set(name)
-    try:
-        yield
-    finally:
-        _RUNNING.reset(token)
 
 
 def study_of_folder(out: Path) -> str | None:
@@ -59,8 +47,12 @@ def require_study(out: Path, *, results: bool = True) -> str:
     return name
 
 
-def pin_settings(out: Path, settings: dict, report: dict | None = None) -> None:
+def pin_settings(out: Path, settings: dict, report: dict | None = None, *,
+                 study: str | None = None) -> None:
     """Write `settings` to ``out/config.json``, or check them against the pinned ones.
+
+    `study`: the registered name of the study pinning them (its ``config.NAME``), recorded
+    first; a folder of another study is refused.
 
     `report`: settings only the report reads (bootstrap resamples, …); written beside the
     pinned ones, never compared, so a rerun with other values redoes the report, not units.
@@ -75,7 +67,6 @@ def pin_settings(out: Path, settings: dict, report: dict | None = None) -> None:
         raise StudyError(f"{out}: holds results but its config.json is {state}, so the settings "
                          "they came from are unknown; pass another --out, or delete the folder's "
                          "results to start over")
-    study = _RUNNING.get()
     if before is not None and before.get(DRY_RUN_KEY) and not holds_results(out):
         before = None  # a dry run's record of what its prompts came from: no run to resume
     if before is not None:

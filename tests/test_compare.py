@@ -75,7 +75,7 @@ def pair_study():
 
         def execute(self, config, out):
             pin_settings(out, {"model": config.model, "n": config.n,
-                               "device": config.device})
+                               "device": config.device}, study=self.name)
 
             pooling = "-" if config.model == "weak" else "sum"
 

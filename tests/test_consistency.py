@@ -62,7 +62,7 @@ def _follows(rule: str, p1, p2, c) -> bool:
 
 
 def test_derivations_follow_the_engines_provenance(zoo):
-    setup = build(ConsistencyConfig("-", ontology=zoo, limit=None, candidates="3"))
+    setup = build(ConsistencyConfig(None, ontology=zoo, limit=None, candidates="3"))
     source = load_source(zoo)
     closure = item_closure(source.ontology, source.triples)
     true = closure.asserted | closure.inferred
@@ -208,7 +208,7 @@ def test_a_statement_against_every_candidate_is_the_memorization_studys_own_prom
     from kgprobe.ontology.verbalize import capitalize, load_templates
     from kgprobe.reasoning.memorizing_sets import reference_sets
 
-    setup = build(ConsistencyConfig("-", rules=("rdfs9",), limit=20))
+    setup = build(ConsistencyConfig(None, rules=("rdfs9",), limit=20))
     ref = reference_sets(["type"])["type"]
     template = load_templates()["type"].manual[0]
     asked = {p.statement.subject: p for p in setup.probes[("type", 0)]}

@@ -46,7 +46,7 @@ def _tiny_source() -> Source:
 
 def _generated(tmp_path: Path, store: Path, name: str) -> dict[str, str]:
     """Every generated file (task/split.json → text) of a --from-kg run on `store`."""
-    cfg = CopenConfig(model="-", method="zero-shot", from_kg=True, store=str(store),
+    cfg = CopenConfig(model=None, method="zero-shot", from_kg=True, store=str(store),
                       norms=str(MCRAE))
     out = tmp_path / name
     load_sets(cfg, out)

@@ -86,7 +86,7 @@ def test_a_rerun_with_another_seed_or_model_is_refused(tmp_path):
 
 
 @pytest.mark.parametrize("bad", [{"templates": "x"}, {"masks": "two"}, {"split": "val"},
-                                 {"limit": 0}, {"tasks": ["colour"]}])
+                                 {"limit": -1}, {"tasks": ["colour"]}])
 def test_bad_settings_are_refused_before_any_work(tmp_path, bad):
     from kgprobe.errors import KgprobeError
 

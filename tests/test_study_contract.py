@@ -64,7 +64,7 @@ def toy_study():
             parser.add_argument("--out", type=Path, required=True, help="the run folder")
 
         def execute(self, config, out):
-            pin_settings(out, {"n": config.n, "hard": config.hard})
+            pin_settings(out, {"n": config.n, "hard": config.hard}, study="toy")
             offset = 2 if config.hard else 1
 
             def run():
@@ -232,3 +232,72 @@ def test_the_demo_preset_resumes_the_demo_folder_without_rescoring(tmp_path, tin
     assert main(["study", "premise-ablation", "--model", str(tiny_gpt2_dir), "--limit", "1",
                  "--out", str(out), "--threads", "1"]) == 2
     assert "other settings" in capsys.readouterr().err
+
+
+#: Where each registered study reads its data, so a config can be built without a model run.
+SETTINGS = {"consistency": {}, "memorization": {}, "premise-ablation": {"ontology": "bundled"},
+            "multiple-choice": {}, "copen": {"method": "zero-shot", "data": "d"},
+            "sta": {"norms": "n"}}
+
+
+@pytest.mark.parametrize("study", sorted(RUNS))
+def test_every_study_takes_the_same_model_options(study):
+    from kgprobe.studies.options import ModelSettings
+
+    parser = get_study(study).parser()
+    required = ["--out", "o", *[x for k, v in SETTINGS[study].items()
+                                for x in (f"--{k}", str(v))]]
+    args = parser.parse_args(required)
+    assert (args.device, args.dtype, args.threads, args.no_cache) == ("auto", "float32", None,
+                                                                     False)
+    assert args.batch_size is None or args.batch_size >= 1
+    args = parser.parse_args([*required, "--device", "cpu", "--dtype", "bfloat16", "--threads",
+                              "2", "--no-cache", "--batch-size", "3"])
+    settings = ModelSettings.from_args(args)
+    assert settings == ModelSettings("cpu", "bfloat16", 3, 2, False)
+    config = get_study(study).config_from_args(
+        parser.parse_args([*required, "--model", "m", "--device", "cpu", "--no-cache"]))
+    assert (config.device, config.cache) == ("cpu", False)
+
+
+@pytest.mark.parametrize("study", sorted(RUNS))
+def test_the_api_and_the_cli_build_equal_configs(study):
+    definition = get_study(study)
+    given = {**SETTINGS[study], "model": "m", "limit": 2, "device": "cpu", "no_cache": True}
+    argv = ["--out", "."]
+    for key, value in given.items():
+        flag = "--" + key.replace("_", "-")
+        argv += [flag] if value is True else [flag, str(value)]
+    from_cli = definition.config_from_args(definition.parser().parse_args(argv))
+    from_api = kgprobe.config(study, **given)
+    assert from_api == from_cli
+    assert from_api.model == "m" and from_api.cache is False
+
+
+def test_configs_hold_typed_values(tmp_path):
+    from kgprobe.reasoning.distractors import Protocol
+
+    config = kgprobe.config("consistency", model="m", candidates="20", ranking="raw")
+    assert config.candidates == Protocol(20) and config.ranking == "raw"
+    assert config.pinned()["candidates"] == "20"  # config.json spells it as before
+    dry = kgprobe.config("premise-ablation", dry_run=True, ontology="bundled")
+    assert dry.model is None and dry.pinned()["model"] == "-"
+    # --limit 0 is "all" on every study
+    assert kgprobe.config("consistency", model="m", limit=0).limit is None
+    assert kgprobe.config("premise-ablation", model="m", limit=0, ontology="bundled").limit is None
+    assert kgprobe.config("multiple-choice", model="m", limit=0).limit is None
+    assert kgprobe.config("sta", model="m", norms="n", limit=0).limit is None
+    assert kgprobe.config("copen", model="m", method="zero-shot", data="d", limit=0).limit is None
+    assert kgprobe.config("memorization", model="m", limit=0).limit == 0  # None: the paper's
+    with pytest.raises(KgprobeError, match="--limit -1"):
+        kgprobe.config("memorization", model="m", limit=-1)
+
+
+def test_no_study_or_command_reads_argparse_private_names():
+    root = Path(kgprobe.__file__).parent
+    offenders = [f"{path.relative_to(root)}:{n}"
+                 for folder in ("studies", "cli") for path in sorted((root / folder).rglob("*.py"))
+                 for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+                 if "._actions" in line or "_StoreTrueAction" in line
+                 or "_StoreFalseAction" in line]
+    assert offenders == []

@@ -7,38 +7,52 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kgprobe.errors import StudyError
+from kgprobe.reasoning.distractors import Protocol, parse_protocol
+from kgprobe.reasoning.filtering import Ranking, parse_ranking
 from kgprobe.reasoning.rdfs import RULES
-from kgprobe.studies.ontology_source import OntologySource
+from kgprobe.studies.ontology_source import OntologySource, add_ontology_options
+from kgprobe.studies.options import (
+    ModelSettings,
+    candidates_option,
+    dry_run_option,
+    model_options,
+    ranking_option,
+)
+
+#: `kgprobe study consistency`: the name its run folders' config.json records (`pin_settings`).
+NAME = "consistency"
 
 @dataclass
 class ConsistencyConfig:
-    model: str
+    model: str | None  # None: no model (a dry run); pinned as "-"
     rules: tuple[str, ...] | None = None  # None: every rule that has derivations
     limit: int | None = 50  # derivations per rule (seeded sample); None: all
     seed: int = 0
     templates: str = "0"  # a manual template index, or all
-    candidates: str = "all"  # "all", or K: the gold and K − 1 seeded false candidates
-    ranking: str = "filtered"  # filtered: a statement's other true answers never count
+    #: all, or K: the gold and K − 1 seeded false candidates (a string is parsed on construction)
+    candidates: Protocol = Protocol()
+    ranking: Ranking = "filtered"  # filtered: a statement's other true answers never count
     believe_at: int = 1  # a statement is believed when its gold ranks at or above this
     #: where the ontology comes from (`studies.ontology_source`); a path: an RDF file or
     #: OntoProbe folder; None: the bundled one
     ontology: OntologySource | Path | None = None
-    device: str = "cpu"
+    device: str = "auto"  # device, dtype, batch_size, cache: `ModelSettings.fields`
     dtype: str = "float32"
     batch_size: int = 64
     cache: bool = True  # read and write the persistent score cache (models/score_cache)
     #: whose consistency the headline subtracts (`controls.REFERENCES`): prior = prior:MODEL
     reference: str = "prior"
 
+    def __post_init__(self) -> None:
+        self.candidates = parse_protocol(self.candidates)
+        self.ranking = parse_ranking(self.ranking)
+
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> "ConsistencyConfig":
         """The configuration of ``kgprobe study consistency`` (and `kgprobe.run`): every
         option checked here, before the ontology is read or a model loads."""
-        from kgprobe.reasoning.distractors import parse_protocol
-        from kgprobe.reasoning.filtering import parse_ranking
         from kgprobe.studies.options import comma_list
 
-        parse_protocol(args.candidates)
         if args.model is None and not args.dry_run:
             raise StudyError("--model: give a model (a preset, HF id, local dir, .gguf file or "
                              "a baseline: frequency, random), or pass --dry-run to only write the prompts")
@@ -54,18 +68,18 @@ class ConsistencyConfig:
         if args.rules != "all":
             rules = tuple(r for r in RULES if r in comma_list(args.rules, choices=RULES,
                                                               option="--rules"))
-        return cls(args.model or "-", rules, args.limit or None, args.seed, args.template,
-                   str(args.candidates), parse_ranking(args.ranking), args.believe_at,
-                   OntologySource.from_args(args), args.device, args.dtype, args.batch_size, not args.no_cache,
-                   getattr(args, "reference", "prior"))
+        return cls(args.model, rules, args.limit or None, args.seed, args.template,
+                   parse_protocol(args.candidates), parse_ranking(args.ranking), args.believe_at,
+                   OntologySource.from_args(args), **ModelSettings.from_args(args).fields(),
+                   reference=args.reference)
 
     def pinned(self) -> dict:
         """The settings a run folder is pinned to: every one that decides which statements
         are asked and how they rank (``--believe-at`` only reads the ranks: `report_settings`)."""
         source = self.source
-        pinned = {"model": self.model, "rules": list(self.rules) if self.rules else "all",
+        pinned = {"model": self.model or "-", "rules": list(self.rules) if self.rules else "all",
                   "limit": self.limit, "seed": self.seed, "templates": self.templates,
-                  "candidates": self.candidates, "ranking": self.ranking,
+                  "candidates": self.candidates.option, "ranking": self.ranking,
                   "ontology": "bundled" if source.bundled else source.describe()}
         if not source.bundled:  # a store's fingerprint, a file's hash: a changed one is refused
             pinned["source"] = source.pinned()
@@ -81,3 +95,32 @@ class ConsistencyConfig:
     def template_indices(self, n_templates: int) -> list[int]:
         """The template indices a run asks: one, or every index some relation has."""
         return list(range(n_templates)) if self.templates == "all" else [int(self.templates)]
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--model", default=None,
+                   help="a preset (smollm2-135m, gemma3-270m), HF id, local dir, .gguf file, "
+                        "or a baseline: frequency, random (not needed with --dry-run)")
+    p.add_argument("--rules", default="all",
+                   help="comma-separated rules (rdfs2, rdfs3, rdfs5, rdfs7, rdfs9, rdfs11), or "
+                        "all: every rule with derivations among the ontology's entities")
+    p.add_argument("--limit", type=int, default=50,
+                   help="derivations per rule, a seeded sample (0: all; default 50)")
+    p.add_argument("--believe-at", type=int, default=1,
+                   help="a statement is believed when its gold ranks at or above this among "
+                        "its candidates (default 1: ranked first)")
+    p.add_argument("--template", default="0",
+                   help="manual template index (relations with fewer use their first), or all")
+    p.add_argument("--reference", default="prior", choices=("prior", "frequency", "copy", "random"),
+                   help="whose consistency the headline subtracts (default prior: the model's "
+                        "own content-free prior, prior:MODEL, scored in the same run)")
+    dry_run_option(p)
+    p.add_argument("--seed", type=int, default=0,
+                   help="seed of the derivation sample, the distractors and the intervals")
+    candidates_option(p)
+    ranking_option(p)
+    model_options(p, batch_size=64)
+    p.add_argument("--out", required=True, type=Path,
+                   help="the run folder: every unit written as it finishes; rerun into it to "
+                        "resume")
+    add_ontology_options(p)

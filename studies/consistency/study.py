@@ -24,12 +24,12 @@ from pathlib import Path
 
 from kgprobe.atomic import write_json, write_jsonl, write_text
 from kgprobe.errors import StudyError
-from kgprobe.reasoning.distractors import Protocol, parse_protocol
+from kgprobe.reasoning.distractors import Protocol
 from kgprobe.studies.runner import Unit, read_unit, rows_to_csv, run_units, unit_path
 
 from .beliefs import COLUMNS, DerivationRanks, claim, consistency_table
+from .config import NAME, ConsistencyConfig
 from .controls import CONTROLS, reference_model
-from .config import ConsistencyConfig
 from .probes import Candidates, Probe, asked_golds, distinct_requests, prompt_of, rank_statement
 from .statements import BeliefDerivation, Statement
 
@@ -86,7 +86,7 @@ def build(config: ConsistencyConfig) -> Setup:
     closure = item_closure(onto, source.triples)
     verb = Verbalizer(onto, templates, pseudowords=False)
     writer = Writer(onto, verb)
-    setup = Setup(config, {}, {}, parse_protocol(config.candidates), ontology=onto)
+    setup = Setup(config, {}, {}, config.candidates, ontology=onto)
     setup.derivations = study_derivations(writer, closure, config.rules, config.limit,
                                           config.seed, setup.skipped, setup.found)
     if not any(setup.derivations.values()):
@@ -183,7 +183,7 @@ def run_config(config: ConsistencyConfig, out: Path, *, progress: bool = True) -
     out = Path(out)
     with first_pin(out):
         setup = build(config)
-        pin_settings(out, config.pinned(), report=config.report_settings())
+        pin_settings(out, config.pinned(), report=config.report_settings(), study=NAME)
         from kgprobe.models.loading import load_model
 
         loaded = load_model(config.model, device=config.device, dtype=config.dtype,

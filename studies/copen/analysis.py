@@ -24,6 +24,8 @@ from typing import Mapping, Sequence
 import numpy as np
 from kgprobe.studies.metrics import gold_ranks
 
+from .config import CELL_COLUMNS
+
 METRICS = ("accuracy", "chain_accuracy", "n_chains", "mrr_answer", "mrr_hard", "mrr_easy",
            "fp_share", "ooc_share", "disambiguation_share", "wrong_level_share", "n_errors",
            "n_multi_chain_errors", "tie_share")
@@ -188,8 +190,6 @@ def markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     return "\n".join(lines)
 
 
-#: The prediction fields that name a COPEN cell.
-CELLS = ("task", "method", "variant", "seed")
 
 
 def observations(out) -> list[dict]:
@@ -210,5 +210,5 @@ def observations(out) -> list[dict]:
         if p["task"] != "cpj" and len(scores) > 1:
             rank = gold_ranks(np.array(scores, dtype=np.float64), [p["label"]])
             metrics = {**rank_metrics(rank), **metrics}
-        rows.append({**{c: p.get(c) for c in CELLS}, "item": p["id"], **metrics})
+        rows.append({**{c: p.get(c) for c in CELL_COLUMNS}, "item": p["id"], **metrics})
     return rows

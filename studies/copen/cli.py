@@ -6,22 +6,21 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from kgprobe.errors import KgprobeError
 from kgprobe.studies.contract import Study
 from kgprobe.studies.registry import register_study
 
-from .config import DOC, CopenConfig, add_arguments
+from .config import CELL_COLUMNS, NAME, DOC, CopenConfig, add_arguments
 
 
 @register_study
 class Copen(Study):
     """COPEN's three tasks on the official data or data generated from the store."""
 
-    name = "copen"
+    name = NAME
     help = "COPEN: CSJ, CPJ, CiC by zero-shot, linear probing or fine-tuning"
     description = DOC
     config = CopenConfig
-    cell_columns = ("task", "method", "variant", "seed")
+    cell_columns = CELL_COLUMNS
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         add_arguments(parser)
@@ -29,9 +28,6 @@ class Copen(Study):
     def execute(self, config: CopenConfig, out: Path) -> None:
         from .study import run_copen
 
-        if config.model == "-":
-            raise KgprobeError("kgprobe study copen needs --model NAME (or --dry-run to write the "
-                               "prompts without one)")
         run_copen(config, out)
 
     def report(self, out: Path) -> Path:

@@ -11,7 +11,12 @@ from pathlib import Path
 from kgprobe.errors import KgprobeError
 from kgprobe.reasoning.copen_items import TASKS
 from kgprobe.studies.ontology_source import SOURCE_OPTIONS, OntologySource, add_ontology_options
-from kgprobe.studies.options import comma_list, dry_run_option, threads_option
+from kgprobe.studies.options import ModelSettings, comma_list, dry_run_option, model_options
+
+#: `kgprobe study copen`: the name its run folders' config.json records (`pin_settings`).
+NAME = "copen"
+#: The columns of results.csv and predictions that name a cell (`Study.cell_columns`).
+CELL_COLUMNS = ("task", "method", "variant", "seed")
 
 METHODS = ("zero-shot", "linear", "finetune")
 DEFAULT_SEEDS = (42, 43, 44)
@@ -21,7 +26,7 @@ DEFAULT_SEEDS = (42, 43, 44)
 class CopenConfig:
     """Everything that decides the numbers of a run (pinned in OUT/config.json)."""
 
-    model: str
+    model: str | None  # None: no model (a dry run); pinned as "-"
     method: str
     tasks: list[str] = field(default_factory=lambda: list(TASKS))
     data: str | None = None  # official data folder or zip
@@ -36,7 +41,10 @@ class CopenConfig:
     parts: list[str] | None = None  # zero-shot text parts (default: all of the task's)
     pooling: str = "auto"
     hparams: dict = field(default_factory=dict)
-    device: str = "cpu"
+    device: str = "auto"  # device, dtype, batch_size, cache: `ModelSettings.fields` (not pinned)
+    dtype: str = "float32"
+    batch_size: int | None = None  # linear/finetune batch; None: each task's (Appendix A)
+    cache: bool = True
     reason: bool = False  # --reason: re-run stale inferences first (not pinned: same items)
     wait: bool = False  # --wait: for another writer, with --reason (not pinned)
     #: --from-kg's source (`studies.ontology_source`): pinned as `store`/`endpoint` above, and
@@ -53,7 +61,8 @@ class CopenConfig:
 
     def pinned(self) -> dict:
         d = asdict(self)
-        for key in ("device", "reason", "wait", "ontology"):
+        d["model"] = self.model or "-"
+        for key in ("device", "dtype", "batch_size", "cache", "reason", "wait", "ontology"):
             d.pop(key)
         source = self.ontology
         if source is not None and (source.origin not in ("store", "endpoint")
@@ -84,11 +93,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", default=None, help="a preset (smollm2-135m, gemma3-270m), HF directory, "
                    "hub id or .gguf file; required unless --dry-run")
     p.add_argument("--limit", type=_limit_arg, default=None,
-                   help="test items per task: N, or per task as csj=N,cpj=N,cic=N (default: all)")
+                   help="test items per task: N, or per task as csj=N,cpj=N,cic=N (0 or none: all)")
     p.add_argument("--train-limit", type=_limit_arg, default=None,
                    help="train items per task for linear/finetune, N or csj=N,…; dev gets a quarter "
                         "of it (default: all)")
-    threads_option(p)
     p.add_argument("--seed", type=int, default=0, help="seed of data generation and item selection")
     p.add_argument("--seeds", default=",".join(map(str, DEFAULT_SEEDS)),
                    help="training seeds of linear probing and fine-tuning (default 42,43,44)")
@@ -101,7 +109,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="JSON overriding hyperparameters, e.g. {\"finetune\": {\"epochs\": 2, "
                         "\"cpj\": {\"lr\": 1e-5}}}")
     p.add_argument("--epochs", type=int, default=None, help="shortcut for the method's epochs")
-    p.add_argument("--device", default="cpu", help="cpu, cuda or auto")
+    model_options(p, batch_size=None,
+                  batch_help="training batch size of linear probing and fine-tuning "
+                             "(default: each task's, as the paper's Appendix A)")
     p.add_argument("--out", required=True, type=Path)
     dry_run_option(p)
     add_ontology_options(p, default="store")
@@ -113,15 +123,16 @@ def _limit_arg(text: str) -> int | dict:
         if "=" not in text:
             if int(text) < 0:
                 raise ValueError(text)
-            return int(text)
+            return int(text) or None  # 0: all, as on every study
         out = {}
         for part in text.split(","):
             task, n = part.split("=")
             task = task.strip().lower()
             if task not in TASKS or int(n) < 0:
                 raise ValueError(task)
-            out[task] = int(n)
-        return out
+            if int(n):  # 0: all of that task's items
+                out[task] = int(n)
+        return out or None
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r}: give N or csj=N,cpj=N,cic=N (N ≥ 0)") from None
 
@@ -134,6 +145,9 @@ def parse_tasks(text: str) -> list[str]:
 
 def config_from_args(args: argparse.Namespace) -> CopenConfig:
     """`CopenConfig.from_args`: every option checked before data is read or a model loads."""
+    if args.model is None and not args.dry_run:
+        raise KgprobeError("kgprobe study copen needs --model NAME (or --dry-run to write the "
+                           "prompts without one)")
     hparams: dict = {}
     if args.hparams:
         try:
@@ -142,6 +156,8 @@ def config_from_args(args: argparse.Namespace) -> CopenConfig:
             raise KgprobeError(f"{args.hparams}: cannot read hyperparameters as JSON ({err})") from None
     if args.epochs is not None:
         hparams.setdefault(args.method, {})["epochs"] = args.epochs
+    if getattr(args, "batch_size", None) is not None and args.method != "zero-shot":
+        hparams.setdefault(args.method, {})["batch_size"] = args.batch_size  # as --epochs
     try:
         seeds = [int(s) for s in comma_list(args.seeds)]
     except ValueError:
@@ -158,12 +174,12 @@ def config_from_args(args: argparse.Namespace) -> CopenConfig:
                            "generates from); drop it with --data")
     source = OntologySource.from_args(args, default="store") if args.from_kg else None
     return CopenConfig(
-        model=args.model or "-", method=args.method, tasks=parse_tasks(args.task),
+        model=args.model, method=args.method, tasks=parse_tasks(args.task),
         data=str(args.data) if args.data else None, from_kg=args.from_kg,
         store=None if args.endpoint else str(args.store) if args.store else os.environ.get("KGPROBE_STORE"),
         endpoint=args.endpoint,
         norms=str(args.norms) if args.norms else None, limit=args.limit,
         train_limit=args.train_limit, seed=args.seed, seeds=seeds,
         parts=comma_list(args.parts) if args.parts else None,
-        pooling=args.pooling, hparams=hparams, device=args.device,
+        pooling=args.pooling, hparams=hparams, **ModelSettings.from_args(args).fields(),
         reason=args.reason, wait=args.wait, ontology=source)

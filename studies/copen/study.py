@@ -54,7 +54,7 @@ from kgprobe.studies.ontology_source import OntologySource
 from kgprobe.studies.runner import Unit, run_units
 from kgprobe.studies.settings import STUDY_KEY, pin_settings
 
-from .config import DEFAULT_SEEDS, METHODS, CopenConfig  # noqa: F401
+from .config import NAME, DEFAULT_SEEDS, METHODS, CopenConfig  # noqa: F401
 from .requests import plan, train_dev  # noqa: F401
 
 NAMES = {"csj": "CSJ", "cpj": "CPJ", "cic": "CiC"}
@@ -201,7 +201,7 @@ class _Lazy:
         if self._loaded is None:
             from kgprobe.models.loading import load_model
 
-            self._loaded = load_model(self.cfg.model, device=self.cfg.device)
+            self._loaded = load_model(self.cfg.model, device=self.cfg.device, dtype=self.cfg.dtype)
         return self._loaded
 
 
@@ -322,7 +322,7 @@ def run_copen(cfg: CopenConfig, out: str | Path, *, loaded=None, progress: bool 
         raise KgprobeError("give exactly one data source: --data PATH or --from-kg")
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    pin_settings(out, cfg.pinned())
+    pin_settings(out, cfg.pinned(), study=NAME)
     sets, summary = load_sets(cfg, out, progress=progress)
     model = _Lazy(cfg, loaded)
     units = build_units(cfg, out, sets, model)

@@ -88,7 +88,7 @@ def memorization_config(settings: ExportSettings):
     from kgprobe.reasoning.memorizing import RELATIONS
 
     return memorization_study().config(
-        "-", tasks=tuple(settings.relations or RELATIONS), templates=settings.templates,
+        None, tasks=tuple(settings.relations or RELATIONS), templates=settings.templates,
         split=settings.split, limit=settings.limit, seed=settings.seed,
         probes=Path(settings.probes) if settings.probes else None,
         candidates="all" if settings.candidates is None else str(settings.candidates),
@@ -112,10 +112,9 @@ def request_doc(doc_id: str, study: str, task: str, template: str, request, answ
 def _memorizing(settings: ExportSettings) -> dict[str, list[ClozeDoc]]:
     """task name → documents: the memorization study's requests (`memorization.requests`),
     one task per relation × manual template, under either protocol."""
-    from kgprobe.reasoning.distractors import parse_protocol
 
     config = memorization_config(settings)
-    protocol = parse_protocol(config.candidates).name
+    protocol = config.candidates.name
     paper = config.protocol == "paper"
     out = {}
     for unit in memorization_study().requests(config):

@@ -2,12 +2,27 @@
 
 from __future__ import annotations
 
+import argparse
 from dataclasses import dataclass
 from pathlib import Path
 
 from kgprobe.errors import StudyError
+from kgprobe.reasoning.distractors import Protocol, parse_protocol
+from kgprobe.reasoning.filtering import Ranking, parse_ranking
 from kgprobe.reasoning.memorizing import RELATIONS, relation_name
-from kgprobe.studies.ontology_source import OntologySource
+from kgprobe.studies.ontology_source import OntologySource, add_ontology_options
+from kgprobe.studies.options import (
+    ModelSettings,
+    candidates_option,
+    dry_run_option,
+    model_options,
+    ranking_option,
+)
+
+#: `kgprobe study memorization`: the name its run folders' config.json records (`pin_settings`).
+NAME = "memorization"
+#: The columns of results.csv and predictions that name a cell (`Study.cell_columns`).
+CELL_COLUMNS = ("task", "template", "masks", "pooling", "split", "protocol")
 
 MASKS = ("multi", "single")
 SPLITS = ("train", "dev", "test")
@@ -17,25 +32,28 @@ PROTOCOLS = ("default", "paper")
 
 @dataclass
 class MemorizationConfig:
-    model: str
+    model: str | None  # None: no model (a dry run, an export); pinned as "-"
     tasks: tuple[str, ...] = RELATIONS
     templates: str = "all"  # a manual template index, or all
     masks: str = "multi"
     pooling: str | None = None  # None: the model's default (checked by `LanguageModel.scorer`)
     split: str = "test"
-    limit: int | None = None  # records per task; None: the paper's (500 for TP and SCO)
+    #: records per task; None: the paper's (500 for TP and SCO); 0 (`--limit 0`): all
+    limit: int | None = None
     seed: int = 0
     probes: Path | None = None  # a `generate memorizing` folder; None: the paper's sets
     #: another ontology (`--store`, `--endpoint`, `--ontology`): sets generated from it (seeded
     #: split, as `generate memorizing --seed` writes them); None: the bundled ontology
     ontology: OntologySource | Path | None = None
-    device: str = "cpu"
+    #: `ModelSettings.fields`: where and how the model computes (never pinned)
+    device: str = "auto"
     batch_size: int = 64
     dtype: str = "float32"  # the weights' dtype (models/loading.DTYPES)
     cache: bool = True  # read and write the persistent score cache (models/score_cache)
-    candidates: str = "all"  # "all", or K: the golds and seeded distractors, K in all
+    #: all, or K: the golds and seeded distractors, K in all (a string is parsed on construction)
+    candidates: Protocol = Protocol()
     protocol: str = "default"  # "paper": the paper's prompts, slices and metrics (reasoning/paper_items)
-    ranking: str = "filtered"  # filtered: each gold ranked without the record's other golds
+    ranking: Ranking = "filtered"  # filtered: each gold ranked without the record's other golds
 
     def __post_init__(self) -> None:
         self.tasks = tuple(relation_name(t) for t in self.tasks)
@@ -51,28 +69,23 @@ class MemorizationConfig:
                                          or not self.source.bundled):
             raise StudyError("--protocol paper: the paper's test records of the bundled sets; "
                              "drop --probes, --store, --endpoint, --ontology and --split")
-        if self.limit is not None and self.limit < 1:
-            raise StudyError(f"--limit {self.limit}: give at least 1 record per task")
-        from kgprobe.reasoning.filtering import parse_ranking
-
+        if self.limit is not None and self.limit < 0:
+            raise StudyError(f"--limit {self.limit}: give a number of records per task (0: all)")
+        self.candidates = parse_protocol(self.candidates)
         self.ranking = parse_ranking(self.ranking)
 
     @classmethod
     def from_args(cls, args) -> "MemorizationConfig":
         """The configuration of ``kgprobe study memorization`` (and `kgprobe.run`): every
         option checked here, before any data is read or a model loads."""
-        from kgprobe.reasoning.distractors import parse_protocol
-
-        parse_protocol(args.candidates)
         if args.model is None and not args.dry_run:
             raise StudyError("--model: give a model (a preset, HF id, local dir, .gguf file, "
                              "frequency or random), or pass --dry-run to only write the prompts")
         tasks = list(RELATIONS) if args.task == "all" else [args.task]
         source = OntologySource.from_args(args, ask=args.protocol != "paper")
-        return cls(args.model or "-", tasks=tasks, templates=args.template, masks=args.masks,
+        return cls(args.model, tasks=tasks, templates=args.template, masks=args.masks,
                    pooling=args.pooling, split=args.split, limit=args.limit, seed=args.seed,
-                   device=args.device, batch_size=args.batch_size,
-                   dtype=args.dtype, cache=not args.no_cache, candidates=args.candidates,
+                   **ModelSettings.from_args(args).fields(), candidates=args.candidates,
                    protocol=args.protocol, ranking=args.ranking,
                    probes=source.location if source.origin == "probes" else None,
                    ontology=None if source.origin == "probes" else source)
@@ -86,7 +99,7 @@ class MemorizationConfig:
         they are pinned.
         """
         probes = str(Path(self.probes).expanduser().resolve()) if self.probes else None
-        pinned = {"model": self.model, "seed": self.seed, "probes": probes,
+        pinned = {"model": self.model or "-", "seed": self.seed, "probes": probes,
                   "protocol": self.protocol, "ranking": self.ranking}
         if not self.source.bundled:  # a store's fingerprint, a file's hash: a changed one is refused
             pinned["source"] = self.source.pinned()
@@ -116,3 +129,37 @@ class MemorizationConfig:
             return reference_sets(self.tasks)
         return generated_memorizing_sets(self.source.load().ontology, self.tasks, seed=self.seed,
                                          lang=self.source.language())
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--model", default=None,
+                   help="a preset (smollm2-135m, gemma3-270m), HF id, local dir, .gguf file, "
+                        "or a baseline: frequency, random (not needed with --dry-run)")
+    p.add_argument("--task", default="all",
+                   help="type|subClassOf|subPropertyOf|domain|range (or TP|SCO|SPO|DM|RG) or all")
+    p.add_argument("--template", dest="template", default="all",
+                   help="manual template index, or all")
+    p.add_argument("--templates", dest="template", default=argparse.SUPPRESS,
+                   help=argparse.SUPPRESS)  # the old spelling
+    p.add_argument("--protocol", choices=["default", "paper"], default="default",
+                   help="paper: the paper's prompts, test records and metrics as its official "
+                        "code writes them (docs/fidelity.md)")
+    dry_run_option(p)
+    p.add_argument("--masks", choices=["multi", "single"], default="multi",
+                   help="masked LMs: one [MASK] per candidate token, or a single one")
+    p.add_argument("--pooling", choices=["mean", "max", "first", "sum"], default=None,
+                   help="pool the candidate's token log-probabilities (default: mean for masked, "
+                        "sum for causal; a causal LM adds the log-probability of the text after "
+                        "the slot where it is more than punctuation, docs/scoring.md)")
+    p.add_argument("--split", choices=["train", "dev", "test"], default="test",
+                   help="which records of each set are asked")
+    p.add_argument("--limit", type=int, default=None,
+                   help="records per task (0: all; default: the paper's, 500 for TP and SCO, "
+                        "all others)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the distractors and baselines")
+    candidates_option(p)
+    ranking_option(p)
+    model_options(p, batch_size=64)
+    p.add_argument("--out", required=True, type=Path,
+                   help="the run folder: results, report and every unit written as it finishes; rerun into it to resume")
+    add_ontology_options(p, probes=True)

@@ -36,10 +36,9 @@ def _scorer(config: MemorizationConfig, loaded, relation: str):
 def score_paper_unit(config: MemorizationConfig, loaded, unit: PlannedUnit, *,
                      progress: bool = False) -> tuple[dict, list[dict]]:
     """Score a planned unit's requests (`requests.paper_plan`) with the paper's metrics."""
-    from kgprobe.reasoning.distractors import parse_protocol
     from kgprobe.studies.probes import score_requests
 
-    protocol = parse_protocol(config.candidates)
+    protocol = config.candidates
     requests = unit.requests
     rows = score_requests(_scorer(config, loaded, unit.task), requests,
                           batch_size=config.batch_size,

@@ -8,6 +8,7 @@ from kgprobe.studies.metrics import rank_observations
 from kgprobe.studies.runner import write_table_report
 from kgprobe.studies.stats import grouped_intervals, interval_text, read_predictions
 
+from .config import CELL_COLUMNS
 from .study import format_table
 
 TITLE = "Memorization study (TP, SCO, SPO, DM, RG)"
@@ -38,8 +39,6 @@ def write_report(out: str | Path) -> Path:
                               + intervals(Path(out)))
 
 
-#: The prediction fields that name a memorization cell.
-CELLS = ("task", "template", "masks", "pooling", "split", "protocol")
 
 
 def observations(out: str | Path) -> list[dict]:
@@ -47,4 +46,4 @@ def observations(out: str | Path) -> list[dict]:
     every candidate writes no ``protocol`` (its files keep their names); its cell says "all",
     as results.csv does, so `kgprobe compare` shows and checks it."""
     return [{**obs, "protocol": obs["protocol"] or "all"}
-            for obs in rank_observations(read_predictions(Path(out)), CELLS)]
+            for obs in rank_observations(read_predictions(Path(out)), CELL_COLUMNS)]

@@ -44,7 +44,7 @@ class PlannedUnit:
 
 def select(records: Sequence, split: str, limit: int | None) -> list:
     chosen = [r for r in records if r.split == split]
-    return chosen[:limit] if limit is not None else chosen
+    return chosen[:limit] if limit else chosen  # None or 0: every record
 
 
 def chosen_templates(config: MemorizationConfig, relation: str, n: int, *, paper: bool = False) -> list[int]:
@@ -77,10 +77,9 @@ def record_requests(texts: Sequence[str], records: Sequence, candidates: Sequenc
 def default_plan(config: MemorizationConfig) -> list[PlannedUnit]:
     """Every (task, template) unit of the default protocol, in the order the run scores them."""
     from kgprobe.ontology.verbalize import capitalize, load_templates
-    from kgprobe.reasoning.distractors import parse_protocol
     from kgprobe.reasoning.memorizing_sets import PAPER_LIMITS
 
-    protocol = parse_protocol(config.candidates)
+    protocol = config.candidates
     sets = config.memorizing_sets()  # the paper's, --probes DIR's, or the ontology's
     # a generated set's prompts are written in its labels' language (`generate --lang`)
     templates = load_templates(lang=next(iter(sets.values())).lang if sets else None)
@@ -114,7 +113,7 @@ def paper_prompts(config: MemorizationConfig, relation: str, template: int) -> l
     from kgprobe.reasoning.paper_items import memorizing_prompts
 
     prompts = memorizing_prompts(relation, template, sliced=not scores_for_free(config.model))
-    return prompts[:config.limit] if config.limit is not None else prompts
+    return prompts[:config.limit] if config.limit else prompts
 
 
 def paper_candidates(relation: str) -> list[str]:
@@ -128,11 +127,10 @@ def paper_candidates(relation: str) -> list[str]:
 def paper_plan(config: MemorizationConfig) -> list[PlannedUnit]:
     """Every (task, template) unit of the paper protocol: the paper's prompts and test
     records, golds as the official ``gt`` (duplicates kept, `paper_gold_indices`)."""
-    from kgprobe.reasoning.distractors import parse_protocol
     from kgprobe.reasoning.paper_items import n_templates
     from kgprobe.studies.paper_metrics import paper_gold_indices
 
-    protocol = parse_protocol(config.candidates)
+    protocol = config.candidates
     protocol.check_pools(paper_candidates(relation) for relation in config.tasks)
     units = []
     for relation in config.tasks:

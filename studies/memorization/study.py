@@ -23,7 +23,7 @@ from kgprobe.reasoning.memorizing_sets import (  # noqa: F401 (re-exported)
     generated_sets,
     reference_sets,
 )
-from kgprobe.studies.memorization.config import MemorizationConfig
+from kgprobe.studies.memorization.config import NAME, MemorizationConfig
 from kgprobe.studies.memorization.requests import plan, record_requests, select  # noqa: F401
 from kgprobe.studies.runner import Unit, run_units
 from kgprobe.studies.settings import pin_settings
@@ -101,9 +101,8 @@ def run_config(config: MemorizationConfig, out: Path, *, progress: bool = True) 
     the requests `requests.plan` gives (the dry run writes the same); the persistent score
     cache (`models.score_cache`) is shared with the other studies unless ``config.cache`` is
     off."""
-    from kgprobe.reasoning.distractors import parse_protocol
 
-    protocol = parse_protocol(config.candidates)
+    protocol = config.candidates
     planned = plan(config)  # every prompt, checked before the model loads
     from kgprobe.models.loading import load_model
 
@@ -113,7 +112,7 @@ def run_config(config: MemorizationConfig, out: Path, *, progress: bool = True) 
     if config.protocol == "paper":
         from .paper import paper_units
 
-        pin_settings(out, config.pinned(), report=recorded(config))
+        pin_settings(out, config.pinned(), report=recorded(config), study=NAME)
         units = paper_units(config, loaded, planned, masks_name, pooling_name, progress=progress)
         return run_units(out, units, COLUMNS, progress=progress)
     units = []
@@ -132,7 +131,7 @@ def run_config(config: MemorizationConfig, out: Path, *, progress: bool = True) 
                "pooling": pooling_name,
                **{k: v for k, v in unit.key.items() if k not in ("task", "template")}}
         units.append(Unit(key, run, len(unit.records)))
-    pin_settings(out, config.pinned(), report=recorded(config))
+    pin_settings(out, config.pinned(), report=recorded(config), study=NAME)
     return run_units(out, units, COLUMNS, progress=progress)
 
 

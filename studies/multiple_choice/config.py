@@ -5,28 +5,39 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+import argparse
+
 from kgprobe.errors import StudyError
+from kgprobe.studies.options import ModelSettings, dry_run_option, model_options
+
+#: `kgprobe study multiple-choice`: the name its run folders' config.json records (`pin_settings`).
+NAME = "multiple-choice"
+#: The columns of results.csv and predictions that name a cell (`Study.cell_columns`).
+CELL_COLUMNS = ("set", "task", "p1", "answer")
 
 ANSWERS = ("letter", "text")
 
 
 @dataclass
 class MultipleChoiceConfig:
-    model: str
+    model: str | None  # None: no model (a dry run)
     tasks: str = "all"  # all, memorizing, reasoning, or a comma list of sets
     data: Path | None = None  # question files; None: the paper's, bundled
     limit: int | None = None  # questions per file; None: all
     instruction: str | None = None  # None: prompts.multiple_choice.DEFAULT_INSTRUCTION
     chat: bool | None = None  # wrap in the chat template; None: if the tokenizer has one
     answer: str = "letter"
-    device: str = "cpu"
+    device: str = "auto"  # device, dtype, batch_size, cache: `ModelSettings.fields`
     batch_size: int = 4
+    dtype: str = "float32"
+    cache: bool = True  # --answer text: read and write the persistent score cache
 
     def __post_init__(self) -> None:
         if self.answer not in ANSWERS:
             raise StudyError(f"--answer {self.answer}: use letter or text")
-        if self.limit is not None and self.limit < 1:
-            raise StudyError(f"--limit {self.limit}: give at least 1 question per file")
+        if self.limit is not None and self.limit < 0:
+            raise StudyError(f"--limit {self.limit}: give a number of questions per file (0: all)")
+        self.limit = self.limit or None  # 0: all, as on every study
 
     @classmethod
     def from_args(cls, args) -> "MultipleChoiceConfig":
@@ -35,9 +46,9 @@ class MultipleChoiceConfig:
             raise StudyError("kgprobe study multiple-choice needs --model NAME (or --dry-run to "
                              "write the prompts without one)")
         chat = {"auto": None, "on": True, "off": False}[args.chat]
-        return cls(args.model or "-", tasks=args.task, data=args.data, limit=args.limit,
+        return cls(args.model, tasks=args.task, data=args.data, limit=args.limit,
                    instruction=args.instruction, chat=chat, answer=args.answer,
-                   device=args.device, batch_size=args.batch_size)
+                   **ModelSettings.from_args(args).fields())
 
     def pinned(self) -> dict:
         """The settings a run folder is pinned to.
@@ -47,5 +58,31 @@ class MultipleChoiceConfig:
         the instruction and the chat wrapping change every unit's numbers, so they are pinned.
         """
         data = str(Path(self.data).expanduser().resolve()) if self.data else None
-        return {"model": self.model, "data": data, "instruction": self.instruction,
+        return {"model": self.model or "-", "data": data, "instruction": self.instruction,
                 "chat": self.chat}
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--model", default=None,
+                   help="a preset, HF id, local dir or .gguf file (causal for --answer letter), "
+                        "or a baseline: frequency, random; required unless --dry-run")
+    p.add_argument("--task", default="all",
+                   help="all, memorizing, reasoning, or a comma list: type…range (TP…RG), "
+                        "rdfs2…rdfs11, or one file such as rdfs9-12")
+    p.add_argument("--data", type=Path, default=None,
+                   help="a directory with memorizing/ and reasoning/ question files "
+                        "(default: the paper's, bundled)")
+    p.add_argument("--limit", type=int, default=None, help="questions per file (0 or none: all)")
+    p.add_argument("--instruction", default=None,
+                   help="text after each question (default: 'Answer with the letter of the "
+                        "correct option.'; '' for none)")
+    p.add_argument("--answer", choices=["letter", "text"], default="letter",
+                   help="letter: the paper's protocol, the option letter as the next token (causal "
+                        "models); text: each option's text in an 'Answer: [MASK]' slot after the "
+                        "question without its option list (any model)")
+    p.add_argument("--chat", choices=["auto", "on", "off"], default="auto",
+                   help="wrap the question in the tokenizer's chat template (auto: if it has one)")
+    model_options(p, batch_size=4, batch_help="questions scored at once")
+    p.add_argument("--out", required=True, type=Path,
+                   help="the run folder: results, report and every unit written as it finishes; rerun into it to resume")
+    dry_run_option(p)

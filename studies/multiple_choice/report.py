@@ -7,6 +7,7 @@ from pathlib import Path
 from kgprobe.studies.runner import write_table_report
 from kgprobe.studies.stats import grouped_intervals, interval_text, read_predictions
 
+from .config import CELL_COLUMNS
 from .study import format_table
 
 TITLE = "Multiple-choice study (20 options, the paper's §5)"
@@ -26,8 +27,6 @@ def write_report(out: str | Path) -> Path:
     return write_table_report(out, TITLE, lambda rows: format_table(rows) + intervals(Path(out)))
 
 
-#: The prediction fields that name a multiple-choice cell.
-CELLS = ("set", "task", "p1", "answer")
 
 
 def observations(out: str | Path) -> list[dict]:
@@ -44,5 +43,5 @@ def observations(out: str | Path) -> list[dict]:
         rank = 1 + sum(v >= scores[p["gold"]] for k, v in scores.items() if k != p["gold"])
         metrics = rank_metrics([rank])
         metrics["accuracy"] = float(p["predicted"] == p["gold"])
-        out_rows.append({**{c: p.get(c) for c in CELLS}, "item": p["prompt"], **metrics})
+        out_rows.append({**{c: p.get(c) for c in CELL_COLUMNS}, "item": p["prompt"], **metrics})
     return out_rows

@@ -23,7 +23,7 @@ from typing import Sequence
 
 from kgprobe.errors import KgprobeError
 from kgprobe.reasoning.memorizing import RELATIONS
-from kgprobe.studies.multiple_choice.config import MultipleChoiceConfig
+from kgprobe.studies.multiple_choice.config import NAME, MultipleChoiceConfig
 from kgprobe.studies.runner import Unit, run_units
 from kgprobe.studies.settings import pin_settings
 
@@ -92,7 +92,7 @@ def run_config(config: MultipleChoiceConfig, out: Path, *, progress: bool = True
 
     model, answer = config.model, config.answer
     planned = plan(config)  # the questions, as the dry run writes them
-    loaded = load_model(model, device=config.device)
+    loaded = load_model(model, device=config.device, dtype=config.dtype)
     if answer == "letter" and not loaded.answers_next_token:
         raise KgprobeError(f"letter answers need a causal (instruct) model; '{model}' is a masked LM: "
                            "use --answer text")
@@ -104,7 +104,10 @@ def run_config(config: MultipleChoiceConfig, out: Path, *, progress: bool = True
         def run():
             trained = loaded.trained_on(training_answers(q.task))
             if answer == "text":
-                result = score_option_texts(trained.scorer(), prompts, golds)
+                from kgprobe.models.score_cache import cached_scorer
+
+                scorer = cached_scorer(trained.scorer(), loaded, enabled=config.cache)
+                result = score_option_texts(scorer, prompts, golds)
             else:
                 result = score_multiple_choice(
                     trained, prompts, golds, batch_size=config.batch_size,
@@ -129,7 +132,7 @@ def run_config(config: MultipleChoiceConfig, out: Path, *, progress: bool = True
         return Unit({"set": q.set, "task": q.task, "p1": q.p1, "answer": answer}, run, len(prompts))
 
     units = [unit(p) for p in planned]
-    pin_settings(out, config.pinned())
+    pin_settings(out, config.pinned(), study=NAME)
     return run_units(out, units, COLUMNS, progress=progress)
 
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from kgprobe.ontology.loaders import Source, bundled_source
 from kgprobe.ontology.verbalize import TemplateSet, load_templates
-from kgprobe.reasoning.distractors import Protocol, parse_protocol
+from kgprobe.reasoning.distractors import Protocol
 from kgprobe.reasoning.filtering import TrueAnswers, parse_ranking
 from kgprobe.reasoning.items import (
     RULE_RELATIONS,
@@ -118,7 +118,7 @@ def build_data(config: AblationConfig, source: Source | None = None) -> Ablation
     population = reasoning_items(onto, closure, templates, rules=population_rules(config.rules))
     all_items = {rule: population[rule] for rule in config.rules}
     items = select_items(all_items, config.limit, config.seed)
-    protocol = parse_protocol(config.candidates)
+    protocol = config.candidates
     pools = candidate_sets(onto)
     protocol.check_pools(pools[key] for key in {i.candidates_key for rule_items in items.values()
                                                 for i in rule_items})

@@ -137,7 +137,7 @@ def cell_interval(prompts: list[Prompt], clustered: stats.Clustered, key: dict,
 
 def cell_row(key: dict, prompts: list[Prompt], config: ReportSettings, *, stratified: bool = False) -> dict:
     row = {**key, "n": len(prompts), "n_items": 0, "n_prompts": len(prompts),
-           "protocol": parse_protocol(str(config.candidates)).name,
+           "protocol": parse_protocol(config.candidates).name,  # as config.json spells it
            "study_protocol": config.protocol,
            # a folder from before filtered ranking existed ranked raw
            "ranking": config.ranking}

@@ -9,14 +9,14 @@ from pathlib import Path
 from kgprobe.studies.contract import Study
 from kgprobe.studies.registry import register_study
 
-from .config import AblationConfig, add_arguments
+from .config import NAME, AblationConfig, add_arguments
 
 
 @register_study
 class PremiseAblation(Study):
     """Reasoning with premises not given, known implicitly, or written into the prompt."""
 
-    name = "premise-ablation"
+    name = NAME
     help = "reasoning with premises not given, implicit, explicit (the main job)"
     config = AblationConfig
     written = "results.csv, predictions.jsonl, comparisons.csv, report.md and figures"

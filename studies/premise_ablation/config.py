@@ -9,16 +9,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kgprobe.errors import StudyError
+from kgprobe.reasoning.distractors import Protocol, parse_protocol
+from kgprobe.reasoning.filtering import Ranking, parse_ranking
 from kgprobe.reasoning.rdfs import RULES
 from kgprobe.studies.ontology_source import OntologySource, add_ontology_options
 from kgprobe.studies.options import (
     candidates_option,
     comma_list,
+    ModelSettings,
     dry_run_option,
+    model_options,
     ranking_option,
-    scale_options,
-    threads_option,
 )
+
+#: `kgprobe study premise-ablation`: the name its run folders' config.json records (`pin_settings`).
+NAME = "premise-ablation"
 
 SETTINGS = ("not", "implicit", "explicit")
 #: `--protocol paper`, P1 known: in the top half by reciprocal rank (the paper) or ranked first.
@@ -63,24 +68,26 @@ COMPARISON_COLUMNS = ["template", "rule", "comparison", "test", "n_items", "diff
 
 @dataclass
 class AblationConfig:
-    model: str
+    model: str | None  # None: no model (a dry run); pinned as "-"
     rules: tuple[str, ...] = RULES
     templates: tuple[str, ...] = ("manual",)
     limit: int | None = 10  # items per rule (seeded sample); None: all
     seed: int = 0
     pairs: int = 1  # pseudoword pairs per item (the paper samples 10 and averages)
     memorized_fraction: float = 0.5  # top fraction by reciprocal rank counted as known
-    device: str = "cpu"
+    device: str = "auto"  # device, batch_size, dtype, cache: `ModelSettings.fields`
     batch_size: int = 64
     soft_epochs: int = 30
     resamples: int = 2000  # bootstrap resamples (and permutations) per interval and test
     min_items: int = 10  # cells with fewer items are shown but flagged
     extra: dict = field(default_factory=dict)
-    candidates: str = "all"  # "all" or K: the gold vs K − 1 seeded distractors (reasoning/distractors)
+    #: all or K: the gold vs K − 1 seeded distractors (reasoning/distractors); a string is
+    #: parsed on construction, pinned as its --candidates spelling
+    candidates: Protocol = Protocol()
     dtype: str = "float32"  # the weights' dtype (models/loading.DTYPES)
     protocol: str = "default"  # "paper": the paper's items, split and metrics (paper.py)
     memorized: str = "top-half"  # paper protocol, P1: top-half (the paper) or rank1 (its code)
-    ranking: str = "filtered"  # filtered: an item's other true answers never count (reasoning/filtering)
+    ranking: Ranking = "filtered"  # filtered: an item's other true answers never count (reasoning/filtering)
     #: where the ontology comes from (`studies.ontology_source`); a path: an RDF file or
     #: OntoProbe folder; None: the bundled ontology
     ontology: OntologySource | Path | None = None
@@ -94,6 +101,10 @@ class AblationConfig:
     #: Fields that say where data comes from or how it is stored, not what is computed: the
     #: ontology is pinned through ``extra`` (as given), the cache never changes a number.
     NOT_PINNED = ("ontology", "cache")
+
+    def __post_init__(self) -> None:
+        self.candidates = parse_protocol(self.candidates)
+        self.ranking = parse_ranking(self.ranking)
     #: Settings pinned only when given: a run without them pins what it always did.
     DEPTH_FIELDS = ("depth", "distractors", "premise_order")
 
@@ -134,8 +145,7 @@ class AblationConfig:
 
     def to_json(self) -> dict:
         skip = self.NOT_PINNED if self.deep else self.NOT_PINNED + self.DEPTH_FIELDS
-        return {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.__dict__.items()
-                if k not in skip}
+        return {k: _pinned_value(k, v) for k, v in self.__dict__.items() if k not in skip}
 
     #: Settings only the report reads: a rerun with other values keeps every unit.
     REPORT_ONLY = ("resamples", "min_items")
@@ -146,6 +156,16 @@ class AblationConfig:
 
     def report_settings(self) -> dict:
         return {k: getattr(self, k) for k in self.REPORT_ONLY}
+
+
+def _pinned_value(key: str, value):
+    """A setting as config.json has always spelled it: lists, ``-`` for no model, a
+    protocol's ``--candidates`` value."""
+    if key == "model" and value is None:
+        return "-"
+    if isinstance(value, Protocol):
+        return value.option
+    return list(value) if isinstance(value, tuple) else value
 
 
 def template_kinds(text: str) -> tuple[str, ...]:
@@ -179,11 +199,7 @@ def config_from_args(args: argparse.Namespace) -> AblationConfig:
     """`AblationConfig.from_args`: the preset applied, every option checked, before any data
     is read or a model loads (for `kgprobe study premise-ablation`, `kgprobe demo` and
     `kgprobe.run`)."""
-    from kgprobe.reasoning.distractors import parse_protocol
-    from kgprobe.reasoning.filtering import parse_ranking
-
     apply_preset(args)
-    parse_protocol(args.candidates)  # a bad value fails before the model loads
     paper = args.protocol == "paper"
     if args.limit is None:  # the protocol's own: 10 items a rule, or every paper item
         args.limit = 0 if paper else 10
@@ -207,13 +223,13 @@ def config_from_args(args: argparse.Namespace) -> AblationConfig:
     if args.resamples < 1000 or args.min_items < 1:
         raise StudyError(f"--resamples {args.resamples} / --min-items {args.min_items}: use at "
                          "least 1000 resamples (a 95% interval's tails need them) and 1 item")
-    config = AblationConfig(args.model or "-", rules, templates, None if args.limit == 0 else args.limit,
-                            args.seed, args.pairs, args.fraction, args.device, args.batch_size,
-                            args.soft_epochs, resamples=args.resamples, min_items=args.min_items,
-                            extra=source_pin(source),
-                            candidates=str(args.candidates), dtype=args.dtype,
-                            protocol=args.protocol, memorized=args.memorized,
-                            ranking=ranking, ontology=source, cache=not args.no_cache)
+    config = AblationConfig(args.model, rules, templates, None if args.limit == 0 else args.limit,
+                            args.seed, args.pairs, args.fraction,
+                            soft_epochs=args.soft_epochs, resamples=args.resamples,
+                            min_items=args.min_items, extra=source_pin(source),
+                            candidates=parse_protocol(args.candidates), protocol=args.protocol,
+                            memorized=args.memorized, ranking=ranking, ontology=source,
+                            **ModelSettings.from_args(args).fields())
     config.depth, config.distractors = depth_options(args)
     config.premise_order = getattr(args, "premise_order", None) or "ordered"
     if config.premise_order not in ("ordered", "shuffled"):
@@ -299,9 +315,7 @@ def add_arguments(p: argparse.ArgumentParser, *, default_model: str | None = Non
                         "(the GPU command); demo: `kgprobe demo`'s settings (smollm2-135m, 30 "
                         "items a rule, 1 pair, manual templates, K = 20); a preset fills the "
                         "options left at their defaults")
-    scale_options(p)
-    p.add_argument("--batch-size", type=int, default=64, help="prompts scored at once")
-    threads_option(p)
+    model_options(p, batch_size=64)
     p.add_argument("--out", type=Path, required=True,
                    help="the run folder: results, report and every unit written as it finishes; rerun into it to resume")
     add_ontology_options(p)

@@ -88,9 +88,8 @@ def vectors_for(text: str, pair: dict) -> dict:
 def _candidates(study: PaperStudy, kind: str, pool_golds, golds, key: str) -> tuple[str, ...]:
     """The kind's official candidates (every gold of the rule ranked), or under ``--candidates
     K`` the prompt's golds and K − 1 distractors seeded by `key`."""
-    from kgprobe.reasoning.distractors import parse_protocol
 
-    return tuple(parse_protocol(study.config.candidates).candidates(
+    return tuple(study.config.candidates.candidates(
         candidates_for(kind, pool_golds), list(dict.fromkeys(golds)),
         seed=seed_key(study.config.seed, "paper", key)))
 
@@ -218,9 +217,8 @@ def run_paper_cell(study: PaperStudy, rule: str, p1: str, p2: str, premises: dic
 
 
 def paper_units(study: PaperStudy, premises: dict, *, progress: bool = False) -> list[Unit]:
-    from kgprobe.reasoning.distractors import parse_protocol
 
-    name = parse_protocol(study.config.candidates).name
+    name = study.config.candidates.name
     units = []
     for rule in study.config.rules:
         for p1 in SETTINGS:

@@ -41,7 +41,7 @@ from .build import (  # noqa: F401
     select_items,
 )
 from .cells import variants
-from .config import SETTINGS, AblationConfig
+from .config import NAME, SETTINGS, AblationConfig
 
 
 # ------------------------------------------------------------------ memorized or not
@@ -288,7 +288,7 @@ def run_premise_ablation(config: AblationConfig, out: str | Path, *, source: Sou
     out = Path(out)
     with first_pin(out):  # a bad --candidates found below leaves a new folder as it was
         out.mkdir(parents=True, exist_ok=True)
-        pin_settings(out, config.pinned(), report=config.report_settings())
+        pin_settings(out, config.pinned(), report=config.report_settings(), study=NAME)
         setup = None if config.protocol == "paper" else build_setup(config, source, cache=cache)
     if setup is None:
         from .paper import run_paper

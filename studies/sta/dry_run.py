@@ -26,9 +26,8 @@ def prompt_records(config: StaConfig) -> list[PromptRecord]:
     units (`requests`)."""
     from kgprobe.models.distributions import word_vocabulary
 
-    from .study import lazy_words, parse_conditions, validate, retrieval_targets, sample
+    from .study import lazy_words, parse_conditions, retrieval_targets, sample
 
-    validate(config)
     conditions = parse_conditions(config.conditions)
     norms = load_norms(config.norms, config.format)
     lama = lazy_words(config.lama_file)

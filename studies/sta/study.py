@@ -51,7 +51,7 @@ from kgprobe.studies.settings import pin_settings
 from kgprobe.studies.sta import elicitation as eli
 from kgprobe.studies.sta import retrieval as ret
 
-from .config import TASKS, VOCABS, StaConfig, StaError, default_vocab_file  # noqa: F401
+from .config import CELL_COLUMNS, NAME, TASKS, VOCABS, StaConfig, StaError, default_vocab_file  # noqa: F401
 from .requests import elicitation_units, retrieval_units
 
 __all__ = ["StaConfig", "run_sta", "default_vocab_file", "COLUMNS"]
@@ -126,22 +126,6 @@ def parse_conditions(names: Sequence[str] | None) -> list[ret.Condition]:
     if bad:
         raise StaError(f"unknown retrieval condition(s) {', '.join(bad)}; use {', '.join(valid)}")
     return [valid[n] for n in names]
-
-
-def validate(config: StaConfig) -> None:
-    """One-line errors for settings that cannot run, before the model loads."""
-    for task in config.tasks:
-        if task not in TASKS:
-            raise StaError(f"unknown task {task!r}; use retrieval, elicitation or all")
-    if config.template is not None and config.template not in ret.TEMPLATES:
-        raise StaError(f"unknown retrieval template {config.template!r}; use statement or question")
-    if config.determiner not in ret.DETERMINERS:
-        raise StaError(f"unknown determiner {config.determiner!r}; use a or the")
-    if config.vocab is not None and config.vocab not in VOCABS:
-        raise StaError(f"unknown vocabulary {config.vocab!r}; use lama or concepts")
-    for name, value in (("--limit", config.limit), ("--elicitation-limit", config.elicitation_limit)):
-        if value is not None and value < 1:
-            raise StaError(f"{name} {value}: give a positive number of concepts")
 
 
 def lazy_words(path):
@@ -238,14 +222,13 @@ def run_sta(config: StaConfig, out: str | Path) -> list[dict]:
     from kgprobe.models.loading import load_model
 
     out = Path(out)
-    validate(config)
     conditions = parse_conditions(config.conditions)
     norms = load_norms(config.norms, config.format)
     t0 = time.perf_counter()
-    loaded = load_model(config.model, device=config.device)
+    loaded = load_model(config.model, device=config.device, dtype=config.dtype)
     fingerprint = config.fingerprint(loaded)
     out.mkdir(parents=True, exist_ok=True)
-    pin_settings(out, fingerprint)
+    pin_settings(out, fingerprint, study=NAME)
 
     lama = lazy_words(config.lama_file)
     units: list[Unit] = []
@@ -271,8 +254,6 @@ def run_sta(config: StaConfig, out: str | Path) -> list[dict]:
 # --------------------------------------------------------------------------------------
 
 
-#: The prediction fields that name an STA cell.
-CELLS = ("task", "condition", "n_properties", "relation", "context")
 
 
 def observations(out: str | Path) -> list[dict]:
@@ -283,7 +264,7 @@ def observations(out: str | Path) -> list[dict]:
 
     rows = []
     for p in read_predictions(Path(out)):
-        cell = {c: p.get(c) for c in CELLS}
+        cell = {c: p.get(c) for c in CELL_COLUMNS}
         if p.get("task") == "retrieval" and p.get("rank"):
             item = f"{p['concept']}#{p.get('sequence', 0)}"
             rows.append({**cell, "item": item, **rank_metrics([p["rank"]])})
