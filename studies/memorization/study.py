@@ -140,7 +140,7 @@ def recorded(config: MemorizationConfig) -> dict:
     pinned, as each protocol's units are their own files (a folder may hold several; the
     ``protocol`` cell column tells them apart), so it says the latest run's, and an older
     folder that lacks it resumes; `kgprobe compare` refuses runs that record different ones."""
-    return {"candidates": str(config.candidates)}
+    return {"candidates": config.candidates.option}
 
 
 def format_table(rows: Sequence[dict]) -> str:
