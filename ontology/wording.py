@@ -245,6 +245,25 @@ def word_labels(onto) -> None:
     for p in onto.properties.values():
         if p.label:
             p.label = label_words(p.label, lower)
+            if p.pattern is None and _verb_between_classes(p, onto):
+                p.pattern = f"[X] {p.label} [Y] ."
+
+
+def _verb_between_classes(prop, onto) -> bool:
+    """A one-word label a tagger reads as a plural noun ("feeds", "minutes") is a verb when
+    the word can be one and the property relates things, not a thing and a value: "[X] feeds
+    [Y]" between a person and a mammal, but "[X] has minutes [Y]" for a number."""
+    from lemminflect import getAllLemmas
+
+    words = prop.label.split()
+    return (len(words) == 1 and property_shape(prop.label) == "noun"
+            and "VERB" in getAllLemmas(words[0]) and bool(prop.range)
+            and all(r in onto.classes and not r.startswith(_VALUE_SPACES) for r in prop.range))
+
+
+#: Namespaces whose "classes" are values (datatypes are pruned from the classes only later).
+_VALUE_SPACES = ("http://www.w3.org/2001/XMLSchema#", "http://www.w3.org/2000/01/rdf-schema#Literal",
+                 "http://www.w3.org/1999/02/22-rdf-syntax-ns#")
 
 
 def wording_summary(onto) -> dict:

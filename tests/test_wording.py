@@ -28,7 +28,6 @@ PROPERTIES = {
     "interval meets": "One has to be a particular [MASK] if one stands in the relation "
                       '"interval meets" to a thing .',
     "currently holds": "One has to be a particular [MASK] if one currently holds a thing .",
-    "minutes": "One has to be a particular [MASK] if one has minutes a thing .",
     "in XSD Date-Time-Stamp": "One has to be a particular [MASK] if one stands in the relation "
                               '"in XSD date time stamp" to a thing .',
     "has member During": "One has to be a particular [MASK] if one has member during a thing .",
@@ -59,6 +58,12 @@ def _ontology(tmp_path: Path):
     for n, label in enumerate(PROPERTIES):
         lines.append(f':p{n} a owl:ObjectProperty ; rdfs:label "{label}" ; rdfs:domain :thing ; '
                      "rdfs:range :thing .")
+    # OWL-Time's "minutes" relates a duration to a number: a noun, where "feeds" between two
+    # classes is a verb (`wording._verb_between_classes`)
+    lines.append(':minutes a owl:DatatypeProperty ; rdfs:label "minutes" ; rdfs:domain :thing ; '
+                 "rdfs:range <http://www.w3.org/2001/XMLSchema#decimal> .")
+    lines.append(':feeds a owl:ObjectProperty ; rdfs:label "feeds" ; rdfs:domain :thing ; '
+                 "rdfs:range :thing .")
     for n, label in enumerate(CLASSES):
         lines.append(f':c{n} a owl:Class ; rdfs:label "{label}" ; rdfs:subClassOf :thing .')
     path = tmp_path / "w.ttl"
@@ -79,6 +84,16 @@ def test_property_labels_give_grammatical_domain_prompts(onto):
         assert text == prompt, label
         assert not re.search(r"\b(is|has) (resulted|collaborated|biotically|interval|in XSD)",
                              text)
+
+
+def test_a_plural_looking_label_is_a_verb_between_classes_and_a_noun_before_a_value(onto):
+    """ "minutes" (to a number) reads "[X] has minutes [Y]"; "feeds" (between two classes) is
+    the verb "[X] feeds [Y]", though a tagger reads both alone as plural nouns."""
+    from kgprobe.ontology.verbalize import default_pattern
+
+    minutes, feeds = onto.properties[f"{EX}minutes"], onto.properties[f"{EX}feeds"]
+    assert (minutes.pattern or default_pattern(minutes.label)) == "[X] has minutes [Y] ."
+    assert (feeds.pattern or default_pattern(feeds.label)) == "[X] feeds [Y] ."
 
 
 def test_unclear_shapes_are_counted_not_worded_wrongly():
