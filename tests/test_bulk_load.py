@@ -177,6 +177,9 @@ def test_a_pending_graph_is_hidden_through_an_endpoint_too(tmp_path, monkeypatch
         def select(self, sparql, default_graphs=None):
             return self.db.query(sparql)
 
+        def select_rows(self, sparql, default_graphs=None):
+            return list(self.db.query(sparql))
+
     with KnowledgeGraph(store, read_only=True) as kg:
         local, stats = kg.graphs(), kg.stats()
     endpoint = SparqlEndpoint(DiskClient())
