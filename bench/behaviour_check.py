@@ -104,26 +104,28 @@ def build_models(root: Path) -> dict[str, Path]:
 
 #: name (its output folder, "-": none), then the CLI arguments; every line but the first gets
 #: "--out OUT/name", study and probe lines "--threads 1". Each is kept small (~4 min in all on 2 cores).
+#: The store the first line fills is the default store, so a study names its ontology
+#: (`--ontology bundled`), as a study must beside a filled default store.
 RUNS = """
 kg-load               kg load --default --store {store}
 generate-memorizing   generate memorizing --store {store}
 generate-reasoning    generate reasoning --store {store}
 demo-gpt2             demo --model {gpt2} --limit 2 --templates manual,soft --soft-epochs 1
-ablation-bert         study premise-ablation --model {bert} --templates manual --limit 2
-memorizing-frequency  probe memorizing --model frequency --task all
-memorizing-random     probe memorizing --model random --task all
-memorizing-bert       probe memorizing --model {bert} --task all --limit 3
-memorizing-gpt2       probe memorizing --model {gpt2} --task all --limit 3
+ablation-bert         study premise-ablation --ontology bundled --model {bert} --templates manual --limit 2
+memorizing-frequency  probe memorizing --ontology bundled --model frequency --task all
+memorizing-random     probe memorizing --ontology bundled --model random --task all
+memorizing-bert       probe memorizing --ontology bundled --model {bert} --task all --limit 3
+memorizing-gpt2       probe memorizing --ontology bundled --model {gpt2} --task all --limit 3
 mc-gpt2-letter        probe multiple-choice --model {gpt2} --answer letter --limit 2
 mc-gpt2-text          probe multiple-choice --model {gpt2} --answer text --limit 2
 copen-zero-shot-bert  study copen --from-kg --store {store} --norms {norms} --method zero-shot --model {bert} --limit 3
 copen-linear-gpt2     study copen --data {root}/copen-zero-shot-bert/data --method linear --model {gpt2} --limit 3 --train-limit 8 --seeds 42
 sta-bert              study sta --norms {norms} --vocab-file {vocab} --model {bert} --limit 3
 sta-gpt2              study sta --norms {norms} --vocab-file {vocab} --model {gpt2} --limit 3
-memorizing-paper-freq study memorization --model frequency --protocol paper --task all
+memorizing-paper-freq study memorization --ontology bundled --model frequency --protocol paper --task all
 ablation-paper-gpt2   study premise-ablation --protocol paper --model {gpt2} --limit 2 --pairs 1 --rules rdfs9,rdfs11
-dry-ablation          study premise-ablation --dry-run --limit 2
-dry-memorizing        study memorization --dry-run --task all --limit 3
+dry-ablation          study premise-ablation --ontology bundled --dry-run --limit 2
+dry-memorizing        study memorization --ontology bundled --dry-run --task all --limit 3
 """  # copen-linear reads the sets copen-zero-shot generated (COPEN's layout): no second generation
 
 
