@@ -81,7 +81,11 @@ def build(config: ConsistencyConfig) -> Setup:
 
     from .statements import Writer, study_derivations, true_answers
 
-    source = config.source.load()  # --store, --endpoint, --ontology (bundled by default)
+    from kgprobe.ontology.loaders import bundled_source
+
+    # --store, --endpoint, --ontology; the bundled ontology with the paper's own labels, as the
+    # memorization study asks them, so a statement is that study's prompt (one score cache)
+    source = bundled_source(word=False) if config.source.bundled else config.source.load()
     onto, templates = source.ontology, load_templates(lang=config.source.language())
     closure = item_closure(onto, source.triples)
     verb = Verbalizer(onto, templates, pseudowords=False)
