@@ -94,7 +94,7 @@ def sample_lines(cached: dict) -> list[str]:
              f"threshold is the top-{100 * cached.get('fraction', 0.5):.0f}% cut of a seeded sample "
              f"of {sample['size']} of its premises (seed {sample['seed']}, the same whatever "
              "`--limit`), and only the evaluated items' premises are classified against it. "
-             "Threshold as the gold's rank (a premise counts as known when ranked better), with the "
+             "Threshold as the gold's rank (a premise counts as known when ranked above it), with the "
              "95% bootstrap interval of the cut:", ""]
     for s in sample["strata"]:
         lines.append(f"- {s['role']} {s['relation']}: {_rank(s['threshold'])} from {s['sampled']} "

@@ -243,7 +243,8 @@ def _premise_ranks(setup: AblationSetup, probes: list[PremiseProbe], wanted: dic
             also = gold_indices(req.candidates, probe.true - {key.answer}) if filtered else []
             rr[key] = 1.0 / float(ranks_of(row, gold, filtered=filtered, also_true=also).min()) if gold else 0.0
             prompts[key] = req.prompt
-    served = "score cache off" if hits is None else f"{scorer.hits - hits} from the score cache"
+    served = ("score cache off" if hits is None else
+              f"{scorer.hits - hits} from the score cache, {len(probes) - scorer.hits + hits} scored")
     _note(progress, f"premises: {len(rr)} classified by {len(probes)} memorizing probes "
                     f"({served})")
     return rr, prompts
