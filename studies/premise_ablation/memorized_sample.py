@@ -15,24 +15,33 @@ from __future__ import annotations
 
 import random
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from collections.abc import Callable, Iterable
+from typing import Protocol, TypeVar
 
 import numpy as np
 
 from kgprobe.seeds import seed_key
 from kgprobe.studies.stats import rng_for
 
-if TYPE_CHECKING:
-    from .build import AblationData
-    from .study import PremiseKey
 
-Order = Callable[["PremiseKey"], tuple]
+class Premise(Protocol):
+    """What the estimate needs of a premise (`study.PremiseKey`): its stratum and seed string."""
+
+    @property
+    def stratum(self) -> tuple[str, str]: ...
+
+    @property
+    def seed(self) -> str: ...
 
 
-def sampled_premises(population: list[PremiseKey], size: int, seed: int) -> list[PremiseKey]:
+P = TypeVar("P", bound=Premise)
+Order = Callable[[Premise], tuple]
+
+
+def sampled_premises(population: list[P], size: int, seed: int) -> list[P]:
     """`size` premises of each stratum (all of a smaller one), seeded by the run's seed and
     the stratum alone: the same sample whatever items the run evaluates."""
-    strata: dict[tuple[str, str], list[PremiseKey]] = {}
+    strata: dict[tuple[str, str], list[P]] = {}
     for key in population:
         strata.setdefault(key.stratum, []).append(key)
     out = []
@@ -43,31 +52,23 @@ def sampled_premises(population: list[PremiseKey], size: int, seed: int) -> list
     return out
 
 
-def needed_premises(data: AblationData) -> set[PremiseKey]:
-    """The premises the evaluated items (those under ``--limit``) take their settings from."""
-    from .study import PremiseKey
-
-    return {PremiseKey.of(item, role, pair) for items in data.items.values() for item in items
-            for role in ("P1", "P2") for pair in range(data.config.pairs)}
-
-
 def _cut(rrs: np.ndarray, cut: int) -> float:
     """The reciprocal rank at position `cut` of `rrs` sorted best first (0 when all known)."""
     return float(np.sort(rrs)[::-1][cut]) if cut < len(rrs) else 0.0
 
 
-def estimate_split(rr: dict[PremiseKey, float], sample: list[PremiseKey], classified,
+def estimate_split(rr: dict[P, float], sample: list[P], classified: Iterable[P],
                    fraction: float, seed: int, resamples: int) -> tuple[dict, list[dict]]:
     """Known or not for every premise of `classified`, by its stratum's threshold estimated
     from `sample`; and per stratum the threshold with its 95 % bootstrap interval."""
-    order: Order = lambda k: (-rr[k], k.seed)  # noqa: E731 -- the exact rule's order
-    strata: dict[tuple[str, str], list[PremiseKey]] = {}
+    order: Order = lambda k: (-rr[k], k.seed)  # the exact rule's order
+    strata: dict[tuple[str, str], list[P]] = {}
     for key in sample:
         strata.setdefault(key.stratum, []).append(key)
     bounds, summary = {}, []
     for stratum, keys in sorted(strata.items()):
         ranked = sorted(keys, key=order)
-        cut = int(round(len(ranked) * fraction))
+        cut = round(len(ranked) * fraction)
         bounds[stratum] = order(ranked[cut]) if cut < len(ranked) else None
         values = np.array([rr[k] for k in keys])
         boot = rng_for(seed, "memorized-sample", *stratum).choice(
@@ -90,12 +91,12 @@ def sample_lines(cached: dict) -> list[str]:
     sample = cached.get("sample")
     if not isinstance(sample, dict):
         return []
-    lines = [f"The split is **estimated** (`--memorized-sample {sample['size']}`): each relation's "
+    lines = [(f"The split is **estimated** (`--memorized-sample {sample['size']}`): each relation's "
              f"threshold is the top-{100 * cached.get('fraction', 0.5):.0f}% cut of a seeded sample "
              f"of {sample['size']} of its premises (seed {sample['seed']}, the same whatever "
              "`--limit`), and only the evaluated items' premises are classified against it. "
              "Threshold as the gold's rank (a premise counts as known when ranked above it), with the "
-             "95% bootstrap interval of the cut:", ""]
+             "95% bootstrap interval of the cut:"), ""]
     for s in sample["strata"]:
         lines.append(f"- {s['role']} {s['relation']}: {_rank(s['threshold'])} from {s['sampled']} "
                      f"premises (95% interval {_rank(s['hi'])} to {_rank(s['lo'])})")

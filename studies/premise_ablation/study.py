@@ -186,10 +186,11 @@ def classify_premises(setup: AblationSetup, out: Path, *,
     population = {k: None for p in probes for k in p.keys}
     sample = extra = None
     if config.memorized_sample is not None:
-        from .memorized_sample import needed_premises, sampled_premises
+        from .memorized_sample import sampled_premises
 
         sample = sampled_premises(list(population), config.memorized_sample, config.seed)
-        population = {k: None for k in population if k in set(sample) | needed_premises(setup.data)}
+        wanted = set(sample) | needed_premises(setup.data)
+        population = {k: None for k in population if k in wanted}
         probes = [p for p in probes if any(k in population for k in p.keys)]
     rr, prompts = _premise_ranks(setup, probes, population, progress)
     if sample is None:
@@ -213,6 +214,12 @@ def _record(premise: MemorizedPremise, sample: set[PremiseKey] | None) -> dict:
     """memorized.json's record of a premise; an estimated split marks the sampled ones."""
     row = premise.to_json()
     return row if sample is None else {**row, "sampled": premise.key in sample}
+
+
+def needed_premises(data: AblationData) -> set[PremiseKey]:
+    """The premises the evaluated items (those under ``--limit``) take their settings from."""
+    return {PremiseKey.of(item, role, pair) for items in data.items.values() for item in items
+            for role in ("P1", "P2") for pair in range(data.config.pairs)}
 
 
 def _note(progress: bool, text: str) -> None:
