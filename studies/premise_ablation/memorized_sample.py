@@ -14,8 +14,8 @@ bootstrap interval of the cut's reciprocal rank.
 from __future__ import annotations
 
 import random
-from pathlib import Path
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Protocol, TypeVar
 
 import numpy as np
