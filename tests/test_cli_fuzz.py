@@ -162,6 +162,7 @@ for command in ("study premise-ablation", "study memorization"):
     numbers(command, "--candidates", "0", "1", "-5", "some")
 numbers("study premise-ablation", "--pairs", "0", "-1")
 numbers("study premise-ablation", "--fraction", "-0.5", "1.5")
+numbers("study premise-ablation", "--memorized-sample", "1", "-3", "x")
 numbers("study premise-ablation", "--resamples", "0", "-1")
 numbers("study premise-ablation", "--min-items", "-1")
 numbers("study premise-ablation", "--soft-epochs", "-1")

@@ -97,6 +97,9 @@ class AblationConfig:
     depth: tuple[int, ...] = (1,)
     distractors: tuple[int, ...] = (0,)
     premise_order: str = "ordered"
+    #: premises per (role, relation) whose top-fraction cut estimates the split
+    #: (`memorized_sample.py`); None: the whole population. Pinned only when given.
+    memorized_sample: int | None = None
 
     #: Fields that say where data comes from or how it is stored, not what is computed: the
     #: ontology is pinned through ``extra`` (as given), the cache never changes a number.
@@ -145,6 +148,8 @@ class AblationConfig:
 
     def to_json(self) -> dict:
         skip = self.NOT_PINNED if self.deep else self.NOT_PINNED + self.DEPTH_FIELDS
+        if self.memorized_sample is None:  # a run without it pins what it always did
+            skip += ("memorized_sample",)
         return {k: _pinned_value(k, v) for k, v in self.__dict__.items() if k not in skip}
 
     #: Settings only the report reads: a rerun with other values keeps every unit.
@@ -238,9 +243,24 @@ def config_from_args(args: argparse.Namespace) -> AblationConfig:
         raise StudyError("--depth/--distractors/--premise-order: chained items are written with "
                          "the manual templates of the default protocol; pass --templates manual "
                          "(and no --protocol paper)")
+    config.memorized_sample = memorized_sample(args, paper)
     if paper:
         config.check_paper()
     return config
+
+
+def memorized_sample(args: argparse.Namespace, paper: bool) -> int | None:
+    """``--memorized-sample N``: at least 2 premises per relation (one cannot be split in
+    halves); the paper protocol splits its own test sets."""
+    size = getattr(args, "memorized_sample", None)
+    if size is None:
+        return None
+    if paper:
+        raise StudyError("--memorized-sample: the paper protocol splits its own test sets; drop it")
+    if int(size) < 2:
+        raise StudyError(f"--memorized-sample {size}: give at least 2 premises per relation, "
+                         "e.g. --memorized-sample 20")
+    return int(size)
 
 
 def source_pin(source: OntologySource) -> dict:
@@ -308,6 +328,10 @@ def add_arguments(p: argparse.ArgumentParser, *, default_model: str | None = Non
                         "(default 0)")
     p.add_argument("--premise-order", choices=["ordered", "shuffled"], default="ordered",
                    help="chained items' premises in chain order, or in a seeded shuffled order")
+    p.add_argument("--memorized-sample", type=int, default=None, metavar="N",
+                   help="estimate each relation's known/not-known threshold from a seeded sample "
+                        "of N of its premises and classify only the evaluated items' premises "
+                        "(a quick trial; default: classify the whole population)")
     candidates_option(p)
     ranking_option(p)
     p.add_argument("--preset", choices=sorted(PRESETS), default=None,

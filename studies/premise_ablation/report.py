@@ -282,7 +282,8 @@ def _known_rule(config: ReportSettings) -> str:
                 "when its probe ranks in the top half.")
     return ("A premise is *implicitly given* when the model's memorizing probe ranks it in the "
             f"top {100 * config.memorized_fraction:.0f}% of every premise of its relation "
-            "in the ontology.")
+            "in the ontology" + (" (estimated from a sample: below)." if config.memorized_sample
+                                 else "."))
 
 
 def known_reach(out: Path) -> list[str]:
@@ -352,6 +353,9 @@ def write_report(out: str | Path) -> Path:
                   f"{config.limit or 'all'} items per rule, {config.pairs} pseudoword pair(s), "
                   f"seed {config.seed}. " + _known_rule(config), ""]
         lines += known_reach(out)
+        from .memorized_sample import read_sample_lines
+
+        lines += read_sample_lines(out)
     lines += ["MRR in %, averaged over each relation's manual templates (per template below), "
               f"with its 95% interval in brackets: {_interval_words(config)} "
               f"n = items. {LOW_N}: fewer than {min_items} items, read with care. "

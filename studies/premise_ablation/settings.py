@@ -34,6 +34,7 @@ class ReportSettings:
     depth: tuple[int, ...] | None = None  # None: no chained items (`--depth`)
     distractors: tuple[int, ...] | None = None
     premise_order: str = "ordered"
+    memorized_sample: int | None = None  # None: the split over the whole population
 
     @classmethod
     def of(cls, pinned: dict) -> "ReportSettings":

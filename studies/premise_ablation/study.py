@@ -169,46 +169,107 @@ def classify_premises(setup: AblationSetup, out: Path, *,
                       progress: bool = False) -> dict[PremiseKey, MemorizedPremise]:
     """Reciprocal rank of every premise's gold under its memorizing probe, and whether it
     counts as known: in the top `memorized_fraction` of its kind's whole population
-    (`premise_population`). Cached in OUT/memorized.json (one record a premise)."""
-    config, pseudowords = setup.config, setup.model.pseudowords
+    (`premise_population`); with ``--memorized-sample`` by a threshold estimated from a seeded
+    sample, for the sample and the evaluated items' premises only (`memorized_sample`).
+    Cached in OUT/memorized.json (one record a premise)."""
+    config = setup.config
     path = out / "memorized.json"
     if path.exists():
         cached = json.loads(path.read_text(encoding="utf-8"))
         if (cached.get("model") == config.model and isinstance(cached["premises"], list)
-                and cached.get("version") == MEMORIZED_VERSION):
+                and cached.get("version") == MEMORIZED_VERSION
+                and (cached.get("sample") or {}).get("size") == config.memorized_sample):
+            _note(progress, f"premises: {len(cached['premises'])} read from {path} (classified "
+                            "by an earlier run into this folder)")
             return {m.key: m for m in map(MemorizedPremise.from_json, cached["premises"])}
+    probes = premise_probes(setup.data)
+    population = {k: None for p in probes for k in p.keys}
+    sample = extra = None
+    if config.memorized_sample is not None:
+        from .memorized_sample import sampled_premises
+
+        sample = sampled_premises(list(population), config.memorized_sample, config.seed)
+        wanted = set(sample) | needed_premises(setup.data)
+        population = {k: None for k in population if k in wanted}
+        probes = [p for p in probes if any(k in population for k in p.keys)]
+    rr, prompts = _premise_ranks(setup, probes, population, progress)
+    if sample is None:
+        known = _top_fraction(rr, config.memorized_fraction)
+    else:
+        from .memorized_sample import estimate_split
+
+        known, strata = estimate_split(rr, sample, population, config.memorized_fraction,
+                                       config.seed, config.resamples)
+        extra = {"sample": {"size": config.memorized_sample, "seed": config.seed,
+                            "strata": strata}}
+    premises = {k: MemorizedPremise(k, rr[k], known[k], prompts[k]) for k in population}
+    sample = None if sample is None else set(sample)
+    write_json(path, {"model": config.model, "fraction": config.memorized_fraction,
+                      "version": MEMORIZED_VERSION, "ranking": config.ranking, **(extra or {}),
+                      "premises": [_record(m, sample) for m in premises.values()]})
+    return premises
+
+
+def _record(premise: MemorizedPremise, sample: set[PremiseKey] | None) -> dict:
+    """memorized.json's record of a premise; an estimated split marks the sampled ones."""
+    row = premise.to_json()
+    return row if sample is None else {**row, "sampled": premise.key in sample}
+
+
+def needed_premises(data: AblationData) -> set[PremiseKey]:
+    """The premises the evaluated items (those under ``--limit``) take their settings from."""
+    return {PremiseKey.of(item, role, pair) for items in data.items.values() for item in items
+            for role in ("P1", "P2") for pair in range(data.config.pairs)}
+
+
+def _note(progress: bool, text: str) -> None:
+    """One line on stderr for a person watching the run (not for library calls)."""
+    if progress:
+        import sys
+
+        print(f"kgprobe: {text}", file=sys.stderr, flush=True)
+
+
+def _premise_ranks(setup: AblationSetup, probes: list[PremiseProbe], wanted: dict,
+                   progress: bool) -> tuple[dict[PremiseKey, float], dict[PremiseKey, str]]:
+    """Every `wanted` premise's reciprocal rank and prompt; says on stderr how many probes the
+    score cache served (the population is scored once per model and protocol, then reused)."""
     from kgprobe.studies.probes import Request, score_requests
 
-    probes = premise_probes(setup.data)
+    scorer, pseudowords = setup.model.scorer, setup.model.pseudowords
     asked = [Request(p.prompt, p.candidates, pseudowords[p.pair or 0]) for p in probes]
-    members = [(p.keys, p.true) for p in probes]
-    population = {k: None for p in probes for k in p.keys}
-    rows = score_requests(setup.model.scorer, asked, batch_size=config.batch_size,
+    hits = getattr(scorer, "hits", None)
+    rows = score_requests(scorer, asked, batch_size=setup.config.batch_size,
                           desc="classifying premises (memorizing probes)", progress=progress)
     filtered = setup.data.truth is not None
     rr: dict[PremiseKey, float] = {}
     prompts: dict[PremiseKey, str] = {}
-    for req, row, (keys, true) in zip(asked, rows, members):
-        for key in keys:
+    for req, row, probe in zip(asked, rows, probes):
+        for key in (k for k in probe.keys if k in wanted):
             gold = gold_indices(req.candidates, [key.answer])
-            also = gold_indices(req.candidates, true - {key.answer}) if filtered else []
+            also = gold_indices(req.candidates, probe.true - {key.answer}) if filtered else []
             rr[key] = 1.0 / float(ranks_of(row, gold, filtered=filtered, also_true=also).min()) if gold else 0.0
             prompts[key] = req.prompt
-    # Split each kind at the configured fraction, best reciprocal ranks first.
+    served = ("score cache off" if hits is None else
+              f"{scorer.hits - hits} from the score cache, {len(probes) - scorer.hits + hits} scored")
+    _note(progress, f"premises: {len(rr)} classified by {len(probes)} memorizing probes "
+                    f"({served})")
+    return rr, prompts
+
+
+def _top_fraction(rr: dict[PremiseKey, float], fraction: float) -> dict[PremiseKey, bool]:
+    """Split each kind at `fraction`, best reciprocal ranks first (the premise's seed string
+    among equal ranks)."""
     known: dict[PremiseKey, bool] = {}
     kinds: dict[tuple[str, str], list[PremiseKey]] = {}
     for key in rr:
         kinds.setdefault(key.stratum, []).append(key)
     for members in kinds.values():
         ranked = sorted(members, key=lambda k: (-rr[k], k.seed))
-        cut = int(round(len(ranked) * config.memorized_fraction))
+        cut = int(round(len(ranked) * fraction))
         for i, key in enumerate(ranked):
             known[key] = i < cut
-    premises = {k: MemorizedPremise(k, rr[k], known[k], prompts[k]) for k in population}
-    write_json(path, {"model": config.model, "fraction": config.memorized_fraction,
-                      "version": MEMORIZED_VERSION, "ranking": config.ranking,
-                      "premises": [m.to_json() for m in premises.values()]})
-    return premises
+    return known
 
 
 def settings_of(item: ReasoningItem, premises: dict[PremiseKey, MemorizedPremise],
