@@ -36,7 +36,7 @@ def bundled_ontology_dir() -> Path:
     return Path(str(resources.files("kgprobe.ontology") / "data"))
 
 
-def bundled_source(word: bool = True) -> Source:
+def bundled_source(word: bool = False) -> Source:
     """The default ontology, loaded into the graph named 'ontoprobe' (`word`: labels worded
     for prompts, see `load_ontoprobe`)."""
     return load_ontoprobe(bundled_ontology_dir(), name="ontoprobe", word=word)

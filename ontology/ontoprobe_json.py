@@ -48,14 +48,16 @@ def _as_list(value) -> list:
     return list(value) if isinstance(value, (list, tuple)) else [value]
 
 
-def load_ontoprobe(directory: str | Path, name: str | None = None, word: bool = True) -> Source:
+def load_ontoprobe(directory: str | Path, name: str | None = None, word: bool = False) -> Source:
     """Load the OntoProbe pair (`class.json`, `property.json`).
 
     `class.json` lists each class's whole superclass chain, specific → general. Only the
     direct edge (the first element) is stored: the rest must follow from the parents'
     own chains, and every chain that does not is reported in `Ontology.warnings`.
-    `word`: labels as an English prompt writes them (`wording.word_labels`); off, as the
-    files write them (the paper's reference sets are written in those).
+    `word`: labels as an English prompt writes them (`wording.word_labels`); off by default,
+    as the files write them: an OntoProbe folder is curated prompt text, and the paper's
+    reference sets, its memorizing records and the score cache every study shares are
+    written in those labels.
     """
     directory = Path(directory)
     classes_raw = _read_json(directory / "class.json")

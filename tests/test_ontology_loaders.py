@@ -241,4 +241,9 @@ def test_a_label_with_a_tab_and_an_escape_loads_as_written(tmp_path):
     path.write_text('@prefix rdfs: <http://www.w3.org/2000/01/rdf-schema#> .\n'
                     '<http://ex.org/Cafe> rdfs:subClassOf <http://ex.org/Place> ;\n'
                     '    rdfs:label "caf\\u00e9\\tbar"@en .\n', encoding="utf-8")
-    assert load_rdf(path).ontology.classes["http://ex.org/Cafe"].label == "caf\u00e9\tbar"
+    src = load_rdf(path)
+    # the triple keeps the escapes as written; the prompt label has one space for the tab
+    # (`ontology.wording.normalize_spaces`: a tab inside a prompt is no word boundary a model saw)
+    assert ("http://ex.org/Cafe", "http://www.w3.org/2000/01/rdf-schema#label",
+            '"caf\u00e9\\tbar"@en') in src.triples
+    assert src.ontology.classes["http://ex.org/Cafe"].label == "caf\u00e9 bar"
