@@ -54,12 +54,12 @@ class WriterLock:
                 print(f"kgprobe: waiting for {holder} to finish with {self.file.parent}",
                       file=sys.stderr, flush=True)
                 fcntl.flock(fd, fcntl.LOCK_EX)
-            if _same_file(fd, self.file):  # a failed first load may have removed the directory
+            if same_file(fd, self.file):  # a failed first load may have removed the directory
                 break
             os.close(fd)
             self.file.parent.mkdir(parents=True, exist_ok=True)
         os.ftruncate(fd, 0)
-        os.write(fd, f"pid {visible_pid()}: {_command()}\n".encode())
+        os.write(fd, f"pid {visible_pid()}: {command_line()}\n".encode())
         self._fd = fd
 
     def inheritable_fd(self) -> int:
@@ -133,7 +133,8 @@ def _pid(line: str) -> int | None:
     return int(word) if word.isdigit() else None
 
 
-def _same_file(fd: int, path: Path) -> bool:
+def same_file(fd: int, path: Path) -> bool:
+    """Whether `fd` is still the file at `path` (a holder may remove it as we open it)."""
     try:
         st = os.lstat(path)
     except FileNotFoundError:
@@ -142,7 +143,8 @@ def _same_file(fd: int, path: Path) -> bool:
     return (st.st_dev, st.st_ino) == (mine.st_dev, mine.st_ino)
 
 
-def _command() -> str:
+def command_line() -> str:
+    """This process's command line as a lock's holder record names it."""
     argv = [Path(sys.argv[0]).name if sys.argv and sys.argv[0] else "python", *sys.argv[1:]]
     if argv[0] in ("__main__.py", "-m", "-c"):
         argv[0] = "kgprobe"

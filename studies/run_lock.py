@@ -24,12 +24,12 @@ import errno
 import fcntl
 import os
 import socket
-import sys
 import time
 from pathlib import Path
 from typing import Iterator
 
 from kgprobe.errors import OutputError, StudyError
+from kgprobe.kg.lock import command_line, same_file
 
 LOCK_NAME = ".kgprobe-run.lock"
 
@@ -93,7 +93,7 @@ def _acquire(path: Path) -> int:
             os.close(fd)
             raise RunFolderBusyError(f"{path.parent}: in use by another kgprobe run ({holder}); "
                                      "wait for it to finish, or pass another --out") from None
-        if _same_file(fd, path):
+        if same_file(fd, path):
             break
         os.close(fd)  # a holder removed the file as we opened it: lock the new one
     try:
@@ -116,23 +116,11 @@ def _release(path: Path, fd: int) -> None:
 def _me() -> str:
     from kgprobe.guard import visible_pid
 
-    argv = [Path(sys.argv[0]).name if sys.argv and sys.argv[0] else "python", *sys.argv[1:]]
-    if argv[0] in ("__main__.py", "-m", "-c"):
-        argv[0] = "kgprobe"
     started = time.strftime("%Y-%m-%d %H:%M:%S")
-    return f"pid {visible_pid()} on {socket.gethostname()} since {started}: {' '.join(argv)[:300]}"
+    return f"pid {visible_pid()} on {socket.gethostname()} since {started}: {command_line()}"
 
 
 def _holder(fd: int) -> str:
     os.lseek(fd, 0, os.SEEK_SET)
     text = os.read(fd, 4096).decode(errors="replace").strip()
     return text.splitlines()[0] if text else "pid unknown"
-
-
-def _same_file(fd: int, path: Path) -> bool:
-    try:
-        st = os.lstat(path)
-    except FileNotFoundError:
-        return False
-    mine = os.fstat(fd)
-    return (st.st_dev, st.st_ino) == (mine.st_dev, mine.st_ino)
