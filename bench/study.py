@@ -135,6 +135,9 @@ def bench_model(name: str, args, items, pools, conjunction, scale, peak) -> dict
         before = run_scoring(single, every, args.batch_size)
         out["all_before"] = rates(before, body, hidden, vocab, peak)
     out["all"] = rates(after, body, hidden, vocab, peak)
+    # Whether the trie's tree-attention pass was used (its one-time check passed) or the
+    # scorer fell back to one forward per prompt: a fallback explains a slow dtype.
+    out["tree_batched"] = getattr(scorer, "_tree_ok", None)
     # As in the study: an item's pseudoword pairs (and settings) share its K candidates.
     per_item = requests(max(1, args.prompts_k // args.pairs), Protocol(args.k))
     with_pairs = [(p, c, v) for p, c, _ in per_item for v in pairs]

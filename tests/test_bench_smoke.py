@@ -47,6 +47,9 @@ TINY: dict = {
                    "--reference-requests", "1", "--suffix-prompts", "1", "--suffix-naive-requests", "2",
                    "--threads", "1"],
     "two_way_coverage.py": ["--reps", "3", "--items", "6", "--pairs", "3", "--resamples", "20"],
+    "gpu.py": lambda tmp: ["run", "--models", "{gpt2}", "--device", "cpu", "--prompts-all", "1",
+                           "--prompts-k", "2", "--k", "3", "--pairs", "1", "--matmul-size", "64",
+                           "--agreement-prompts", "2", "--source", str(write_zoo(tmp))],
     "study.py": lambda tmp: ["--models", "{gpt2}", "--prompts-all", "1", "--prompts-k", "2", "--k", "3",
                              "--pairs", "1", "--matmul-size", "64", "--source", str(write_zoo(tmp))],
 }
@@ -57,6 +60,7 @@ KEYS = {
     "behaviour_check.py": {"bench", "mode", "identical", "files", "differences"},
     "compare_coverage.py": {"bench", "reps", "accuracy", "mrr", "mrr_skewed"},
     "copen_generation.py": {"bench", "reasoned_s", "unreasoned_s", "closure_model_s", "items", "same_items"},
+    "gpu.py": {"bench", "device", "models", "matmul_tflops", "paper_scale"},
     "load.py": {"bench", "triples", "kgprobe_load_s", "kgprobe_peak_mb", "rdflib_parse_s", "speedup"},
     "paper_agreement.py": {"bench", "groups"},
     "paper_official_prompts.py": {"bench", "prompts", "groups", "out"},
