@@ -26,6 +26,22 @@ def test_a_preset_fills_only_the_options_left_at_their_defaults():
                                                                             "20", 5)
 
 
+def test_pairs_default_to_five_outside_the_demo_preset():
+    """Five pairs put the pseudoword draw in the interval (items × pairs); the demo keeps one
+    so `make demo` keeps its time, and the paper protocol samples the paper's 10."""
+    from kgprobe.studies.premise_ablation.config import config_from_args
+
+    def pairs(*argv: str) -> int:
+        args = build_parser().parse_args(["study", "premise-ablation", "--model", "m",
+                                          "--out", "o", *argv])
+        return config_from_args(args).pairs
+
+    assert pairs() == 5
+    assert pairs("--preset", "demo") == 1
+    assert pairs("--protocol", "paper") == 10
+    assert pairs("--pairs", "2") == 2
+
+
 def test_memorization_takes_the_same_scale_options():
     args = build_parser().parse_args(["study", "memorization", "--model", "m", "--out", "o",
                                       "--device", "cpu", "--dtype", "bfloat16", "--no-cache"])

@@ -208,8 +208,8 @@ def config_from_args(args: argparse.Namespace) -> AblationConfig:
     paper = args.protocol == "paper"
     if args.limit is None:  # the protocol's own: 10 items a rule, or every paper item
         args.limit = 0 if paper else 10
-    if args.pairs is None:  # the paper samples 10 pseudoword pairs (Appendix A)
-        args.pairs = 10 if paper else 1
+    if args.pairs is None:  # the paper samples 10 pairs (Appendix A); 5 put the draw in the
+        args.pairs = 10 if paper else 5  # interval (items × pairs); the demo preset keeps 1
     if args.templates is None:
         args.templates = "manual" if paper else "manual,soft"
     if args.model is None and not args.dry_run:
@@ -308,8 +308,8 @@ def add_arguments(p: argparse.ArgumentParser, *, default_model: str | None = Non
     p.add_argument("--limit", type=int, default=None,
                    help="items per rule (0: all; default 10, with --protocol paper all)")
     p.add_argument("--pairs", type=int, default=None,
-                   help="pseudoword pairs per item, averaged (default 1; with --protocol paper "
-                        "10, as the paper); each "
+                   help="pseudoword pairs per item, averaged (default 5, so the interval counts "
+                        "the draw; --preset demo 1; with --protocol paper 10, as the paper); each "
                    "(item, pair, template) prompt is one observation nested in its item")
     p.add_argument("--fraction", type=float, default=0.5,
                    help="share of premises (best reciprocal rank first) that count as known")
