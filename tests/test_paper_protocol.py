@@ -130,6 +130,34 @@ def test_memorized_splits():
     assert split_rank1(rr) == ([1, 3], [0, 2, 4])
 
 
+@pytest.mark.parametrize("rule", ["rdfs5", "rdfs7"])
+def test_explicit_p2_cells_drop_the_median_record(rule):
+    """The official select_premise takes P2's explicit records from split_by_MRR (the two
+    halves, ⌊n/2⌋·2 of n), P1's from split_by_Acc (every record): 38 of rdfs5's and rdfs7's
+    39 items, whichever record the model ranks in the middle."""
+    from kgprobe.studies.premise_ablation.paper import cell_records
+
+    records = [i.record.index for i in P.paper_items([rule])[rule]]
+    assert len(records) == 39
+    rr = list(np.random.default_rng(3).random(len(records)))
+    median = records[int(np.argsort(rr)[len(rr) // 2])]
+
+    def split(rule_of):
+        mem, nope = rule_of(rr)
+        return {"records": records, "rr": rr, "memorized": [records[i] for i in mem],
+                "not": [records[i] for i in nope]}
+
+    premises = {"P1": split(split_rank1), "P2": [split(split_top_half)]}
+    both = cell_records(premises, "explicit", "explicit", 0)
+    assert len(both) == 38 and median not in both
+    assert cell_records(premises, "explicit", "not", 0) | cell_records(
+        premises, "explicit", "implicit", 0) == both
+    assert len(cell_records(premises, "explicit", "implicit", 0)) == 19
+    # P1 explicit keeps every record (split_by_Acc's all_index): only P2 drops the median
+    premises["P2"] = [{**premises["P2"][0], "not": premises["P2"][0]["not"] + [median]}]
+    assert len(cell_records(premises, "explicit", "explicit", 0)) == 39
+
+
 @pytest.fixture
 def no_model(monkeypatch):
     import kgprobe.models.loading as loading
@@ -215,7 +243,11 @@ def test_paper_premise_ablation_end_to_end(tmp_path, tiny_gpt2_dir):
     assert {r["study_protocol"] for r in rows} == {"paper"}
     explicit = [r for r in rows if r["rule"] == "rdfs7" and r["p1"] == r["p2"] == "explicit"
                 and r["variant"] == "0"]
-    assert explicit and explicit[0]["n_prompts"] == "8"  # 4 items x 2 pairs
+    # 4 items x 2 pairs, less any item that is P2's median record under a pair
+    p2 = memorized["rules"]["rdfs7"]["P2"]
+    scored = [i.record.index for i in P.paper_items(["rdfs7"])["rdfs7"][:4]]
+    kept = sum(r in pair["memorized"] + pair["not"] for pair in p2 for r in scored)
+    assert explicit and int(explicit[0]["n_prompts"]) == kept >= 6
     preds = [p for p in _lines(tmp_path / "predictions.jsonl") if p["rule"] == "rdfs7"
              and p["p1"] == p["p2"] == "explicit"]
     assert preds[0]["prompt"] == P.paper_items(["rdfs7"])["rdfs7"][0].text()

@@ -153,7 +153,7 @@ def test_cli_run_writes_depth_and_distractor_rows_and_curves(tmp_path, zoo, tiny
     out = tmp_path / "deep"
     assert main(["study", "premise-ablation", "--model", str(tiny_llama_dir), "--ontology", str(zoo),
                  "--depth", "1,2,3", "--distractors", "0,2", "--templates", "manual",
-                 "--limit", "2", "--threads", "1", "--out", str(out)]) == 0
+                 "--limit", "2", "--pairs", "1", "--threads", "1", "--out", str(out)]) == 0
     rows = _read(out / "results.csv")
     assert list(rows[0])[:7] == ["rule", "p1", "p2", "template", "variant", "depth", "distractors"]
     means = {(r["depth"], r["distractors"], r["p1"]): r for r in rows
@@ -189,8 +189,8 @@ def test_cli_run_writes_depth_and_distractor_rows_and_curves(tmp_path, zoo, tiny
 def test_run_without_the_options_has_no_new_columns(tmp_path, zoo, tiny_gpt2_dir):
     out = tmp_path / "plain"
     assert main(["study", "premise-ablation", "--model", str(tiny_gpt2_dir), "--ontology", str(zoo),
-                 "--rules", "rdfs9", "--templates", "manual", "--limit", "1", "--threads", "1",
-                 "--out", str(out)]) == 0
+                 "--rules", "rdfs9", "--templates", "manual", "--limit", "1", "--pairs", "1",
+                 "--threads", "1", "--out", str(out)]) == 0
     assert list(_read(out / "results.csv")[0]) == COLUMNS
     config = json.loads((out / "config.json").read_text())
     assert not {"depth", "distractors", "premise_order"} & set(json.dumps(config).split('"'))

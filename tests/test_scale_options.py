@@ -26,7 +26,44 @@ def test_a_preset_fills_only_the_options_left_at_their_defaults():
                                                                             "20", 5)
 
 
+def test_pairs_default_to_five_outside_the_demo_preset():
+    """Five pairs put the pseudoword draw in the interval (items × pairs); the demo keeps one
+    so `make demo` keeps its time, and the paper protocol samples the paper's 10."""
+    from kgprobe.studies.premise_ablation.config import config_from_args
+
+    def pairs(*argv: str) -> int:
+        args = build_parser().parse_args(["study", "premise-ablation", "--model", "m",
+                                          "--out", "o", *argv])
+        return config_from_args(args).pairs
+
+    assert pairs() == 5
+    assert pairs("--preset", "demo") == 1
+    assert pairs("--protocol", "paper") == 10
+    assert pairs("--pairs", "2") == 2
+
+
 def test_memorization_takes_the_same_scale_options():
     args = build_parser().parse_args(["study", "memorization", "--model", "m", "--out", "o",
                                       "--device", "cpu", "--dtype", "bfloat16", "--no-cache"])
     assert (args.device, args.dtype, args.no_cache) == ("cpu", "bfloat16", True)
+
+
+def test_soft_recipe_paper_trains_a_hundred_epochs_and_is_pinned_only_where_used():
+    from kgprobe.studies.premise_ablation.config import config_from_args
+
+    def config(*argv: str):
+        args = build_parser().parse_args(["study", "premise-ablation", "--model", "m",
+                                          "--out", "o", *argv])
+        return config_from_args(args)
+
+    soft = config("--templates", "manual,soft", "--soft-recipe", "paper")
+    assert (soft.soft_recipe, soft.soft_epochs) == ("paper", 100)
+    assert soft.pinned()["soft_recipe"] == "paper"
+    assert config("--templates", "soft", "--soft-recipe", "paper",
+                  "--soft-epochs", "3").soft_epochs == 3
+    # --preset paper asks for the recipe; a manual run trains nothing and pins what it did
+    manual = config("--preset", "paper")
+    assert manual.soft_recipe == "default" and "soft_recipe" not in manual.pinned()
+    assert config("--preset", "paper", "--templates", "manual,soft").soft_recipe == "paper"
+    default = config("--templates", "soft")
+    assert (default.soft_recipe, default.soft_epochs) == ("default", 30)

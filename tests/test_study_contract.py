@@ -154,7 +154,7 @@ def _memorization(tmp_path, dirs):
 
 def _premise_ablation(tmp_path, dirs):
     return kgprobe.run("premise-ablation", model=str(dirs["gpt2"]), rules="rdfs9",
-                       templates="manual", limit=2, candidates=5, resamples=1000,
+                       templates="manual", limit=2, pairs=1, candidates=5, resamples=1000,
                        out=tmp_path / "premise-ablation", threads=1)
 
 

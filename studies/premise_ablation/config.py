@@ -100,6 +100,9 @@ class AblationConfig:
     #: premises per (role, relation) whose top-fraction cut estimates the split
     #: (`memorized_sample.py`); None: the whole population. Pinned only when given.
     memorized_sample: int | None = None
+    #: soft templates' training: "default" (sampled softmax, CPU-sized) or "paper" (Appendix
+    #: A: `soft_recipe.py`). Pinned only when "paper": a run without it pins what it always did.
+    soft_recipe: str = "default"
 
     #: Fields that say where data comes from or how it is stored, not what is computed: the
     #: ontology is pinned through ``extra`` (as given), the cache never changes a number.
@@ -139,8 +142,9 @@ class AblationConfig:
             raise StudyError("--fraction: the paper protocol splits by --memorized top-half|rank1; "
                              "drop --fraction")
         if tuple(self.templates) != ("manual",):
-            raise StudyError("--protocol paper: soft templates are not reproduced yet; pass "
-                             "--templates manual")
+            raise StudyError("--protocol paper: soft templates on the paper's items are not "
+                             "reproduced yet; pass --templates manual (Appendix A's recipe runs "
+                             "on the default protocol: --templates manual,soft --soft-recipe paper)")
 
     def unit_columns(self) -> list[str]:
         """A unit row's columns: with chained items, `depth` and `distractors` after `variant`."""
@@ -150,6 +154,8 @@ class AblationConfig:
         skip = self.NOT_PINNED if self.deep else self.NOT_PINNED + self.DEPTH_FIELDS
         if self.memorized_sample is None:  # a run without it pins what it always did
             skip += ("memorized_sample",)
+        if self.soft_recipe == "default":
+            skip += ("soft_recipe",)
         return {k: _pinned_value(k, v) for k, v in self.__dict__.items() if k not in skip}
 
     #: Settings only the report reads: a rerun with other values keeps every unit.
@@ -182,7 +188,8 @@ def template_kinds(text: str) -> tuple[str, ...]:
 #: ``--preset paper``: the paper-scale study (OntoProbe §3: every item, 10 pairs, the manual
 #: templates, every candidate): the GPU command. It overrides these options.
 #: ``--preset demo``: `kgprobe demo`'s settings, so the study command resumes its folder.
-PRESETS = {"paper": {"limit": 0, "pairs": 10, "templates": "manual", "candidates": "all"},
+PRESETS = {"paper": {"limit": 0, "pairs": 10, "templates": "manual", "candidates": "all",
+                     "soft_recipe": "paper"},
            "demo": {"model": "smollm2-135m", "limit": 30, "pairs": 1, "templates": "manual",
                     "candidates": "20", "soft_epochs": 5}}
 
@@ -208,8 +215,8 @@ def config_from_args(args: argparse.Namespace) -> AblationConfig:
     paper = args.protocol == "paper"
     if args.limit is None:  # the protocol's own: 10 items a rule, or every paper item
         args.limit = 0 if paper else 10
-    if args.pairs is None:  # the paper samples 10 pseudoword pairs (Appendix A)
-        args.pairs = 10 if paper else 1
+    if args.pairs is None:  # the paper samples 10 pairs (Appendix A); 5 put the draw in the
+        args.pairs = 10 if paper else 5  # interval (items × pairs); the demo preset keeps 1
     if args.templates is None:
         args.templates = "manual" if paper else "manual,soft"
     if args.model is None and not args.dry_run:
@@ -244,9 +251,22 @@ def config_from_args(args: argparse.Namespace) -> AblationConfig:
                          "the manual templates of the default protocol; pass --templates manual "
                          "(and no --protocol paper)")
     config.memorized_sample = memorized_sample(args, paper)
+    config.soft_recipe, config.soft_epochs = soft_recipe(args, config.templates)
     if paper:
         config.check_paper()
     return config
+
+
+def soft_recipe(args: argparse.Namespace, templates: tuple[str, ...]) -> tuple[str, int]:
+    """``--soft-recipe`` and the epochs: "paper" only where a soft template trains (a manual
+    run pins what it always did), with Appendix A's 100 epochs unless ``--soft-epochs`` is
+    given."""
+    recipe = getattr(args, "soft_recipe", None) or "default"
+    if "soft" not in templates:
+        return "default", args.soft_epochs
+    if recipe == "paper" and args.soft_epochs == 30:  # the option's default
+        return recipe, 100
+    return recipe, args.soft_epochs
 
 
 def memorized_sample(args: argparse.Namespace, paper: bool) -> int | None:
@@ -308,8 +328,8 @@ def add_arguments(p: argparse.ArgumentParser, *, default_model: str | None = Non
     p.add_argument("--limit", type=int, default=None,
                    help="items per rule (0: all; default 10, with --protocol paper all)")
     p.add_argument("--pairs", type=int, default=None,
-                   help="pseudoword pairs per item, averaged (default 1; with --protocol paper "
-                        "10, as the paper); each "
+                   help="pseudoword pairs per item, averaged (default 5, so the interval counts "
+                        "the draw; --preset demo 1; with --protocol paper 10, as the paper); each "
                    "(item, pair, template) prompt is one observation nested in its item")
     p.add_argument("--fraction", type=float, default=0.5,
                    help="share of premises (best reciprocal rank first) that count as known")
@@ -320,6 +340,10 @@ def add_arguments(p: argparse.ArgumentParser, *, default_model: str | None = Non
     p.add_argument("--min-items", type=int, default=10,
                    help="cells with fewer items are shown but flagged")
     p.add_argument("--soft-epochs", type=int, default=30, help="soft templates: training epochs")
+    p.add_argument("--soft-recipe", choices=["default", "paper"], default="default",
+                   help="soft templates' training: default (sampled softmax, lr 0.05, fits a "
+                        "CPU) or paper (Appendix A: BCE over every candidate, AdamW lr 0.5 with "
+                        "linear decay, batch 8, best dev MRRa; --preset paper sets it, 100 epochs)")
     p.add_argument("--depth", default="1",
                    help="derivation steps of the chained items, e.g. 1,2,3 (default 1: the study "
                         "alone); depth k writes k + 1 premises (docs/depth.md)")

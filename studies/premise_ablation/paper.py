@@ -178,11 +178,20 @@ def classify_paper_premises(study: PaperStudy, out: Path, *, progress: bool = Fa
     return result
 
 
-def _selected(split: dict, setting: str) -> set[int]:
-    """The record numbers a setting keeps: every one (explicit), the memorized, or the rest."""
+def _selected(split: dict, setting: str, *, halves: bool = False) -> set[int]:
+    """The record numbers a setting keeps: the memorized, the rest, or for explicit every one;
+    with `halves` (P2) explicit keeps the two halves' records, as the official code's
+    `select_premise` does (`split_by_MRR`'s all_index is memorized + not memorized): with n
+    odd the median record, in neither half, is in no explicit-P2 cell (⌊n/2⌋·2 of n)."""
     if setting == "explicit":
-        return set(split["records"])
+        return set(split["memorized"]) | set(split["not"]) if halves else set(split["records"])
     return set(split["memorized" if setting == "implicit" else "not"])
+
+
+def cell_records(premises: dict, p1: str, p2: str, n: int) -> set[int]:
+    """The record numbers of a rule's (P1, P2) cell under pseudoword pair `n`: P1's setting
+    (explicit: every record, as `split_by_Acc`'s all_index) and P2's (explicit: both halves)."""
+    return _selected(premises["P1"], p1) & _selected(premises["P2"][n], p2, halves=True)
 
 
 def run_paper_cell(study: PaperStudy, rule: str, p1: str, p2: str, premises: dict,
@@ -192,7 +201,7 @@ def run_paper_cell(study: PaperStudy, rule: str, p1: str, p2: str, premises: dic
         return {"n": 0}, []
     per_pair, preds = [], []
     for n in range(len(study.pseudowords)):
-        keep = _selected(premises[rule]["P1"], p1) & _selected(premises[rule]["P2"][n], p2)
+        keep = cell_records(premises[rule], p1, p2, n)
         chosen = [(k, i) for k, i in enumerate(items) if i.record.index in keep]
         if not chosen:
             continue

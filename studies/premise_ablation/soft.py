@@ -10,7 +10,9 @@ The objective is a sampled softmax: each gold against `negatives` candidates dra
 every epoch (seeded), since scoring the whole candidate set per step is too slow on CPU;
 dev loss uses one fixed draw. The paper trains 100 epochs with lr 0.5; these vectors start
 from the embedding distribution's mean and spread, so a smaller lr (default 0.05) is stable.
-Vectors are saved to OUT/soft/vectors.pt and reused by a rerun.
+``--soft-recipe paper`` trains both phases by Appendix A's recipe instead (`soft_recipe.py`:
+BCE over every candidate, AdamW lr 0.5 with linear decay, batches of 8, the epoch with the best
+dev MRRa kept): a GPU's work. Vectors are saved to OUT/soft/vectors.pt and reused by a rerun.
 """
 
 from __future__ import annotations
@@ -134,6 +136,34 @@ def _train(setup: AblationSetup, params: dict, train: list[Example], dev: list[E
     return {"epochs": len(history), "best_dev_loss": round(best_loss, 4), "history": history}
 
 
+def _recipe_score(setup: AblationSetup):
+    """The paper recipe's scorer: an example's scores over every candidate of its set."""
+    scorer = uncached(setup.model.scorer)
+
+    def score(ex: Example, params: dict) -> tuple[torch.Tensor, list[int]]:
+        pool = list(setup.data.candidates[ex.candidates_key])
+        golds = [pool.index(g) for g in dict.fromkeys(ex.golds) if g in pool]
+        row = scorer.score_tensor([ex.prompt], pool, pseudowords={**ex.fixed, **params},
+                                  batch_size=setup.config.batch_size)[0]
+        return row, golds
+
+    return score
+
+
+def _fit(setup: AblationSetup, params: dict, train: list[Example], dev: list[Example], *,
+         lr: float, negatives: int, label: str, progress: bool) -> dict:
+    """One training phase by the run's recipe: the default (sampled softmax, dev loss) or
+    the paper's (`--soft-recipe paper`, soft_recipe.py)."""
+    cfg = setup.config
+    if getattr(cfg, "soft_recipe", "default") == "paper":
+        from .soft_recipe import train_recipe
+
+        return train_recipe(_recipe_score(setup), params, train, dev, epochs=cfg.soft_epochs,
+                            label=label, progress=progress)
+    return _train(setup, params, train, dev, epochs=cfg.soft_epochs, lr=lr, seed=cfg.seed,
+                  negatives=negatives, label=label, progress=progress)
+
+
 def _memorizing_examples(setup: AblationSetup, relation: str, split: str) -> list[Example]:
     mset = setup.model.memorizing.get(relation)
     if mset is None:
@@ -178,17 +208,15 @@ def train_soft_prompts(setup: AblationSetup, out: Path, *, lr: float = 0.05, neg
         names = soft_names(relation, setup.data.templates[relation].soft[0].n_soft)
         rel_params = _init_vectors(setup.model, names, cfg.seed * 1000 + i)
         if relation in RELATIONS:
-            log[relation] = _train(setup, rel_params, _memorizing_examples(setup, relation, "train"),
-                                   _memorizing_examples(setup, relation, "dev"), epochs=cfg.soft_epochs,
-                                   lr=lr, seed=cfg.seed, negatives=negatives, label=relation,
-                                   progress=progress)
+            log[relation] = _fit(setup, rel_params, _memorizing_examples(setup, relation, "train"),
+                                 _memorizing_examples(setup, relation, "dev"), lr=lr,
+                                 negatives=negatives, label=relation, progress=progress)
         params.update(rel_params)
     params.update(_init_vectors(setup.model, list(CONJ), cfg.seed * 1000 + 999))
     train, dev = held_out_items(setup.data)
-    log["conjunction"] = _train(setup, params, _reasoning_examples(setup, train),
-                                _reasoning_examples(setup, dev), epochs=cfg.soft_epochs, lr=lr,
-                                seed=cfg.seed, negatives=negatives, label="conjunction",
-                                progress=progress)
+    log["conjunction"] = _fit(setup, params, _reasoning_examples(setup, train),
+                              _reasoning_examples(setup, dev), lr=lr, negatives=negatives,
+                              label="conjunction", progress=progress)
     vectors = {k: v.detach().clone() for k, v in params.items()}
     with atomic_path(path) as tmp:
         torch.save(vectors, tmp)
