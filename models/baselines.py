@@ -242,6 +242,16 @@ class Baseline:
             out.append({letter: float(v) for letter, v in zip(letters, row)})
         return out
 
+    def generate(self, prompts: Sequence[str], *, max_new_tokens: int = 8,
+                 stop: Sequence[str] = ("\n", "."), chat: bool = False,
+                 candidates: Sequence[Sequence[str]] | None = None,
+                 batch_size: int = 16) -> list[str]:
+        """The baseline's own answer per prompt (`models.generation.baseline_answers`): the
+        most frequent training answer, the candidate the prompt names, a seeded candidate."""
+        from kgprobe.models.generation import baseline_answers
+
+        return baseline_answers(self, prompts, candidates)
+
     def input_embeddings(self) -> Any:
         """A small fixed matrix (the identity, [64, 64]: room for the paper's ten pseudoword
         pairs, mutually apart): the vectors a study samples from it are passed along like any
