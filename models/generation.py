@@ -6,7 +6,7 @@ tokens, and the answer is cut at the first stop text (a sentence end, a new line
 with *left* padding, so every row's new tokens start at the same position and the padded
 positions are masked out of attention.
 
-The baselines answer without a network (`baseline_answers`): ``frequency`` the relation's
+The baselines answer without a network (`models.baselines.baseline_answers`): ``frequency`` the relation's
 most frequent training answer, ``copy`` the first candidate the prompt names (else the most
 frequent), ``random`` a seeded candidate — the generative analogues of their rankings, so
 generation reports carry the same controls as ranking reports.
@@ -18,7 +18,7 @@ from typing import Any, Sequence
 
 from kgprobe.errors import ModelError
 
-__all__ = ["STOP", "baseline_answers", "cut", "greedy_generate"]
+__all__ = ["STOP", "cut", "greedy_generate"]
 
 #: Where an answer ends unless told otherwise: the sentence's end or a new line.
 STOP = ("\n", ".")
@@ -57,29 +57,4 @@ def greedy_generate(loaded: Any, prompts: Sequence[str], *, max_new_tokens: int,
             out += [cut(text, stop) for text in tok.batch_decode(new, skip_special_tokens=True)]
     finally:
         tok.padding_side = side
-    return out
-
-
-def baseline_answers(model: Any, prompts: Sequence[str], candidates: Sequence[Sequence[str]] | None
-                     ) -> list[str]:
-    """A baseline's answer per prompt: frequency the most frequent training answer (ties: the
-    first seen, as its ranking), copy the candidate the prompt names first (else frequency's
-    answer), random a seeded candidate (its ranking's first). Empty when it has none to give."""
-    from kgprobe.models.baselines import CopyBaseline, FrequencyBaseline, mention
-
-    scorer = model.scorer()
-    most_frequent = ""
-    if isinstance(scorer, FrequencyBaseline) and scorer.counts:
-        seen = list(scorer.counts)
-        most_frequent = seen[int(scorer.ranking(seen)[0])]
-    out = []
-    for i, prompt in enumerate(prompts):
-        cands = list(candidates[i]) if candidates is not None else []
-        if isinstance(scorer, CopyBaseline):
-            named = [(at, -len(c), c) for c in cands if (at := mention(c, prompt)) is not None]
-            out.append(min(named)[2] if named else most_frequent)
-        elif isinstance(scorer, FrequencyBaseline):
-            out.append(most_frequent)
-        else:
-            out.append(cands[int(scorer.score([prompt], cands)[0].argmax())] if cands else "")
     return out

@@ -40,6 +40,9 @@ __all__ = ["GRADES", "Grade", "Taxonomy", "fold", "grade", "prefold", "specifici
 #: The grades, in the order reports list them; every graded answer has exactly one.
 GRADES = ("exact", "entailed", "wrong", "unmapped")
 ARTICLES = frozenset({"a", "an", "the"})
+#: "a type of plant" names a plant: a classifier noun before "of" is read past, so that the
+#: longest-match rule meets the head noun after it (unless the whole run is a term's name).
+CLASSIFIERS = frozenset({"type", "kind", "sort", "form", "variety"})
 _WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)?", re.UNICODE)
 #: Synonym annotations read from a source's triples (beside its chosen label).
 SYNONYM_PROPERTIES = (
@@ -139,6 +142,19 @@ class Taxonomy:
         """(terms, matched words) of the longest run of `text`'s words that is a term's name
         (earliest among the longest); ([], "") when none is."""
         surface, lemmas = _words(text)
+        found = self._longest_run(surface, lemmas)
+        keep = [i for i in range(len(surface)) if not (
+            surface[i] in CLASSIFIERS and surface[i + 1:i + 2] == ("of",)
+            or surface[i] == "of" and i and surface[i - 1] in CLASSIFIERS)]
+        if len(keep) < len(surface):  # a classifier read past: its head noun, unless a longer
+            past = self._longest_run(tuple(surface[i] for i in keep),  # name holds it
+                                     tuple(lemmas[i] for i in keep))
+            if past[0] and (not found[0] or len(past[1].split()) >= len(found[1].split())
+                            or found[1] in CLASSIFIERS):
+                return past
+        return found
+
+    def _longest_run(self, surface: tuple[str, ...], lemmas: tuple[str, ...]) -> tuple[list[str], str]:
         for width in range(min(self._longest, len(surface)), 0, -1):
             for start in range(0, len(surface) - width + 1):
                 terms = (self._surface.get(surface[start:start + width], [])

@@ -46,6 +46,10 @@ def test_the_longest_name_wins_and_the_record_chain_counts_as_entailed():
     # "soccer" alone names the sport (wrong); the longer "soccer player" is the answer
     assert grade("a soccer player from Rosario", GOLD, SPORTS).term == "SoccerPlayer"
     assert grade("soccer", GOLD, SPORTS).grade == "wrong"
+    # a classifier before "of" is read past to the head noun
+    kinds = Taxonomy({**SPORTS.names, "Type": ["type"]}, SPORTS.parents)
+    assert grade("a type of athlete", GOLD, kinds).term == "Athlete"
+    assert grade("a type", GOLD, kinds).term == "Type"
     # a taxonomy without the edge: the record's own answer chain makes "athlete" true
     flat = Taxonomy({"a": ["soccer player"], "b": ["athlete"]})
     got = grade("athlete", ["soccer player", "athlete"], flat)
