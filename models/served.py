@@ -301,14 +301,16 @@ class ServedModel:
         def one(prompt: str) -> str:
             body = {"model": self.server_model, "max_tokens": max_new_tokens, "temperature": 0,
                     "stop": list(stop)}
-            if chat:
-                answer = self.client.request("/chat/completions", {
-                    **body, "messages": [{"role": "user", "content": prompt}]})
-                text = answer["choices"][0]["message"].get("content") or ""
-            else:
-                answer = self.client.request("/completions", {**body, "prompt": prompt})
-                text = answer["choices"][0].get("text") or ""
-            return cut(text, stop)
+            path = "/chat/completions" if chat else "/completions"
+            answer = self.client.request(path, {**body, "messages": [
+                {"role": "user", "content": prompt}]} if chat else {**body, "prompt": prompt})
+            try:
+                choice = answer["choices"][0]
+                text = (choice["message"].get("content") if chat else choice.get("text")) or ""
+            except (KeyError, IndexError, TypeError, AttributeError):
+                raise ModelError(f"model '{self.name}': {self.spec.url}{path} answered without "
+                                 "a completion text; is it an OpenAI-compatible server?") from None
+            return cut(str(text), stop)
 
         with ThreadPoolExecutor(max_workers=self.spec.concurrency) as pool_:
             return list(pool_.map(one, prompts))
