@@ -204,3 +204,24 @@ def test_smollm2_writes_open_answers_the_ontology_grades(tmp_path):
         check_tables(list(csv.DictReader(fh)), preds)
     # a pretrained model names ontology terms: not every answer is unmapped
     assert any(p["grade"] != "unmapped" for p in preds)
+
+
+@pytest.mark.slow
+def test_a_served_model_writes_open_answers_through_completions(tmp_path):
+    """A real llama.cpp server (the served-model tests' `Server`, SmolLM2's GGUF file): the
+    study's answers come from its /v1/completions, one request per record."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from test_served_model import Server
+
+    server = Server(tmp_path, logits_all=True)
+    try:
+        before = server.completions()
+        out, rows, preds, table = run(tmp_path, f"openai:{server.url}#smollm2", max_new_tokens=6)
+        check_tables(table, preds)
+        assert server.completions() - before >= len(preds)
+        assert any(p["answer"] for p in preds)  # the server's text, kept raw
+    finally:
+        server.stop()
