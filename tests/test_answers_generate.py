@@ -189,6 +189,28 @@ def test_the_dry_run_writes_the_generation_prompts(tmp_path):
     assert all(x["text"].endswith(" is a") and "[MASK]" in x["extra"]["cloze"] for x in lines)
 
 
+def test_the_run_asks_exactly_what_the_dry_run_writes(tmp_path, monkeypatch):
+    from kgprobe.models.baselines import FrequencyModel
+    from kgprobe.studies.memorization.config import MemorizationConfig
+    from kgprobe.studies.memorization.dry import write_dry_run
+    from kgprobe.studies.ontology_source import OntologySource
+
+    asked: list[str] = []
+    answer = FrequencyModel.generate
+
+    def recording(self, prompts, **kwargs):
+        asked.extend(prompts)
+        return answer(self, prompts, **kwargs)
+
+    monkeypatch.setattr(FrequencyModel, "generate", recording)
+    run(tmp_path, "frequency")
+    config = MemorizationConfig(None, tasks=["type"], templates="0", answers="generate",
+                                ontology=OntologySource("file", str(tmp_path / "tiny.ttl")))
+    write_dry_run(config, tmp_path / "dry")
+    written = [json.loads(x)["text"] for x in (tmp_path / "dry" / "prompts.jsonl").read_text().splitlines()]
+    assert asked == written and asked
+
+
 @pytest.mark.slow
 def test_smollm2_writes_open_answers_the_ontology_grades(tmp_path):
     import sys
