@@ -41,6 +41,7 @@ BOUNDS: dict[str, tuple[float, bool, float | None]] = {
     "--request-timeout": (0, True, None),
     "--max-connections": (1, False, None),
     "--fraction": (0, False, 1),
+    "--max-new-tokens": (1, False, 256),
 }
 
 DEVICE = re.compile(r"auto|cpu|mps|cuda(:\d+)?")

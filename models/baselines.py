@@ -24,6 +24,10 @@ pretrained model, and as a study-side ``if model == "frequency"`` each study wou
 baselines. `trained_on` returns a fitted copy instead of changing the model, so units of
 different relations never see each other's counts, whatever order a resumed run takes them in.
 
+Asked for an open answer (`generate`, ``--answers generate``), each gives its ranking's
+analogue (`baseline_answers`): ``frequency`` the most frequent training answer, ``copy`` the
+candidate the prompt names first (else that answer), ``random`` a seeded candidate.
+
 Only ``copy`` reads the prompt's words (``random`` reads the text only as a seed); no
 baseline reads pseudoword vectors. A baseline needs no torch to load or score, and does not
 use the score cache (`caches_scores`): it is cheaper to compute than to look up, and a
@@ -184,6 +188,29 @@ class CopyBaseline(FrequencyBaseline):
         return out
 
 
+def baseline_answers(model: Any, prompts: Sequence[str], candidates: Sequence[Sequence[str]] | None
+                     ) -> list[str]:
+    """A baseline's answer per prompt: frequency the most frequent training answer (ties: the
+    first seen, as its ranking), copy the candidate the prompt names first (else frequency's
+    answer), random a seeded candidate (its ranking's first). Empty when it has none to give."""
+    scorer = model.scorer()
+    most_frequent = ""
+    if isinstance(scorer, FrequencyBaseline) and scorer.counts:
+        seen = list(scorer.counts)
+        most_frequent = seen[int(scorer.ranking(seen)[0])]
+    out = []
+    for i, prompt in enumerate(prompts):
+        cands = list(candidates[i]) if candidates is not None else []
+        if isinstance(scorer, CopyBaseline):
+            named = [(at, -len(c), c) for c in cands if (at := mention(c, prompt)) is not None]
+            out.append(min(named)[2] if named else most_frequent)
+        elif isinstance(scorer, FrequencyBaseline):
+            out.append(most_frequent)
+        else:
+            out.append(cands[int(scorer.score([prompt], cands)[0].argmax())] if cands else "")
+    return out
+
+
 # --------------------------------------------------------------------------------------
 # The model family
 # --------------------------------------------------------------------------------------
@@ -241,6 +268,14 @@ class Baseline:
             row = scorer.score([question], [opts[letter] or letter for letter in letters])[0]
             out.append({letter: float(v) for letter, v in zip(letters, row)})
         return out
+
+    def generate(self, prompts: Sequence[str], *, max_new_tokens: int = 8,
+                 stop: Sequence[str] = ("\n", "."), chat: bool = False,
+                 candidates: Sequence[Sequence[str]] | None = None,
+                 batch_size: int = 16) -> list[str]:
+        """The baseline's own answer per prompt (`baseline_answers`): the
+        most frequent training answer, the candidate the prompt names, a seeded candidate."""
+        return baseline_answers(self, prompts, candidates)
 
     def input_embeddings(self) -> Any:
         """A small fixed matrix (the identity, [64, 64]: room for the paper's ten pseudoword

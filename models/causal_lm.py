@@ -50,6 +50,17 @@ class CausalLM(LanguageModel):
         pad = self.tokenizer.pad_token_id
         return last_token_logits(self.model, rows, pad if pad is not None else 0)
 
+    def generate(self, prompts: Sequence[str], *, max_new_tokens: int = 8,
+                 stop: Sequence[str] = ("\n", "."), chat: bool = False,
+                 candidates: Sequence[Sequence[str]] | None = None,
+                 batch_size: int = 16) -> list[str]:
+        """Greedy continuations, batched with left padding (`models.generation`). A chat
+        template is not applied here: the study hands the prompt already wrapped."""
+        from kgprobe.models.generation import greedy_generate
+
+        return greedy_generate(self, prompts, max_new_tokens=max_new_tokens, stop=stop,
+                               batch_size=batch_size)
+
     def segment_frame(self, front: list[int], back: list[int]) -> tuple[list[int], list[int]]:
         """Nothing after the text (no token after it is read); before it, the tokenizer's
         specials, else its BOS (else EOS) token so that the first text token is scored too."""

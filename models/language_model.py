@@ -11,6 +11,7 @@ model and its tokenizer with the few operations the studies need:
   `letter_scores` — each option letter's score as a multiple-choice answer;
 * `trained_on` — the model after seeing a relation's training answers: a pretrained model
   returns itself, the frequency baseline fits its counts (`models.baselines`);
+* `generate` — the model's own greedy answer to prompts (open answers, `models.generation`);
 * `score_segments` — the mean log-probability of tagged text segments of whole prompts
   (COPEN's zero-shot parts), from `token_logprobs` per token;
 * `features` — frozen hidden states of prompts for probing (COPEN linear);
@@ -154,6 +155,19 @@ class LanguageModel(ABC):
 
         return letter_logprobs(self, questions, options, instruction=instruction,
                                use_chat_template=use_chat_template, batch_size=batch_size)
+
+    # ------------------------------------------------------------------ open answers
+    def generate(self, prompts: Sequence[str], *, max_new_tokens: int = 8,
+                 stop: Sequence[str] = ("\n", "."), chat: bool = False,
+                 candidates: Sequence[Sequence[str]] | None = None,
+                 batch_size: int = 16) -> list[str]:
+        """The model's own answer to each prompt: its greedy continuation, at most
+        `max_new_tokens` tokens, cut at the first `stop` text (`models.generation`).
+        `candidates` (per prompt) are read only by the baselines (copy names one, random draws
+        one); `chat` asks for the model's chat template where it has one. Only a model that
+        continues text can answer: a masked LM says so in one line."""
+        raise ModelError(f"model '{self.name}' is a {self.kind} LM: --answers generate needs a "
+                         "causal LM (a decoder such as smollm2-135m)")
 
     # ------------------------------------------------------------------ text segments
     @abstractmethod

@@ -29,7 +29,8 @@ BOS token; given as ``start=`` or found among the common BOS spellings) and chec
 server that still disagrees, or that returns no prompt log-probabilities at all, is one
 `ModelError` line naming the URL and the servers known to return them.
 
-Only ranking is served: what needs weights or hidden states (slot distributions over a
+Ranking and generation (`ServedModel.generate`: completions, or chat completions where a
+chat template applies) are served: what needs weights or hidden states (slot distributions over a
 vocabulary, pseudoword vectors, features, gradients) is one `ModelError` line.
 """
 
@@ -285,6 +286,34 @@ class ServedModel:
                include_suffix: bool | str = AUTO, share_prefix: bool = True) -> ServedScorer:
         return ServedScorer(self, pooling=pooling or self.default_pooling,
                             include_suffix=include_suffix)
+
+    def generate(self, prompts: Sequence[str], *, max_new_tokens: int = 8,
+                 stop: Sequence[str] = ("\n", "."), chat: bool = False,
+                 candidates: Sequence[Sequence[str]] | None = None,
+                 batch_size: int = 16) -> list[str]:
+        """Greedy answers from the server (temperature 0): ``/chat/completions`` with the prompt
+        as the user's turn when `chat` (the server applies its chat template), else
+        ``/completions``; requests in flight bounded by the name's ``concurrency``, each with
+        the client's timeout and retries. The answer is cut at `stop` here as well, since a
+        server may return the text past a stop it does not honour."""
+        from kgprobe.models.generation import cut
+
+        def one(prompt: str) -> str:
+            body = {"model": self.server_model, "max_tokens": max_new_tokens, "temperature": 0,
+                    "stop": list(stop)}
+            path = "/chat/completions" if chat else "/completions"
+            answer = self.client.request(path, {**body, "messages": [
+                {"role": "user", "content": prompt}]} if chat else {**body, "prompt": prompt})
+            try:
+                choice = answer["choices"][0]
+                text = (choice["message"].get("content") if chat else choice.get("text")) or ""
+            except (KeyError, IndexError, TypeError, AttributeError):
+                raise ModelError(f"model '{self.name}': {self.spec.url}{path} answered without "
+                                 "a completion text; is it an OpenAI-compatible server?") from None
+            return cut(str(text), stop)
+
+        with ThreadPoolExecutor(max_workers=self.spec.concurrency) as pool_:
+            return list(pool_.map(one, prompts))
 
     def _unsupported(self, what: str) -> ModelError:
         return ModelError(f"model '{self.name}' is served and ranks candidates only; {what} "

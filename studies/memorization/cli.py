@@ -50,8 +50,13 @@ class Memorization(Study):
     def summary(self, out: Path) -> str:
         from kgprobe.studies.runner import read_results
 
+        from .report import generated
         from .study import format_table
 
+        if generated(out):
+            from .generate import format_table as generate_table
+
+            return generate_table(read_results(out / "results.csv"))
         return format_table(read_results(out / "results.csv"))
 
     def observations(self, out: Path) -> list[dict]:

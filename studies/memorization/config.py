@@ -26,6 +26,9 @@ CELL_COLUMNS = ("task", "template", "masks", "pooling", "split", "protocol")
 
 MASKS = ("multi", "single")
 SPLITS = ("train", "dev", "test")
+#: `--answers`: rank the candidates, or let the model write its own answer, graded by the
+#: ontology (`reasoning.grading`, `studies/memorization/generate.py`).
+ANSWERS = ("rank", "generate")
 #: `--protocol`: kgprobe's prompts and metrics, or the paper's as its official code writes them.
 PROTOCOLS = ("default", "paper")
 
@@ -54,6 +57,8 @@ class MemorizationConfig:
     candidates: Protocol = Protocol()
     protocol: str = "default"  # "paper": the paper's prompts, slices and metrics (reasoning/paper_items)
     ranking: Ranking = "filtered"  # filtered: each gold ranked without the record's other golds
+    answers: str = "rank"  # generate: the model's own answer, graded by the ontology
+    max_new_tokens: int = 8  # --answers generate: the longest answer, in tokens
 
     def __post_init__(self) -> None:
         self.tasks = tuple(relation_name(t) for t in self.tasks)
@@ -71,6 +76,13 @@ class MemorizationConfig:
                              "drop --probes, --store, --endpoint, --ontology and --split")
         if self.limit is not None and self.limit < 0:
             raise StudyError(f"--limit {self.limit}: give a number of records per task (0: all)")
+        if self.answers not in ANSWERS:
+            raise StudyError(f"--answers {self.answers}: use one of {', '.join(ANSWERS)}")
+        if self.answers == "generate" and self.protocol == "paper":
+            raise StudyError("--answers generate: the paper protocol ranks candidates; drop "
+                             "--protocol paper")
+        if not 1 <= int(self.max_new_tokens) <= 256:
+            raise StudyError(f"--max-new-tokens {self.max_new_tokens}: give 1 to 256")
         self.candidates = parse_protocol(self.candidates)
         self.ranking = parse_ranking(self.ranking)
 
@@ -86,7 +98,8 @@ class MemorizationConfig:
         return cls(args.model, tasks=tasks, templates=args.template, masks=args.masks,
                    pooling=args.pooling, split=args.split, limit=args.limit, seed=args.seed,
                    **ModelSettings.from_args(args).fields(), candidates=args.candidates,
-                   protocol=args.protocol, ranking=args.ranking,
+                   protocol=args.protocol, ranking=args.ranking, answers=getattr(args, "answers", "rank"),
+                   max_new_tokens=getattr(args, "max_new_tokens", 8),
                    probes=source.location if source.origin == "probes" else None,
                    ontology=None if source.origin == "probes" else source)
 
@@ -101,6 +114,8 @@ class MemorizationConfig:
         probes = str(Path(self.probes).expanduser().resolve()) if self.probes else None
         pinned = {"model": self.model or "-", "seed": self.seed, "probes": probes,
                   "protocol": self.protocol, "ranking": self.ranking}
+        if self.answers == "generate":  # a ranking folder's settings stay as they were
+            pinned.update(answers=self.answers, max_new_tokens=self.max_new_tokens)
         if not self.source.bundled:  # a store's fingerprint, a file's hash: a changed one is refused
             pinned["source"] = self.source.pinned()
         return pinned
@@ -159,6 +174,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, default=0, help="seed of the distractors and baselines")
     candidates_option(p)
     ranking_option(p)
+    p.add_argument("--answers", choices=ANSWERS, default="rank",
+                   help="rank: the candidates ranked by the model's scores; generate: the model "
+                        "writes its own answer (greedy, causal LMs and baselines), graded by the "
+                        "ontology as exact, entailed (a true superclass), wrong or unmapped "
+                        "(docs/open-answers.md)")
+    p.add_argument("--max-new-tokens", type=int, default=8,
+                   help="--answers generate: the longest answer in tokens (it stops earlier at "
+                        "the sentence's end)")
     model_options(p, batch_size=64)
     p.add_argument("--out", required=True, type=Path,
                    help="the run folder: results, report and every unit written as it finishes; rerun into it to resume")

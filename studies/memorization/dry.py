@@ -18,15 +18,21 @@ STUDY = "memorization"
 
 def prompt_records(config: MemorizationConfig) -> list[PromptRecord]:
     """Every request the run of `config` scores, as the dry run writes it."""
+    from .generate import generation_prompt
     from .requests import plan
 
     out = []
+    generate = config.answers == "generate"  # the text the model continues, not the cloze
     for unit in plan(config):
         paper = config.protocol == "paper"
         for req, rec, answers in zip(unit.requests, unit.records, unit.answers):
             extra = ({"record": rec.record, "protocol": "paper"} if paper
                      else {"id": rec.id, "protocol": "default"})
-            out.append(PromptRecord(STUDY, req.prompt, answers, len(req.candidates),
+            if generate:
+                extra.update(answers="generate", cloze=req.prompt,
+                             max_new_tokens=config.max_new_tokens)
+            text = generation_prompt(req.prompt) if generate else req.prompt
+            out.append(PromptRecord(STUDY, text, answers, len(req.candidates),
                                     task=unit.task, template=str(unit.template), extra=extra))
     return out
 

@@ -34,7 +34,23 @@ def ranking_note(rows) -> str:
     return "\n\nRanking: " + "; ".join(text.get(n, n) for n in names) if rows else ""
 
 
+def generated(out: Path) -> bool:
+    """Whether the run folder holds open answers (``--answers generate`` in its config.json)."""
+    import json
+
+    try:
+        return json.loads((out / "config.json").read_text(encoding="utf-8")).get("answers") == "generate"
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
 def write_report(out: str | Path) -> Path:
+    if generated(Path(out)):
+        from .generate import NOTE
+        from .generate import format_table as generate_table
+
+        return write_table_report(out, TITLE + ", open answers graded by the ontology",
+                                  lambda rows: generate_table(rows) + NOTE)
     return write_table_report(out, TITLE, lambda rows: format_table(rows) + ranking_note(rows)
                               + intervals(Path(out)))
 
@@ -45,5 +61,10 @@ def observations(out: str | Path) -> list[dict]:
     """Each scored record of each cell with its metrics (`Study.observations`). A unit of
     every candidate writes no ``protocol`` (its files keep their names); its cell says "all",
     as results.csv does, so `kgprobe compare` shows and checks it."""
+    preds = read_predictions(Path(out))
+    if preds and "grade" in preds[0]:  # --answers generate: grades, not ranks
+        from .generate import observations as graded
+
+        return graded(Path(out), CELL_COLUMNS)
     return [{**obs, "protocol": obs["protocol"] or "all"}
             for obs in rank_observations(read_predictions(Path(out)), CELL_COLUMNS)]

@@ -115,6 +115,15 @@ def run_config(config: MemorizationConfig, out: Path, *, progress: bool = True) 
         pin_settings(out, config.pinned(), report=recorded(config), study=NAME)
         units = paper_units(config, loaded, planned, masks_name, pooling_name, progress=progress)
         return run_units(out, units, COLUMNS, progress=progress)
+    if config.answers == "generate":
+        from .generate import COLUMNS as GENERATE_COLUMNS
+        from .generate import generate_units
+
+        # a model that cannot write answers (a masked LM) says so before the folder is pinned
+        loaded.generate([], max_new_tokens=config.max_new_tokens)
+        units = generate_units(config, loaded, planned, progress=progress)
+        pin_settings(out, config.pinned(), report=recorded(config), study=NAME)
+        return run_units(out, units, GENERATE_COLUMNS, progress=progress)
     units = []
     for unit in planned:
         def run(unit=unit):

@@ -1,0 +1,191 @@
+"""``study memorization --answers generate``: the model writes its own answer; the ontology grades it.
+
+The request stream is the ranking run's (`requests.plan`): the same records, templates and
+seeds. Each request's cloze becomes a *generation prompt* (`generation_prompt`): the statement
+up to the slot, so the continuation is the answer; where the template goes on after the slot
+with more than punctuation (the DM and RG templates: "One has to be a particular [MASK] if …"),
+the whole statement with the slot blanked comes first, on its own line, so the condition is
+read before the answer is written. The model continues greedily (`LanguageModel.generate`)
+and each answer is graded by `reasoning.grading` against the record's answers:
+exact / entailed (with its distance) / wrong / unmapped.
+
+A unit is one (task, template), resumable as in the ranking run; its row holds each rate with
+its 95 % interval over records (`studies.stats.mean_interval`, seeded by the run's seed and the
+unit), and its predictions every raw answer, the term it mapped to and its grade.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Sequence
+
+from kgprobe.ontology.verbalize import MASK
+
+#: The metrics of a unit's row, each with ``_lo`` and ``_hi`` beside it in results.csv.
+METRICS = ("accuracy", "exact", "entailed", "wrong", "unmapped", "specificity")
+CELL_KEYS = ("task", "template", "masks", "pooling", "split", "n")
+COLUMNS = [*CELL_KEYS, *(f"{m}{s}" for m in METRICS for s in ("", "_lo", "_hi")),
+           "mean_distance", "answering", "max_new_tokens", "protocol", "study_protocol"]
+#: Only punctuation after the slot: the prompt ends at the slot.
+_PUNCTUATION = set(" .,;:!?")
+BLANK = "___"
+
+
+def generation_prompt(cloze: str) -> str:
+    """The text a model continues to answer `cloze` (one ``[MASK]``): see the module docstring."""
+    before, _, after = cloze.partition(MASK)
+    head = before.rstrip()
+    if set(after) <= _PUNCTUATION:
+        return head
+    return f"{before}{BLANK}{after}".strip() + "\n" + head
+
+
+def taxonomies(config, sets: dict) -> dict:
+    """relation → the `reasoning.grading.Taxonomy` its answers are graded by: the ontology the
+    sets came from (the bundled one, or ``--store``/``--endpoint``/``--ontology``), with the
+    synonyms its triples give; a ``--probes`` folder holds no ontology, so its candidates alone
+    (a record's own answer chain still makes its less specific answers entailed)."""
+    from kgprobe.reasoning.grading import (
+        Taxonomy,
+        synonyms_from_triples,
+        taxonomy_from_ontology,
+    )
+    from kgprobe.reasoning.memorizing import CANDIDATES
+
+    if config.probes is not None:
+        return {rel: Taxonomy({c: [c] for c in mset.candidates}) for rel, mset in sets.items()}
+    if config.source.bundled:
+        from kgprobe.ontology.loaders import bundled_source
+
+        source = bundled_source(word=False)
+    else:
+        source = config.source.load()
+    synonyms = synonyms_from_triples(source.triples or ())
+    return {rel: taxonomy_from_ontology(source.ontology, relation_kind=CANDIDATES[rel],
+                                        synonyms=synonyms, extra=mset.candidates)
+            for rel, mset in sets.items()}
+
+
+def unit_row(grades: Sequence, *, seed: int, key: Sequence) -> dict:
+    """A unit's rates over its records, each with its 95 % bootstrap interval."""
+    from kgprobe.reasoning.grading import specificity
+    from kgprobe.studies.stats import mean_interval
+
+    row: dict = {"n": len(grades)}
+    values = {"accuracy": [float(g.grade in ("exact", "entailed")) for g in grades],
+              **{name: [float(g.grade == name) for g in grades]
+                 for name in ("exact", "entailed", "wrong", "unmapped")},
+              "specificity": [specificity(g) for g in grades]}
+    for name, column in values.items():
+        iv = mean_interval(column, seed=seed, key=(*key, name)) if column else None
+        nan = float("nan")
+        row[name] = float(iv.estimate[0]) if iv else nan
+        row[f"{name}_lo"] = float(iv.lo[0]) if iv else nan
+        row[f"{name}_hi"] = float(iv.hi[0]) if iv else nan
+    distances = [g.distance for g in grades if g.grade == "entailed"]
+    row["mean_distance"] = sum(distances) / len(distances) if distances else float("nan")
+    return row
+
+
+def generate_units(config, loaded, planned: list, *, progress: bool) -> list:
+    """The run's units: each (task, template) generated, graded and written as it finishes."""
+    from kgprobe.studies.runner import Unit
+
+    sets = {unit.task: unit.mset for unit in planned}
+    graders: dict = {}
+    units = []
+    for unit in planned:
+        def run(unit=unit):
+            if not graders:  # the ontology is read once, and only when a unit is to run
+                graders.update(taxonomies(config, sets))
+            return run_unit(config, loaded, unit, graders[unit.task], progress=progress)
+
+        key = {"task": unit.task, "template": unit.template, "masks": "-", "pooling": "-",
+               "answering": "generate",
+               **{k: v for k, v in unit.key.items() if k not in ("task", "template")}}
+        units.append(Unit(key, run, len(unit.records)))
+    return units
+
+
+def run_unit(config, loaded, unit, taxonomy, *, progress: bool) -> tuple[dict, list[dict]]:
+    """One unit's answers, generated in chunks (a live progress bar) and graded."""
+    from tqdm import tqdm
+
+    from kgprobe.reasoning.grading import grade, specificity
+
+    train = (r.answers for r in unit.mset.records if r.split == "train")
+    model = loaded.trained_on(train)
+    prompts = [generation_prompt(req.prompt) for req in unit.requests]
+    answers: list[str] = []
+    step = 32
+    with tqdm(total=len(prompts), desc=f"{unit.task} template {unit.template}", unit="prompt",
+              disable=not progress, leave=False) as bar:
+        for start in range(0, len(prompts), step):
+            part = unit.requests[start:start + step]
+            answers += model.generate(prompts[start:start + step],
+                                      max_new_tokens=config.max_new_tokens,
+                                      candidates=[req.candidates for req in part],
+                                      batch_size=config.batch_size)
+            bar.update(len(part))
+    grades = [grade(a, rec.answers, taxonomy) for a, rec in zip(answers, unit.records)]
+    row = {**unit_row(grades, seed=config.seed, key=(unit.task, unit.template)),
+           "max_new_tokens": config.max_new_tokens, "study_protocol": "default",
+           "protocol": config.candidates.name}
+    preds = [{"id": rec.id, "subject": rec.subject, "prompt": prompt, "answers": rec.answers,
+              "answer": answer, **g.to_json(), "specificity": specificity(g)}
+             for rec, prompt, answer, g in zip(unit.records, prompts, answers, grades)]
+    return row, preds
+
+
+def format_table(rows: Sequence[dict]) -> str:
+    """The report's table: each rate with its interval, in percent."""
+    head = ["task", "template", "n", *METRICS, "distance"]
+    lines = ["  ".join(f"{h:>22}" if i > 2 else f"{h:14}" if i == 0 else f"{h:>8}"
+                       for i, h in enumerate(head))]
+    for row in rows:
+        cells = [f"{row.get('task', ''):14}", f"{row.get('template', ''):>8}", f"{row.get('n', ''):>8}"]
+        for m in METRICS:
+            cells.append(f"{_pct(row, m):>22}")
+        d = _number(row.get("mean_distance"))
+        cells.append(f"{'-' if d != d else f'{d:.2f}':>22}")
+        lines.append("  ".join(cells))
+    return "\n".join(lines)
+
+
+def _number(value) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return float("nan")
+
+
+def _pct(row: dict, metric: str) -> str:
+    est, lo, hi = (_number(row.get(f"{metric}{s}")) for s in ("", "_lo", "_hi"))
+    if est != est:
+        return "no items"
+    return f"{100 * est:.1f} [{100 * lo:.1f}, {100 * hi:.1f}]"
+
+
+NOTE = ("\n\nGrades: exact (the gold), entailed (a true superclass or superproperty of the gold: "
+        "right, less specific; distance = steps above the gold), wrong (a term of the ontology "
+        "that is not true of the subject), unmapped (no term named). accuracy = exact + "
+        "entailed; specificity = 1 for exact, 1/(1+distance) for entailed, 0 otherwise; 95 % "
+        "bootstrap intervals over records in brackets.")
+
+
+def observations(out: Path, cells: Sequence[str]) -> list[dict]:
+    """One observation per graded record (`Study.observations`): its cell, and its grades as
+    0/1 metrics, so `kgprobe compare` pairs two generation runs record by record."""
+    from kgprobe.studies.stats import read_predictions
+
+    out_rows = []
+    for p in read_predictions(Path(out)):
+        if "grade" not in p:
+            continue
+        g = p["grade"]
+        out_rows.append({**{c: p.get(c) for c in cells}, "protocol": p.get("protocol") or "all",
+                         "item": str(p["id"]), "accuracy": float(g in ("exact", "entailed")),
+                         **{name: float(g == name) for name in ("exact", "entailed", "wrong",
+                                                                "unmapped")},
+                         "specificity": float(p.get("specificity", 0.0))})
+    return out_rows
