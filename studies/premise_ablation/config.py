@@ -48,6 +48,12 @@ def with_depth(columns: list[str]) -> list[str]:
     return [*columns[:i], *DEPTH_COLUMNS, *columns[i:]]
 
 
+def with_premises(columns: list[str]) -> list[str]:
+    """`columns` with ``premises`` after the cell's key (``variant``, or ``distractors``)."""
+    i = columns.index("distractors" if "distractors" in columns else "variant") + 1
+    return [*columns[:i], "premises", *columns[i:]]
+
+
 #: how a chained cell writes its premises: every needed one, or none
 WRITTEN, UNWRITTEN = "explicit", "unwritten"
 
@@ -100,6 +106,12 @@ class AblationConfig:
     #: premises per (role, relation) whose top-fraction cut estimates the split
     #: (`memorized_sample.py`); None: the whole population. Pinned only when given.
     memorized_sample: int | None = None
+    #: ``--premises``: the true grid, and with "counterfactual" its counterfactual cells
+    #: (`counterfactual.py`). Pinned only when not the default.
+    premises: tuple[str, ...] = ("true",)
+    #: naming (default) or unrelated: whether chained items' distractors name candidates
+    #: of the prompt (`reasoning.chains.DistractorPool.pick`); pinned with the depth fields
+    distractor_kind: str = "naming"
 
     #: Fields that say where data comes from or how it is stored, not what is computed: the
     #: ontology is pinned through ``extra`` (as given), the cache never changes a number.
@@ -109,7 +121,7 @@ class AblationConfig:
         self.candidates = parse_protocol(self.candidates)
         self.ranking = parse_ranking(self.ranking)
     #: Settings pinned only when given: a run without them pins what it always did.
-    DEPTH_FIELDS = ("depth", "distractors", "premise_order")
+    DEPTH_FIELDS = ("depth", "distractors", "premise_order", "distractor_kind")
 
     @property
     def deep(self) -> bool:
@@ -117,6 +129,12 @@ class AblationConfig:
         away from their defaults): only then do its files gain depth and distractor columns."""
         return (tuple(self.depth) != (1,) or tuple(self.distractors) != (0,)
                 or self.premise_order != "ordered")
+
+    @property
+    def counterfactual(self) -> bool:
+        """Whether the run scores counterfactual cells: only then do its files gain a
+        ``premises`` column."""
+        return "counterfactual" in self.premises
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> "AblationConfig":
@@ -143,13 +161,17 @@ class AblationConfig:
                              "--templates manual")
 
     def unit_columns(self) -> list[str]:
-        """A unit row's columns: with chained items, `depth` and `distractors` after `variant`."""
-        return with_depth(UNIT_COLUMNS) if self.deep else UNIT_COLUMNS
+        """A unit row's columns: with chained items, `depth` and `distractors` after `variant`;
+        with counterfactual cells, `premises` after those."""
+        columns = with_depth(UNIT_COLUMNS) if self.deep else UNIT_COLUMNS
+        return with_premises(columns) if self.counterfactual else columns
 
     def to_json(self) -> dict:
         skip = self.NOT_PINNED if self.deep else self.NOT_PINNED + self.DEPTH_FIELDS
         if self.memorized_sample is None:  # a run without it pins what it always did
             skip += ("memorized_sample",)
+        if not self.counterfactual:
+            skip += ("premises",)
         return {k: _pinned_value(k, v) for k, v in self.__dict__.items() if k not in skip}
 
     #: Settings only the report reads: a rerun with other values keeps every unit.
@@ -244,9 +266,35 @@ def config_from_args(args: argparse.Namespace) -> AblationConfig:
                          "the manual templates of the default protocol; pass --templates manual "
                          "(and no --protocol paper)")
     config.memorized_sample = memorized_sample(args, paper)
+    config.premises = premises_option(args, paper)
+    config.distractor_kind = getattr(args, "distractor_kind", None) or "naming"
+    if config.distractor_kind not in DISTRACTOR_KINDS:
+        raise StudyError(f"--distractor-kind {config.distractor_kind}: use "
+                         f"{' or '.join(DISTRACTOR_KINDS)}")
     if paper:
         config.check_paper()
     return config
+
+
+#: ``--distractor-kind``: distractors that name the prompt's candidates, or any irrelevant ones
+DISTRACTOR_KINDS = ("naming", "unrelated")
+
+
+def premises_option(args: argparse.Namespace, paper: bool) -> tuple[str, ...]:
+    """``--premises true`` or ``true,counterfactual``: the counterfactual cells are read
+    against the true ones, so the true grid is always scored; the paper protocol has none."""
+    from kgprobe.reasoning.counterfactual import PREMISES
+
+    raw = getattr(args, "premises", None) or "true"
+    text = ",".join(raw) if isinstance(raw, (list, tuple)) else str(raw)
+    values = tuple(comma_list(text, choices=PREMISES, option="--premises"))
+    if "true" not in values:
+        raise StudyError(f"--premises {text}: the counterfactual cells are read against the "
+                         "true ones; use --premises true,counterfactual")
+    if paper and "counterfactual" in values:
+        raise StudyError("--premises counterfactual: the paper protocol asks the paper's items "
+                         "only; drop --protocol paper")
+    return tuple(p for p in PREMISES if p in values)
 
 
 def memorized_sample(args: argparse.Namespace, paper: bool) -> int | None:
@@ -328,6 +376,14 @@ def add_arguments(p: argparse.ArgumentParser, *, default_model: str | None = Non
                         "(default 0)")
     p.add_argument("--premise-order", choices=["ordered", "shuffled"], default="ordered",
                    help="chained items' premises in chain order, or in a seeded shuffled order")
+    p.add_argument("--premises", default="true",
+                   help="true, or true,counterfactual: also ask every item with P1 naming a "
+                        "false term, the gold what the written premises entail "
+                        "(docs/premise-ablation.md#counterfactual-premises)")
+    p.add_argument("--distractor-kind", choices=DISTRACTOR_KINDS, default="naming",
+                   help="chained items' distractors: naming (default) name candidates of the "
+                        "prompt, so copying a named candidate no longer finds the gold; "
+                        "unrelated: any irrelevant true premise (docs/depth.md)")
     p.add_argument("--memorized-sample", type=int, default=None, metavar="N",
                    help="estimate each relation's known/not-known threshold from a seeded sample "
                         "of N of its premises and classify only the evaluated items' premises "
