@@ -106,11 +106,9 @@ class AblationConfig:
     #: premises per (role, relation) whose top-fraction cut estimates the split
     #: (`memorized_sample.py`); None: the whole population. Pinned only when given.
     memorized_sample: int | None = None
-    #: ``--premises``: the true grid, and with "counterfactual" its counterfactual cells
-    #: (`counterfactual.py`). Pinned only when not the default.
+    #: the true grid, with "counterfactual" its counterfactual cells too (pinned when given)
     premises: tuple[str, ...] = ("true",)
-    #: naming (default) or unrelated: whether chained items' distractors name candidates
-    #: of the prompt (`reasoning.chains.DistractorPool.pick`); pinned with the depth fields
+    #: chained items' distractors name the prompt's candidates, or not (`depth.naming_names`)
     distractor_kind: str = "naming"
 
     #: Fields that say where data comes from or how it is stored, not what is computed: the
@@ -281,8 +279,7 @@ DISTRACTOR_KINDS = ("naming", "unrelated")
 
 
 def premises_option(args: argparse.Namespace, paper: bool) -> tuple[str, ...]:
-    """``--premises true`` or ``true,counterfactual``: the counterfactual cells are read
-    against the true ones, so the true grid is always scored; the paper protocol has none."""
+    """``--premises true`` or ``true,counterfactual`` (read against the true grid)."""
     from kgprobe.reasoning.counterfactual import PREMISES
 
     raw = getattr(args, "premises", None) or "true"
@@ -376,14 +373,11 @@ def add_arguments(p: argparse.ArgumentParser, *, default_model: str | None = Non
                         "(default 0)")
     p.add_argument("--premise-order", choices=["ordered", "shuffled"], default="ordered",
                    help="chained items' premises in chain order, or in a seeded shuffled order")
-    p.add_argument("--premises", default="true",
-                   help="true, or true,counterfactual: also ask every item with P1 naming a "
-                        "false term, the gold what the written premises entail "
-                        "(docs/premise-ablation.md#counterfactual-premises)")
+    p.add_argument("--premises", default="true", help="true, or true,counterfactual: also "
+                   "ask every item with P1 naming a false term (docs/premise-ablation.md)")
     p.add_argument("--distractor-kind", choices=DISTRACTOR_KINDS, default="naming",
-                   help="chained items' distractors: naming (default) name candidates of the "
-                        "prompt, so copying a named candidate no longer finds the gold; "
-                        "unrelated: any irrelevant true premise (docs/depth.md)")
+                   help="chained items' distractors name the prompt's candidates (naming) or "
+                        "not (unrelated) (docs/depth.md)")
     p.add_argument("--memorized-sample", type=int, default=None, metavar="N",
                    help="estimate each relation's known/not-known threshold from a seeded sample "
                         "of N of its premises and classify only the evaluated items' premises "
