@@ -17,6 +17,9 @@ ontology states.
 Distractors (`DistractorPool`) are true statements of the ontology, written with the same
 premise templates, that share no term with the item nor with anything above its terms (their
 superclasses and superproperties), and do not name its answer: irrelevant to its conclusion.
+Given the prompt's candidates, those that name one of them (other than a true answer) are
+drawn first (`naming`): true premises about other candidates, so the gold is not the only
+candidate the premises name.
 `arrange` writes the needed premises in chain order with the distractors at seeded places,
 or all of them in a seeded shuffled order.
 """
@@ -24,6 +27,7 @@ or all of them in a seeded shuffled order.
 from __future__ import annotations
 
 import random
+import re
 from dataclasses import replace
 from typing import Iterable, Sequence
 
@@ -211,9 +215,15 @@ class DistractorPool:
         terms |= {v for v in item.slots.values() if v}
         return terms | {a for t in terms for a in self.above.get(t, ())}
 
-    def pick(self, item: ReasoningItem, n: int, seed: int) -> list[PremiseText]:
+    def pick(self, item: ReasoningItem, n: int, seed: int,
+             names: Sequence[str] = ()) -> list[PremiseText]:
         """`n` distractors for `item` (seeded; the first `n` of one seeded order, so a larger
-        `n` keeps the smaller one's), of the relations its schema premises use."""
+        `n` keeps the smaller one's), of the relations its schema premises use.
+
+        `names`: the prompt's candidates that are no true answer of the item. Distractors
+        that name one of them (`naming`) come first in the order, so a prompt names other
+        candidates than its gold and copying a named candidate no longer finds it; the
+        others follow only where too few statements name one."""
         if n <= 0:
             return []
         near = self.near(item)
@@ -225,7 +235,18 @@ class DistractorPool:
                 and p.subject not in words and p.answer not in words]
         order = list(range(len(pool)))
         random.Random(f"{seed}:{item.id}:distractors").shuffle(order)
+        if names:  # a stable sort: the seeded order within the naming and the other ones
+            order.sort(key=lambda i: not naming(pool[i].text, names))
         return [pool[i] for i in order[:n]]
+
+
+def naming(text: str, names: Sequence[str]) -> bool:
+    """Whether `text` names one of `names` as whole words (any case): what a reader who
+    copies a candidate from the prompt would find there."""
+    low = " ".join(text.lower().split())
+    return any(" ".join(name.lower().split()) in low and re.search(
+        r"(?<!\w)" + r"\s+".join(map(re.escape, name.split())) + r"(?!\w)", text, re.IGNORECASE)
+        for name in names if name.split())
 
 
 def arrange(item: ReasoningItem, distractors: Iterable[PremiseText], order: str,

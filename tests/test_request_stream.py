@@ -139,6 +139,8 @@ ABLATION = {
               "--distractors", "0,1"],
     "paper": ["--protocol", "paper", "--rules", "rdfs9", "--limit", "2", "--pairs", "2",
               "--templates", "manual"],
+    "counterfactual": ["--rules", "rdfs9", "--limit", "2", "--templates", "manual",
+                       "--premises", "true,counterfactual", "--candidates", "6"],
 }
 
 
@@ -158,6 +160,9 @@ def test_premise_ablation_asks_only_what_its_dry_run_writes(tmp_path, tiny_bert_
     assert fixed and {(r["text"], r["n_candidates"]) for r in fixed} <= asked
     if setting == "depth":
         assert any(r["extra"]["kind"] == "chain" for r in prompts)
+    if setting == "counterfactual":  # asked with P1 naming the false term, both written
+        false = [r for r in fixed if r["extra"].get("premises") == "counterfactual"]
+        assert false and {(r["text"], r["n_candidates"]) for r in false} <= asked
     # every asked prompt ranks one of the dry run's golds for its text (the text with no
     # premise written is one text for many items)
     golds: dict[str, list[set]] = {}

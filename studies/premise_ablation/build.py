@@ -51,6 +51,8 @@ class AblationData:
     #: what an item's or premise's premises make true (`reasoning.filtering`); None: raw ranking
     truth: TrueAnswers | None
     closure: Closure  # the RDFS closure the items come from (chained items: depth.py)
+    #: rule → item id → counterfactual twin, drawn on first use (`counterfactual.py`)
+    twins: dict | None = None
 
     def blank_pseudowords(self) -> list[dict]:
         """One empty vector mapping a pseudoword pair: the dry run's requests, which carry

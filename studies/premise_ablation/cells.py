@@ -94,8 +94,8 @@ def load_prompts(out: Path) -> list[Prompt]:
     with open(path, encoding="utf-8") as fh:
         for line in fh:
             p = json.loads(line)
-            if "depth" in p:
-                continue  # a chained cell's prompt (depth_report.py)
+            if "depth" in p or p.get("premises", "true") != "true":
+                continue  # a chained or counterfactual cell's prompt (their *_report.py)
             ranks = p.get("gold_ranks") or [p["gold_rank"]]
             prompts.append(Prompt(p["rule"], p["p1"], p["p2"], p["template"],
                                   int(p.get("variant", 0)), p["item"], int(p["pair"]),
@@ -259,4 +259,7 @@ def observations(out: str | Path) -> list[dict]:
     predictions = stats.read_predictions(Path(out))
     # a run with chained items: its cells are told apart by depth and distractors too
     cells = CELLS + DEPTH_COLUMNS if any("depth" in p for p in predictions) else CELLS
+    if any("premises" in p for p in predictions):  # and counterfactual cells by premises
+        predictions = [{"premises": "true", **p} for p in predictions]
+        cells += ("premises",)
     return rank_observations(predictions, cells, item="item")

@@ -22,6 +22,14 @@ from kgprobe.studies.options import (
     ranking_option,
 )
 
+from .option_values import (
+    DISTRACTOR_KINDS,
+    depth_options,
+    memorized_sample,
+    premises_option,
+    soft_recipe,
+)
+
 #: `kgprobe study premise-ablation`: the name its run folders' config.json records (`pin_settings`).
 NAME = "premise-ablation"
 
@@ -46,6 +54,12 @@ def with_depth(columns: list[str]) -> list[str]:
     """`columns` with `DEPTH_COLUMNS` after ``variant``."""
     i = columns.index("variant") + 1
     return [*columns[:i], *DEPTH_COLUMNS, *columns[i:]]
+
+
+def with_premises(columns: list[str]) -> list[str]:
+    """`columns` with ``premises`` after the cell's key (``variant``, or ``distractors``)."""
+    i = columns.index("distractors" if "distractors" in columns else "variant") + 1
+    return [*columns[:i], "premises", *columns[i:]]
 
 
 #: how a chained cell writes its premises: every needed one, or none
@@ -103,6 +117,10 @@ class AblationConfig:
     #: soft templates' training: "default" (sampled softmax, CPU-sized) or "paper" (Appendix
     #: A: `soft_recipe.py`). Pinned only when "paper": a run without it pins what it always did.
     soft_recipe: str = "default"
+    #: the true grid, with "counterfactual" its counterfactual cells too (pinned when given)
+    premises: tuple[str, ...] = ("true",)
+    #: chained items' distractors name the prompt's candidates, or not (`depth.naming_names`)
+    distractor_kind: str = "naming"
 
     #: Fields that say where data comes from or how it is stored, not what is computed: the
     #: ontology is pinned through ``extra`` (as given), the cache never changes a number.
@@ -112,7 +130,7 @@ class AblationConfig:
         self.candidates = parse_protocol(self.candidates)
         self.ranking = parse_ranking(self.ranking)
     #: Settings pinned only when given: a run without them pins what it always did.
-    DEPTH_FIELDS = ("depth", "distractors", "premise_order")
+    DEPTH_FIELDS = ("depth", "distractors", "premise_order", "distractor_kind")
 
     @property
     def deep(self) -> bool:
@@ -120,6 +138,12 @@ class AblationConfig:
         away from their defaults): only then do its files gain depth and distractor columns."""
         return (tuple(self.depth) != (1,) or tuple(self.distractors) != (0,)
                 or self.premise_order != "ordered")
+
+    @property
+    def counterfactual(self) -> bool:
+        """Whether the run scores counterfactual cells: only then do its files gain a
+        ``premises`` column."""
+        return "counterfactual" in self.premises
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> "AblationConfig":
@@ -147,8 +171,10 @@ class AblationConfig:
                              "on the default protocol: --templates manual,soft --soft-recipe paper)")
 
     def unit_columns(self) -> list[str]:
-        """A unit row's columns: with chained items, `depth` and `distractors` after `variant`."""
-        return with_depth(UNIT_COLUMNS) if self.deep else UNIT_COLUMNS
+        """A unit row's columns: with chained items, `depth` and `distractors` after `variant`;
+        with counterfactual cells, `premises` after those."""
+        columns = with_depth(UNIT_COLUMNS) if self.deep else UNIT_COLUMNS
+        return with_premises(columns) if self.counterfactual else columns
 
     def to_json(self) -> dict:
         skip = self.NOT_PINNED if self.deep else self.NOT_PINNED + self.DEPTH_FIELDS
@@ -156,6 +182,8 @@ class AblationConfig:
             skip += ("memorized_sample",)
         if self.soft_recipe == "default":
             skip += ("soft_recipe",)
+        if not self.counterfactual:
+            skip += ("premises",)
         return {k: _pinned_value(k, v) for k, v in self.__dict__.items() if k not in skip}
 
     #: Settings only the report reads: a rerun with other values keeps every unit.
@@ -252,35 +280,14 @@ def config_from_args(args: argparse.Namespace) -> AblationConfig:
                          "(and no --protocol paper)")
     config.memorized_sample = memorized_sample(args, paper)
     config.soft_recipe, config.soft_epochs = soft_recipe(args, config.templates)
+    config.premises = premises_option(args, paper)
+    config.distractor_kind = getattr(args, "distractor_kind", None) or "naming"
+    if config.distractor_kind not in DISTRACTOR_KINDS:
+        raise StudyError(f"--distractor-kind {config.distractor_kind}: use "
+                         f"{' or '.join(DISTRACTOR_KINDS)}")
     if paper:
         config.check_paper()
     return config
-
-
-def soft_recipe(args: argparse.Namespace, templates: tuple[str, ...]) -> tuple[str, int]:
-    """``--soft-recipe`` and the epochs: "paper" only where a soft template trains (a manual
-    run pins what it always did), with Appendix A's 100 epochs unless ``--soft-epochs`` is
-    given."""
-    recipe = getattr(args, "soft_recipe", None) or "default"
-    if "soft" not in templates:
-        return "default", args.soft_epochs
-    if recipe == "paper" and args.soft_epochs == 30:  # the option's default
-        return recipe, 100
-    return recipe, args.soft_epochs
-
-
-def memorized_sample(args: argparse.Namespace, paper: bool) -> int | None:
-    """``--memorized-sample N``: at least 2 premises per relation (one cannot be split in
-    halves); the paper protocol splits its own test sets."""
-    size = getattr(args, "memorized_sample", None)
-    if size is None:
-        return None
-    if paper:
-        raise StudyError("--memorized-sample: the paper protocol splits its own test sets; drop it")
-    if int(size) < 2:
-        raise StudyError(f"--memorized-sample {size}: give at least 2 premises per relation, "
-                         "e.g. --memorized-sample 20")
-    return int(size)
 
 
 def source_pin(source: OntologySource) -> dict:
@@ -291,24 +298,6 @@ def source_pin(source: OntologySource) -> dict:
     if source.bundled:
         return {"ontology": "bundled"}
     return {"ontology": source.describe(), "source": source.pinned()}
-
-
-#: the deepest chain and the most distractors a run may ask for
-MAX_DEPTH, MAX_DISTRACTORS = 6, 20
-
-
-def depth_options(args: argparse.Namespace) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    """``--depth 1,2,3`` and ``--distractors 0,2``: sorted, distinct, in range."""
-    out = []
-    for option, low, high in (("depth", 1, MAX_DEPTH), ("distractors", 0, MAX_DISTRACTORS)):
-        raw = getattr(args, option, None)  # kgprobe.run may pass a list: depth=[1, 2, 3]
-        text = ",".join(map(str, raw)) if isinstance(raw, (list, tuple)) else str(low if raw is None else raw)
-        values = comma_list(text)
-        if not values or not all(v.isdigit() and low <= int(v) <= high for v in values):
-            raise StudyError(f"--{option} {text}: use comma-separated whole numbers from {low} "
-                             f"to {high}, e.g. --{option} {'1,2,3' if low else '0,2'}")
-        out.append(tuple(sorted({int(v) for v in values})))
-    return out[0], out[1]
 
 
 def add_arguments(p: argparse.ArgumentParser, *, default_model: str | None = None) -> None:
@@ -352,6 +341,11 @@ def add_arguments(p: argparse.ArgumentParser, *, default_model: str | None = Non
                         "(default 0)")
     p.add_argument("--premise-order", choices=["ordered", "shuffled"], default="ordered",
                    help="chained items' premises in chain order, or in a seeded shuffled order")
+    p.add_argument("--premises", default="true", help="true, or true,counterfactual: also "
+                   "ask every item with P1 naming a false term (docs/premise-ablation.md)")
+    p.add_argument("--distractor-kind", choices=DISTRACTOR_KINDS, default="naming",
+                   help="chained items' distractors name the prompt's candidates (naming) or "
+                        "not (unrelated) (docs/depth.md)")
     p.add_argument("--memorized-sample", type=int, default=None, metavar="N",
                    help="estimate each relation's known/not-known threshold from a seeded sample "
                         "of N of its premises and classify only the evaluated items' premises "

@@ -8,7 +8,8 @@ premises written beside them for each N of ``--distractors``, and once with no p
 (``unwritten``: what the hypothesis alone gets at that depth, the answer's prior). A cell is a
 unit (rule × depth × distractors × written or not × manual template) keyed like the study's
 own plus ``depth`` and ``distractors``, so a run without these options has neither.
-Pseudowords, candidates and filtered ranking are the study's (`candidates.py`).
+Pseudowords, candidates and filtered ranking are the study's (`candidates.py`); distractors
+name the item's other candidates (`naming_names`) unless ``--distractor-kind unrelated``.
 """
 
 from __future__ import annotations
@@ -57,9 +58,22 @@ def chain_prompt(data: AblationData, chained: Chained, item: ReasoningItem, writ
     texts = []
     if written == WRITTEN:
         seed = data.config.seed
-        extra = chained.pool.pick(item, distractors, seed)
+        extra = chained.pool.pick(item, distractors, seed, naming_names(data, item))
         texts = [p.text for p in arrange(item, extra, data.config.premise_order, seed)]
     return " ".join(texts + [data.templates.conjunction, item.hypotheses[variant]])
+
+
+def naming_names(data: AblationData, item: ReasoningItem) -> list[str]:
+    """What naming distractors name (``--distractor-kind naming``, the default): the item's
+    candidates that are no true answer of it (none with ``unrelated``). Without them, under
+    ``--candidates K`` a distractor almost never names a candidate and the gold stays the
+    only candidate the prompt names (a copy heuristic finds it)."""
+    from .candidates import item_candidates, item_others
+
+    if data.config.distractor_kind != "naming":
+        return []
+    true = set(item.answers) | item_others(data, item)
+    return [c for c in item_candidates(data, item) if c not in true]
 
 
 def depth_units(setup: AblationSetup, progress: bool = False) -> list[Unit]:

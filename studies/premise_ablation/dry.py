@@ -87,6 +87,10 @@ def default_records(config: AblationConfig) -> list[PromptRecord]:
         from .depth import dry_records
 
         out += dry_records(data)
+    if config.counterfactual:  # the counterfactual cells' prompts (counterfactual.py)
+        from .counterfactual import dry_records as counterfactual_records
+
+        out += counterfactual_records(data)
     return out
 
 

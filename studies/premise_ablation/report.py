@@ -68,8 +68,9 @@ def load_rows(out: Path) -> list[dict]:
     path = out / "results.csv"
     if not path.exists():
         raise KgprobeError(f"{out}: no results.csv; run `kgprobe study premise-ablation --out {out}` first")
-    # the premise grid; chained cells (with a depth) are depth_report.py's
-    return [r for r in read_results(path) if not r.get("depth")]
+    # the premise grid; chained and counterfactual cells are depth_report.py's and
+    # counterfactual_report.py's
+    return [r for r in read_results(path) if not r.get("depth") and r.get("premises") in (None, "", "true")]
 
 
 def cells(rows: list[dict], rule: str | None, template: str, metric: str = "MRR",
@@ -267,6 +268,9 @@ def write_tables(out: Path) -> tuple[list[dict], list[dict], ReportSettings]:
         from .depth_report import depth_rows
 
         rows, columns = rows + depth_rows(out, config), with_depth(COLUMNS)
+    if config.counterfactual:  # and counterfactual cells (counterfactual_report.py)
+        from .counterfactual_report import with_counterfactual
+        rows, columns = with_counterfactual(out, config, rows, columns)
     write_text(out / "results.csv", rows_to_csv(rows, columns))
     write_text(out / "comparisons.csv", rows_to_csv(clean, COMPARISON_COLUMNS))
     return load_rows(out), read_results(out / "comparisons.csv"), config
@@ -387,6 +391,9 @@ def write_report(out: str | Path) -> Path:
         from .depth_report import depth_section
 
         lines += depth_section(out, config, finding)
+    if config.counterfactual:
+        from .counterfactual_report import counterfactual_section
+        lines += counterfactual_section(out, config, finding)
     path = out / "report.md"
     write_text(path, "\n".join(lines))
     return path

@@ -35,6 +35,7 @@ class ReportSettings:
     distractors: tuple[int, ...] | None = None
     premise_order: str = "ordered"
     memorized_sample: int | None = None  # None: the split over the whole population
+    premises: tuple[str, ...] = ("true",)  # with "counterfactual": its cells too
 
     @classmethod
     def of(cls, pinned: dict) -> "ReportSettings":
@@ -53,3 +54,8 @@ class ReportSettings:
     def chained(self) -> bool:
         """Whether the run scored chained items (its tables gain depth rows)."""
         return self.depth is not None
+
+    @property
+    def counterfactual(self) -> bool:
+        """Whether the run scored counterfactual cells (its tables gain a premises column)."""
+        return "counterfactual" in self.premises

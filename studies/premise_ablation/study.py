@@ -14,7 +14,8 @@ stays in every prompt, written premises or not, as in the paper.
 Work is split into resumable units (rule × template kind × P1 × P2 × manual template), written
 as they finish with every prompt's gold ranks; the report averages a relation's manual templates
 (the paper's protocol) and computes intervals from those observations (`cells.py`). Chained
-items (`--depth`, `--distractors`) add their own units (`depth.py`).
+items (`--depth`, `--distractors`) add their own units (`depth.py`), and so do
+counterfactual premises (`--premises true,counterfactual`: `counterfactual.py`).
 """
 
 from __future__ import annotations
@@ -381,6 +382,11 @@ def run_premise_ablation(config: AblationConfig, out: str | Path, *, source: Sou
         from .depth import depth_units
 
         units += depth_units(setup, progress)
+    if config.counterfactual:
+        from .counterfactual import counterfactual_units
+
+        units += counterfactual_units(
+            setup, lambda item, pair: settings_of(item, premises, pair), progress)
     rows = run_units(out, units, config.unit_columns(), progress=progress, results=False)
     from kgprobe.studies.premise_ablation.report import write_report
 

@@ -1,0 +1,158 @@
+"""The counterfactual cells' numbers (`counterfactual.py`), from the prompts on disk:
+results.csv rows (``premises`` "counterfactual"), the tests of counterfactual_comparisons.csv
+and report.md's section. Only a run with ``--premises true,counterfactual`` has them.
+
+Rows are built like the grid's (`cells.cell_row`): per manual template, the template average
+and the rule average, for each counterfactual cell. The tests, over the rules (items paired
+with themselves: the same item, pseudoword pair and template), Holm-adjusted together:
+
+* the counterfactual P1 written vs unwritten, with P2 written: does the model follow a false
+  premise (the false term's MRR with it written against its prior without it)? A recalling
+  model (frequency) shows nothing; one that reads the prompt (a reasoner, or copying, which
+  this test cannot tell apart) does;
+* the same with P2 not given: following a written premise where no inference is possible;
+* counterfactual vs true P1 written, with P2 written: how much worse the model follows a
+  false premise than a true one (a reasoner: about 0; a model that answers from memory:
+  the true gold is what it recalls, so far below 0).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+from kgprobe.atomic import write_text
+from kgprobe.ontology.verbalize import load_templates
+from kgprobe.studies import comparisons
+from kgprobe.studies.runner import read_results, rows_to_csv
+
+from .cells import MEAN, Prompt, cell_row, prompt_values, sample, variants
+from .config import COMPARISON_COLUMNS, METRICS, with_premises
+from .counterfactual import CELLS, COUNTERFACTUAL
+from .settings import ReportSettings
+
+FILE = "counterfactual_comparisons.csv"
+
+
+def load_counterfactual(out: Path, premises: str = COUNTERFACTUAL) -> list[Prompt]:
+    """The grid's prompts of ``premises`` (the counterfactual ones, or ``true``: those
+    without the key), chained prompts left out."""
+    found = []
+    with open(Path(out) / "predictions.jsonl", encoding="utf-8") as fh:
+        for line in fh:
+            p = json.loads(line)
+            if "depth" in p or p.get("premises", "true") != premises:
+                continue
+            ranks = p.get("gold_ranks") or [p["gold_rank"]]
+            found.append(Prompt(p["rule"], p["p1"], p["p2"], p["template"], int(p["variant"]),
+                                p["item"], int(p["pair"]), prompt_values(ranks)))
+    return found
+
+
+def counterfactual_rows(out: Path, config: ReportSettings) -> list[dict]:
+    """results.csv's counterfactual rows: per template, template average, rule average."""
+    prompts = load_counterfactual(out)
+    templates = load_templates()
+    rules = config.rules or sorted({p.rule for p in prompts})
+    units, means, overall = [], [], []
+    for p1, p2 in CELLS:
+        cell = [p for p in prompts if (p.p1, p.p2) == (p1, p2)]
+        base = {"p1": p1, "p2": p2, "template": "manual"}
+        for rule in rules:
+            of_rule = [p for p in cell if p.rule == rule]
+            for v in variants(templates, rule, "manual"):
+                key = {"rule": rule, **base, "variant": v, "premises": COUNTERFACTUAL}
+                units.append(cell_row(key, [p for p in of_rule if p.variant == v], config))
+            means.append(cell_row({"rule": rule, **base, "variant": MEAN,
+                                   "premises": COUNTERFACTUAL}, of_rule, config))
+        overall.append(cell_row({"rule": MEAN, **base, "variant": MEAN,
+                                 "premises": COUNTERFACTUAL}, cell, config, stratified=True))
+    return units + means + overall
+
+
+def with_counterfactual(out: Path, config: ReportSettings, rows: list[dict],
+                        columns: list[str]) -> tuple[list[dict], list[str]]:
+    """results.csv's rows and columns with the counterfactual cells' (the grid's rows
+    ``premises`` "true")."""
+    return ([{"premises": "true", **r} for r in rows] + counterfactual_rows(out, config),
+            with_premises(columns))
+
+
+def _matched(first: list[Prompt], second: list[Prompt]):
+    """Item-level MRR sums over the prompts both sides hold, stratified by rule."""
+    from kgprobe.studies import stats
+
+    other = {p.match: p for p in second}
+    pairs = [(p, other[p.match]) for p in first if p.match in other]
+    mrr = METRICS.index("MRR")
+    a, b = sample([p for p, _ in pairs], True), sample([q for _, q in pairs], True)
+    return (stats.Clustered(a.sums[:, [mrr]], a.counts, a.strata),
+            stats.Clustered(b.sums[:, [mrr]], b.counts, b.strata))
+
+
+#: (label, first cell, second cell, second from the true grid)
+TESTS = (
+    ("counterfactual P1 written vs unwritten (P2 explicit)", ("explicit", "explicit"),
+     ("not", "explicit"), False),
+    ("counterfactual P1 written vs unwritten (P2 not given)", ("explicit", "not"),
+     ("not", "not"), False),
+    ("counterfactual vs true P1 written (P2 explicit)", ("explicit", "explicit"),
+     ("explicit", "explicit"), True),
+)
+
+
+def counterfactual_comparisons(out: Path, config: ReportSettings) -> list[dict]:
+    """The tests (see the module) over the rules, manual templates, Holm-adjusted together."""
+    twins = [p for p in load_counterfactual(out) if p.template == "manual"]
+    true = [p for p in load_counterfactual(out, "true") if p.template == "manual"]
+    found = []
+    for label, first, second, grid in TESTS:
+        a = [p for p in twins if (p.p1, p.p2) == first]
+        b = [p for p in (true if grid else twins) if (p.p1, p.p2) == second]
+        x, y = _matched(a, b)
+        found.append(comparisons.paired_difference(label, x, y, seed=config.seed,
+                                                   resamples=config.resamples))
+    comparisons.adjust(found)
+    return [{"template": "manual", "rule": MEAN, "comparison": c.name, "test": c.test,
+             "n_items": c.n_items, "difference": c.estimate, "difference_lo": c.lo,
+             "difference_hi": c.hi, "p": c.p, "p_holm": c.p_holm,
+             "finding": "yes" if c.supported() else "no"} for c in found]
+
+
+def _text(row: dict | None) -> str:
+    from kgprobe.studies.stats import format_interval
+
+    if row is None or row.get("MRR") in ("", None) or math.isnan(float(row["MRR"])):
+        return "empty"
+    shown = format_interval(float(row["MRR"]), float(row["MRR_lo"]), float(row["MRR_hi"]))
+    return f"{shown} (n={row['n_items']}){'†' if row.get('low_n') == 'yes' else ''}"
+
+
+def counterfactual_section(out: Path, config: ReportSettings, finding) -> list[str]:
+    """report.md's section: the rule-averaged table beside the true grid's P1-written row, and
+    the tests (counterfactual_comparisons.csv, each read by `finding`)."""
+    tests = counterfactual_comparisons(out, config)
+    clean = [{k: ("" if isinstance(v, float) and math.isnan(v) else v) for k, v in r.items()}
+             for r in tests]
+    write_text(out / FILE, rows_to_csv(clean, COMPARISON_COLUMNS))
+    rows = read_results(out / "results.csv")
+    find = {(r["premises"] or "true", r["p1"], r["p2"]): r for r in rows
+            if r["rule"] == MEAN and r["variant"] == MEAN and r["template"] == "manual"
+            and not r.get("depth")}
+    lines = ["## Counterfactual premises", "",
+             "Each item asked again with P1 naming a false term (a seeded candidate of its own "
+             "list that is no true answer of it); the gold is what the written premises entail "
+             "(docs/premise-ablation.md#counterfactual-premises). MRR in % [95% CI] (n items) of "
+             "that gold, manual templates and rules averaged; *true P1 written* is the grid's "
+             "row. A model that follows what it reads scores alike in both rows; one that "
+             "recalls the ontology answers the real gold, which counts as wrong here.", "",
+             "| P1 \\ P2 | explicitly given | implicitly given | not given |", "|---|---|---|---|"]
+    for label, premises, p1 in (("true P1 written", "true", "explicit"),
+                                ("counterfactual P1 written", COUNTERFACTUAL, "explicit"),
+                                ("counterfactual P1 unwritten", COUNTERFACTUAL, "not")):
+        cells = [find.get((premises, p1, p2)) for p2 in ("explicit", "implicit", "not")]
+        lines.append(f"| {label} | " + " | ".join(_text(c) for c in cells) + " |")
+    lines += ["", f"Tests ({FILE}, Holm-adjusted together):", ""]
+    lines += [f"- {finding(c, c['comparison'])}" for c in read_results(out / FILE)]
+    return lines + [""]
