@@ -22,8 +22,8 @@ from kgprobe.reasoning.items import RULE_RELATIONS
 from kgprobe.studies.runner import read_results, rows_to_csv
 from kgprobe.studies.stats import format_interval
 
-from .cells import MEAN, comparison_rows, load_prompts, result_rows, variants
-from .config import COLUMNS, COMPARISON_COLUMNS, SETTINGS, with_depth
+from .cells import MEAN, load_prompts, result_rows, variants
+from .config import COLUMNS, SETTINGS, with_depth
 from .settings import ReportSettings
 
 WORDS = {"not": "not given", "implicit": "implicitly given", "explicit": "explicitly given"}
@@ -256,10 +256,15 @@ def reading(rows: list[dict], comparisons: list[dict], template: str) -> list[st
 
 
 def write_tables(out: Path) -> tuple[list[dict], list[dict], ReportSettings]:
-    """results.csv and comparisons.csv, recomputed from the prompts on disk."""
+    """results.csv and comparisons.csv, recomputed from the prompts on disk (the model's and,
+    beside them, its controls': `contrasts`)."""
+    from .contrasts import comparison_table, control_columns, control_tables, load_controls
+    from .contrasts import with_controls
+
     config = ReportSettings.read(out)
-    prompts = load_prompts(out)
-    rows, comparisons = result_rows(prompts, config), comparison_rows(prompts, config)
+    prompts, controls = load_prompts(out), load_controls(out, config)
+    rows = result_rows(prompts, config)
+    comparisons, comparison_columns = comparison_table(prompts, controls, config)
     clean = [{k: ("" if isinstance(v, float) and math.isnan(v) else v) for k, v in r.items()}
              for r in comparisons]
     columns = COLUMNS
@@ -267,8 +272,9 @@ def write_tables(out: Path) -> tuple[list[dict], list[dict], ReportSettings]:
         from .depth_report import depth_rows
 
         rows, columns = rows + depth_rows(out, config), with_depth(COLUMNS)
-    write_text(out / "results.csv", rows_to_csv(rows, columns))
-    write_text(out / "comparisons.csv", rows_to_csv(clean, COMPARISON_COLUMNS))
+    rows = with_controls(rows, control_tables(out, controls, config))
+    write_text(out / "results.csv", rows_to_csv(rows, columns + control_columns(controls)))
+    write_text(out / "comparisons.csv", rows_to_csv(clean, comparison_columns))
     return load_rows(out), read_results(out / "comparisons.csv"), config
 
 

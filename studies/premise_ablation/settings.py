@@ -35,6 +35,7 @@ class ReportSettings:
     distractors: tuple[int, ...] | None = None
     premise_order: str = "ordered"
     memorized_sample: int | None = None  # None: the split over the whole population
+    controls: tuple[str, ...] = ()  # scored beside the model (`studies.controls`)
 
     @classmethod
     def of(cls, pinned: dict) -> "ReportSettings":
