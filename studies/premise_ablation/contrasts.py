@@ -30,6 +30,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
+
 from kgprobe.studies import comparisons
 from kgprobe.studies.controls import control_folder, is_control
 
