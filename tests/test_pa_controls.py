@@ -138,3 +138,24 @@ def test_a_control_model_claims_nothing(model, tmp_path, monkeypatch):
     report = (out / "report.md").read_text(encoding="utf-8")
     assert "## What this run claims" in report and "is itself a control" in report
     assert "<br>frequency " in report
+
+
+def test_the_prior_control_runs_beside_a_model_and_resumes(tmp_path, tiny_gpt2_dir, monkeypatch):
+    """``--controls copy,prior``: prior:MODEL scores the model's own requests in
+    OUT/controls/prior; a rerun with another list scores only the new control (the model's
+    units are untouched: the list is not pinned)."""
+    monkeypatch.setenv("KGPROBE_CACHE_DIR", str(tmp_path / "cache"))
+    out, zoo = tmp_path / "run", write_zoo(tmp_path)
+    common = dict(model=str(tiny_gpt2_dir), ontology=zoo, rules="rdfs9", limit=2,
+                  templates="manual", out=out, resamples=1000, threads=1)
+    kgprobe.run("premise-ablation", controls="copy,prior", **common)
+    with open(out / "results.csv", newline="", encoding="utf-8") as fh:
+        filled = [r for r in csv.DictReader(fh) if r["MRR"]]
+    assert filled and all(r["MRR_prior"] and r["MRR_copy"] for r in filled)
+    assert "MRR_random" not in filled[0]
+    units = {p.name: p.stat().st_mtime_ns for p in (out / "units").glob("*.jsonl")}
+    kgprobe.run("premise-ablation", controls="random", **common)
+    assert {p.name: p.stat().st_mtime_ns for p in (out / "units").glob("*.jsonl")} == units
+    with open(out / "comparisons.csv", newline="", encoding="utf-8") as fh:
+        header = next(csv.reader(fh))
+    assert "control_hi_random" in header and "control_hi_prior" not in header
