@@ -9,11 +9,13 @@
   target, the test the percentile interval inverts.
 
 `holm` adjusts a report's p-values together; `Comparison.supported` is the report's rule for
-stating a finding. scipy is imported inside the functions that use it.
+stating a finding, `claimed` its rule for claiming one against the controls. scipy is
+imported inside the functions that use it.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -161,6 +163,17 @@ def against_target(name: str, sample: Clustered, target: float, *, seed: int,
     return Comparison(name, "target", float(sample.estimate()[0] - target), float(lo - target),
                       float(hi - target), float(min(1.0, 2 * min(below, above))),
                       str(sample.n_items))
+
+
+def claimed(comparison: Comparison, control_upper: Sequence[float], *,
+            control_model: bool = False, alpha: float = 1 - CONFIDENCE) -> bool:
+    """Whether a comparison is a claim: `supported` (interval off 0, Holm p below alpha) and
+    its estimate above every control's upper bound on the same contrast. Never with no
+    control to read it against, a control whose bound is unknown, or when the model is itself
+    a control (`control_model`): a model that cannot reason shows no reasoning."""
+    if control_model or not len(control_upper) or not comparison.supported(alpha):
+        return False
+    return all(math.isfinite(hi) and comparison.estimate > hi for hi in control_upper)
 
 
 def holm(pvalues: Sequence[float]) -> np.ndarray:

@@ -163,6 +163,7 @@ for command in ("study premise-ablation", "study memorization"):
 numbers("study premise-ablation", "--pairs", "0", "-1")
 numbers("study premise-ablation", "--fraction", "-0.5", "1.5")
 numbers("study premise-ablation", "--memorized-sample", "1", "-3", "x")
+numbers("study premise-ablation", "--controls", "gpt2", "none,copy", "")
 numbers("study premise-ablation", "--resamples", "0", "-1")
 numbers("study premise-ablation", "--min-items", "-1")
 numbers("study premise-ablation", "--soft-epochs", "-1")

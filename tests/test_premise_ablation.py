@@ -19,6 +19,7 @@ from kgprobe.ontology.verbalize import load_templates
 from kgprobe.reasoning.items import RULE_RELATIONS
 from kgprobe.reasoning.rdfs import RULES
 from kgprobe.studies.premise_ablation.config import COLUMNS
+from kgprobe.studies.premise_ablation.contrasts import CONTRASTS
 from kgprobe.studies.premise_ablation.report import console_table, finding, write_report
 from kgprobe.studies.premise_ablation.study import (
     SETTINGS,
@@ -93,7 +94,10 @@ def test_end_to_end_all_rules_settings_and_template_kinds(tmp_path, zoo, tiny_gp
                      ("P1 implicit vs not given (P2 not given)", "unpaired"),
                      ("P2 explicit vs unwritten (P1 not given)", "paired"),
                      ("P2 implicit vs not given (P1 not given)", "unpaired"),
-                     ("both explicit vs 100", "target")}
+                     ("both explicit vs 100", "target"),
+                     # the contrasts a control cannot fake (tests/test_pa_controls.py)
+                     (CONTRASTS[0], "interaction"), (CONTRASTS[1], "paired"),
+                     (CONTRASTS[2], "paired")}
     assert (tmp_path / "soft" / "vectors.pt").exists()
     report = (tmp_path / "report.md").read_text()
     assert report.count("| P1 \\ P2 |") == 2 * (len(RULES) + 1)

@@ -121,6 +121,9 @@ class AblationConfig:
     premises: tuple[str, ...] = ("true",)
     #: chained items' distractors name the prompt's candidates, or not (`depth.naming_names`)
     distractor_kind: str = "naming"
+    #: the controls scored on the same requests (`studies.controls`); the CLI and
+    #: `kgprobe.run` default to the free ones, a config built in code names its own
+    controls: tuple[str, ...] = ()
 
     #: Fields that say where data comes from or how it is stored, not what is computed: the
     #: ontology is pinned through ``extra`` (as given), the cache never changes a number.
@@ -186,8 +189,9 @@ class AblationConfig:
             skip += ("premises",)
         return {k: _pinned_value(k, v) for k, v in self.__dict__.items() if k not in skip}
 
-    #: Settings only the report reads: a rerun with other values keeps every unit.
-    REPORT_ONLY = ("resamples", "min_items")
+    #: Settings only the report reads: a rerun with other values keeps every unit (a control
+    #: never changes the model's units: `studies.controls`).
+    REPORT_ONLY = ("resamples", "min_items", "controls")
 
     def pinned(self) -> dict:
         """The settings a run folder is pinned to: every one that changes a unit's numbers."""
@@ -285,6 +289,9 @@ def config_from_args(args: argparse.Namespace) -> AblationConfig:
     if config.distractor_kind not in DISTRACTOR_KINDS:
         raise StudyError(f"--distractor-kind {config.distractor_kind}: use "
                          f"{' or '.join(DISTRACTOR_KINDS)}")
+    from kgprobe.studies.controls import parse_controls
+
+    config.controls = parse_controls(getattr(args, "controls", None))
     if paper:
         config.check_paper()
     return config
@@ -350,6 +357,10 @@ def add_arguments(p: argparse.ArgumentParser, *, default_model: str | None = Non
                    help="estimate each relation's known/not-known threshold from a seeded sample "
                         "of N of its premises and classify only the evaluated items' premises "
                         "(a quick trial; default: classify the whole population)")
+    p.add_argument("--controls", default=None, metavar="LIST",
+                   help="controls scored on the same prompts and shown beside every cell: "
+                        "frequency, copy, random, prior (the model with the content removed), "
+                        "comma-separated, or none (default: frequency,copy,random)")
     candidates_option(p)
     ranking_option(p)
     p.add_argument("--preset", choices=sorted(PRESETS), default=None,

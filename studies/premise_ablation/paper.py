@@ -12,7 +12,7 @@ over pseudoword pairs of the paper's metrics over the cell's items (Appendix A).
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -252,7 +252,20 @@ def run_paper(config: AblationConfig, out: Path, *, progress: bool = True,
 
     study = build_paper_study(config, cache=cache)
     premises = classify_paper_premises(study, out, progress=progress)
-    rows = run_units(out, paper_units(study, premises, progress=progress),
-                     [*UNIT_COLUMNS, "study_protocol"], progress=progress, results=False)
+    def units_for(scorer=None) -> list[Unit]:  # a control's scorer: the same requests
+        scored = study if scorer is None else replace(study, scorer=scorer)
+        return paper_units(scored, premises, progress=progress)
+
+    columns = [*UNIT_COLUMNS, "study_protocol"]
+    rows = run_units(out, units_for(), columns, progress=progress, results=False)
+    from kgprobe.reasoning.memorizing_sets import reference_sets
+    from kgprobe.studies.controls import run_controls
+
+    from .build import training_answers
+
+    run_controls(out, config.controls, config.model, units_for, columns, progress=progress,
+                 answers=lambda: training_answers(reference_sets()),
+                 settings={"device": config.device, "dtype": config.dtype, "seed": config.seed,
+                           "cache": cache})
     write_report(out)
     return rows

@@ -22,8 +22,10 @@ from kgprobe.reasoning.items import RULE_RELATIONS
 from kgprobe.studies.runner import read_results, rows_to_csv
 from kgprobe.studies.stats import format_interval
 
-from .cells import MEAN, comparison_rows, load_prompts, result_rows, variants
-from .config import COLUMNS, COMPARISON_COLUMNS, SETTINGS, with_depth
+from .cells import MEAN, load_prompts, result_rows, variants
+from .control_report import claimed_lines, control_text
+from .control_report import number as _num
+from .config import COLUMNS, SETTINGS, with_depth
 from .settings import ReportSettings
 
 WORDS = {"not": "not given", "implicit": "implicitly given", "explicit": "explicitly given"}
@@ -49,19 +51,14 @@ class Cell:
     hi: float | None
     n_items: int
     low: bool
+    beside: str = ""  # the controls' values on the same prompts (`control_report`)
 
-    def text(self, *, items: bool = True) -> str:
+    def text(self, *, items: bool = True, controls: bool = True) -> str:
         if self.value is None:
             return "empty"
         shown = format_interval(self.value, self.lo, self.hi)
-        return shown + (f" (n={self.n_items})" if items else "") + (LOW_N if self.low else "")
-
-
-def _num(value) -> float | None:
-    if value in ("", None):
-        return None
-    value = float(value)
-    return None if math.isnan(value) else value
+        return (shown + (f" (n={self.n_items})" if items else "") + (LOW_N if self.low else "")
+                + (self.beside if controls else ""))
 
 
 def load_rows(out: Path) -> list[dict]:
@@ -84,7 +81,8 @@ def cells(rows: list[dict], rule: str | None, template: str, metric: str = "MRR"
             value = _num(r.get(metric))
             if value is not None:
                 out[i][j] = Cell(value, _num(r[f"{metric}_lo"]), _num(r[f"{metric}_hi"]),
-                                 int(r["n_items"]), r.get("low_n") == "yes")
+                                 int(r["n_items"]), r.get("low_n") == "yes",
+                                 control_text(r, metric))
     return out
 
 
@@ -182,7 +180,7 @@ def console_table(rows: list[dict], template: str) -> str:
     table = cells(rows, None, template)
     lines = [f"MRR (%) [95% CI] (n items), mean over the rules, {template} templates averaged",
              f"{'P1 / P2':18s}" + "".join(f"{WORDS[s]:>28s}" for s in SETTINGS)]
-    texts = [[c.text() for c in row] for row in table]
+    texts = [[c.text(controls=False) for c in row] for row in table]
     for i, p1 in enumerate(SETTINGS):
         lines.append(f"{WORDS[p1]:18s}" + "".join(f"{t:>28s}" for t in texts[i]))
     if any(LOW_N in t for row in texts for t in row):
@@ -238,15 +236,15 @@ def reading(rows: list[dict], comparisons: list[dict], template: str) -> list[st
     table = cells(rows, None, template)
     out = []
     if table[0][0].value is not None:
-        out.append(f"With neither premise given the MRR is {table[0][0].text()}: the baseline of "
+        out.append(f"With neither premise given the MRR is {table[0][0].text(controls=False)}: the baseline of "
                    "a model that cannot know the pseudoword.")
     for c in comparisons:
         if c["template"] != template or c["rule"] != MEAN:
             continue
         if c["comparison"] in WHAT:
             out.append(finding(c, WHAT[c["comparison"]]))
-        elif table[2][2].value is not None:
-            both = f"With both premises written the MRR is {table[2][2].text()}"
+        elif c["comparison"] == "both explicit vs 100" and table[2][2].value is not None:
+            both = f"With both premises written the MRR is {table[2][2].text(controls=False)}"
             if c["finding"] == "yes":
                 out.append(f"{both}, below the 100 of a model that applies the rule "
                            f"({100 * float(c['difference']):+.1f} points, Holm-adjusted p = "
@@ -257,10 +255,15 @@ def reading(rows: list[dict], comparisons: list[dict], template: str) -> list[st
 
 
 def write_tables(out: Path) -> tuple[list[dict], list[dict], ReportSettings]:
-    """results.csv and comparisons.csv, recomputed from the prompts on disk."""
+    """results.csv and comparisons.csv, recomputed from the prompts on disk (the model's and,
+    beside them, its controls': `contrasts`)."""
+    from .contrasts import (comparison_table, control_columns, control_tables, load_controls,
+                            with_controls)
+
     config = ReportSettings.read(out)
-    prompts = load_prompts(out)
-    rows, comparisons = result_rows(prompts, config), comparison_rows(prompts, config)
+    prompts, controls = load_prompts(out), load_controls(out, config)
+    rows = result_rows(prompts, config)
+    comparisons, comparison_columns = comparison_table(prompts, controls, config)
     clean = [{k: ("" if isinstance(v, float) and math.isnan(v) else v) for k, v in r.items()}
              for r in comparisons]
     columns = COLUMNS
@@ -271,8 +274,9 @@ def write_tables(out: Path) -> tuple[list[dict], list[dict], ReportSettings]:
     if config.counterfactual:  # and counterfactual cells (counterfactual_report.py)
         from .counterfactual_report import with_counterfactual
         rows, columns = with_counterfactual(out, config, rows, columns)
-    write_text(out / "results.csv", rows_to_csv(rows, columns))
-    write_text(out / "comparisons.csv", rows_to_csv(clean, COMPARISON_COLUMNS))
+    rows = with_controls(rows, control_tables(out, controls, config))
+    write_text(out / "results.csv", rows_to_csv(rows, columns + control_columns(controls)))
+    write_text(out / "comparisons.csv", rows_to_csv(clean, comparison_columns))
     return load_rows(out), read_results(out / "comparisons.csv"), config
 
 
@@ -364,7 +368,9 @@ def write_report(out: str | Path) -> Path:
               f"with its 95% interval in brackets: {_interval_words(config)} "
               f"n = items. {LOW_N}: fewer than {min_items} items, read with care. "
               "R@1, R@5, MRRa and every interval are in results.csv; the tests in comparisons.csv "
-              "(Holm-adjusted over all of them).", ""]
+              "(Holm-adjusted over all of them)." + (
+                  f" Under each value, the controls' on the same prompts ({', '.join(config.controls)})."
+                  if config.controls else ""), ""]
     from kgprobe.reasoning.distractors import parse_protocol
 
     for name in sorted({r.get("protocol") or "all" for r in rows}):  # one, unless mixed by hand
@@ -378,7 +384,7 @@ def write_report(out: str | Path) -> Path:
         lines += [f"## Averaged over the rules ({template} templates)", ""]
         lines += _table(cells(rows, None, template)) + [""]
         lines += reading(rows, comparisons, template) + [""]
-    lines += ["![summary](summary.png)", ""]
+    lines += claimed_lines(comparisons, config) + ["![summary](summary.png)", ""]
     for rule in _rules(rows):
         lines += [f"## {RULE_TITLES.get(rule, rule)}", ""]
         for template in templates:

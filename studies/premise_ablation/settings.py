@@ -36,6 +36,7 @@ class ReportSettings:
     premise_order: str = "ordered"
     memorized_sample: int | None = None  # None: the split over the whole population
     premises: tuple[str, ...] = ("true",)  # with "counterfactual": its cells too
+    controls: tuple[str, ...] = ()  # scored beside the model (`studies.controls`)
 
     @classmethod
     def of(cls, pinned: dict) -> "ReportSettings":

@@ -21,7 +21,7 @@ counterfactual premises (`--premises true,counterfactual`: `counterfactual.py`).
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from kgprobe.atomic import write_json
@@ -33,14 +33,8 @@ from kgprobe.studies.probes import ProbeRequest
 from kgprobe.studies.runner import Unit, run_units
 from kgprobe.studies.settings import first_pin, pin_settings
 
-from .build import (  # noqa: F401
-    AblationData,
-    AblationSetup,
-    build_data,
-    build_setup,
-    population_rules,
-    select_items,
-)
+from .build import (AblationData, AblationSetup, build_data, build_setup,  # noqa: F401
+                    population_rules, select_items)
 from .cells import variants
 from .config import NAME, SETTINGS, AblationConfig
 
@@ -343,25 +337,10 @@ def run_cell(setup: AblationSetup, rule: str, p1: str, p2: str, kind: str, premi
                       progress=progress)
 
 
-def run_premise_ablation(config: AblationConfig, out: str | Path, *, source: Source | None = None,
-                         progress: bool = True, cache: bool = True) -> list[dict]:
-    """Run (or resume) the study on `source` (the bundled ontology by default); `cache`: read
-    and write the persistent score cache (`models.score_cache`)."""
-    out = Path(out)
-    with first_pin(out):  # a bad --candidates found below leaves a new folder as it was
-        out.mkdir(parents=True, exist_ok=True)
-        pin_settings(out, config.pinned(), report=config.report_settings(), study=NAME)
-        setup = None if config.protocol == "paper" else build_setup(config, source, cache=cache)
-    if setup is None:
-        from .paper import run_paper
-
-        return run_paper(config, out, progress=progress, cache=cache)
-    premises = classify_premises(setup, out, progress=progress)
-    softs = {}
-    if "soft" in config.templates:
-        from .soft import train_soft_prompts
-
-        softs = train_soft_prompts(setup, out, progress=progress)
+def grid_units(setup: AblationSetup, premises: dict, softs: dict, progress: bool) -> list[Unit]:
+    """Every cell (rule × template kind × P1 × P2 × manual template), then the chained ones,
+    as resumable units scored by `setup`'s scorer (the model's, or a control's)."""
+    config = setup.config
     units = []
     for rule in config.rules:
         for kind in config.templates:
@@ -387,8 +366,41 @@ def run_premise_ablation(config: AblationConfig, out: str | Path, *, source: Sou
 
         units += counterfactual_units(
             setup, lambda item, pair: settings_of(item, premises, pair), progress)
-    rows = run_units(out, units, config.unit_columns(), progress=progress, results=False)
-    from kgprobe.studies.premise_ablation.report import write_report
+    return units
 
+
+def run_premise_ablation(config: AblationConfig, out: str | Path, *, source: Source | None = None,
+                         progress: bool = True, cache: bool = True) -> list[dict]:
+    """Run (or resume) the study on `source` (the bundled ontology by default); `cache`: read
+    and write the persistent score cache (`models.score_cache`)."""
+    out = Path(out)
+    with first_pin(out):  # a bad --candidates found below leaves a new folder as it was
+        out.mkdir(parents=True, exist_ok=True)
+        pin_settings(out, config.pinned(), report=config.report_settings(), study=NAME)
+        setup = None if config.protocol == "paper" else build_setup(config, source, cache=cache)
+    if setup is None:
+        from .paper import run_paper
+
+        return run_paper(config, out, progress=progress, cache=cache)
+    premises = classify_premises(setup, out, progress=progress)
+    softs = {}
+    if "soft" in config.templates:
+        from .soft import train_soft_prompts
+
+        softs = train_soft_prompts(setup, out, progress=progress)
+
+    def units_for(scorer=None) -> list[Unit]:  # a control's scorer: the same requests
+        return grid_units(setup if scorer is None else replace(
+            setup, model=replace(setup.model, scorer=scorer)), premises, softs, progress)
+
+    rows = run_units(out, units_for(), config.unit_columns(), progress=progress, results=False)
+    from kgprobe.studies.controls import run_controls
+
+    from .build import training_answers
+    run_controls(out, config.controls, config.model, units_for, config.unit_columns(),
+                 answers=lambda: training_answers(setup.model.memorizing), progress=progress,
+                 settings={"device": config.device, "dtype": config.dtype, "seed": config.seed,
+                           "cache": cache})
+    from kgprobe.studies.premise_ablation.report import write_report
     write_report(out)  # results.csv: the cells, template and rule averages, intervals
     return rows

@@ -1,0 +1,116 @@
+"""Controls run beside a study's model: the same requests, scored by models that cannot reason.
+
+A control is a model of the baseline family (`models.baselines.BASELINES`: ``frequency``,
+``copy``, ``random``) or the model's own content-free prior (``prior`` = ``prior:MODEL``,
+`models.prior`). ``--controls`` names them; each is asked **exactly the requests the model was
+asked** — the same units, built from the same setup (the model's premise split, pseudowords,
+candidates), only the scorer swapped — so a control's number in a cell is what a model without
+the ability scores on the very prompts and items the model's number comes from (a selection
+effect shows up in the control too).
+
+**Where their predictions live, and why units.** Each control gets its own run folder,
+``OUT/controls/NAME`` (``prior:M`` → ``prior``: a run folder holds one model, so one prior),
+scored through `runner.run_units` like the model: a unit file per cell, written as it
+finishes, resumed after a kill, and a ``predictions.jsonl`` the report reads with the model's
+own reader. The weightless controls would be cheap enough to recompute at the end, but
+``prior`` asks a language model, as expensive as the run itself, and one code path for all
+of them is what keeps "the same requests" true. A control that is the run's model itself
+(``--model frequency`` with the frequency control) is not scored again: its folder is OUT.
+
+A control never changes the model's units, so ``--controls`` is recorded in ``config.json``
+beside the report's settings and not compared: a rerun with another list resumes the model's
+units and scores only the controls not scored yet.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from kgprobe.errors import StudyError
+
+#: The controls that need no language model (no network, seconds): the default.
+FREE = ("frequency", "copy", "random")
+#: What ``--controls`` accepts (``prior``: the run's model asked with the content removed).
+CHOICES = (*FREE, "prior")
+#: The folder under a run folder that holds the controls' run folders.
+FOLDER = "controls"
+
+
+def parse_controls(text: str | Sequence[str] | None) -> tuple[str, ...]:
+    """``--controls frequency,copy`` → the names in `CHOICES` order; ``none`` → no control;
+    None → `FREE`. Anything else is one line naming the choices."""
+    if text is None:
+        return FREE
+    items = [x.strip() for x in (text.split(",") if isinstance(text, str) else text)]
+    items = [x for x in items if x]
+    if items == ["none"]:
+        return ()
+    bad = [x for x in items if x not in CHOICES]
+    if bad or not items:
+        raise StudyError(f"--controls {text if isinstance(text, str) else ','.join(text)}: use "
+                         f"one or more of {', '.join(CHOICES)} (comma-separated), or none")
+    return tuple(c for c in CHOICES if c in items)
+
+
+def is_control(model: str | None) -> bool:
+    """Whether `model` is itself a control (a baseline or a prior): its run can show no
+    reasoning, so nothing it scores is claimed. Decided by the model family's registry."""
+    from kgprobe.models.baselines import BASELINES
+    from kgprobe.models.prior import prior_of
+
+    return model is not None and (model in BASELINES or prior_of(model) is not None)
+
+
+def control_model(control: str, model: str) -> str:
+    """The model name a control loads: ``prior`` → ``prior:MODEL`` (a control's prior is the
+    control itself: it has no content to remove), any other control its own name."""
+    if control != "prior":
+        return control
+    return model if is_control(model) else f"prior:{model}"
+
+
+def control_folder(out: Path, control: str, model: str | None) -> Path:
+    """Where `control`'s units and predictions live; OUT itself when it is the run's model."""
+    if model is not None and control_model(control, model) == model:
+        return Path(out)
+    return Path(out) / FOLDER / control
+
+
+def control_scorer(control: str, model: str, *, answers: Callable[[], Iterable],
+                   device: str = "auto", dtype: str = "float32", seed: int = 0,
+                   cache: bool = True) -> Any:
+    """The control's ranking scorer, set up as the model's is: loaded with the run's seed,
+    handed the relation's training answers (`LanguageModel.trained_on`; `answers` makes a
+    fresh iterable of them), behind the score cache where the model keeps one (a prior)."""
+    from kgprobe.models.loading import load_model
+    from kgprobe.models.score_cache import cached_scorer
+
+    loaded = load_model(control_model(control, model), device=device, dtype=dtype, seed=seed)
+    return cached_scorer(loaded.trained_on(answers()).scorer(masks="multi"), loaded,
+                         enabled=cache)
+
+
+def run_controls(out: Path, controls: Sequence[str], model: str,
+                 units_for: Callable[[Any], list], columns: Sequence[str], *,
+                 answers: Callable[[], Iterable], settings: dict, progress: bool = True
+                 ) -> dict[str, Path]:
+    """Score every control in its folder (`control_folder`) through the units `units_for`
+    builds around a scorer — the study's own units, only the scorer swapped. `settings`:
+    `control_scorer`'s device, dtype, seed and cache. → control → its run folder."""
+    from kgprobe.studies.runner import run_units
+
+    folders = {}
+    for control in controls:
+        folder = control_folder(out, control, model)
+        if folder != Path(out):
+            if progress:
+                import sys
+
+                print(f"kgprobe: control {control_model(control, model)} on the same prompts "
+                      f"({folder})", file=sys.stderr, flush=True)
+            scorer = control_scorer(control, model, answers=answers, **settings)
+            run_units(folder, units_for(scorer), columns, progress=progress, results=False)
+        folders[control] = folder
+    return folders

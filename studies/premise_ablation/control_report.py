@@ -1,0 +1,77 @@
+"""What report.md says about the controls: their values in every table, and the claimed rows.
+
+A cell's controls are shown under the model's value (``frequency 48.1 · copy 50.3 ·
+random 17.9``), so no number is read without what a model that cannot reason scores on the
+same prompts. The section "What this run claims" states exactly the rows of comparisons.csv
+whose ``claimed`` is true (`contrasts`), each in words that say what its design can show,
+and says plainly when nothing is claimed and why.
+"""
+
+from __future__ import annotations
+
+import math
+
+from kgprobe.studies.controls import CHOICES, is_control
+
+from .contrasts import INTERACTION
+from .settings import ReportSettings
+
+#: What a claimed row shows, by its comparison (the design's reach, not more).
+MEANS = {
+    INTERACTION: "the model uses a P1 it knows together with a written P2: writing P2 helps "
+                 "more on the items whose P1 it knows than on those whose P1 it does not, each "
+                 "item compared with itself, so which answers the items have cancels out",
+    "P1 written − unwritten (P2 not given), minus copy":
+        "a written P1 helps more than copying the candidates it names does, on the same prompts",
+    "P2 written − unwritten (P1 not given), minus copy":
+        "a written P2 helps more than copying the candidates it names does, on the same prompts",
+}
+
+
+def number(value) -> float | None:
+    """A CSV field as a number; None for an empty field or NaN."""
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        return None
+    return None if math.isnan(value) else value
+
+
+def control_text(row: dict, metric: str = "MRR") -> str:
+    """The controls' values of `metric` in a results.csv row, as a table cell's second line."""
+    shown = [f"{c} {100 * v:.1f}" for c in CHOICES
+             if (v := number(row.get(f"{metric}_{c}"))) is not None]
+    return "<br>" + " · ".join(shown) if shown else ""
+
+
+def _claimed(row: dict) -> bool:
+    return str(row.get("claimed", "")).lower() == "true"
+
+
+def claimed_lines(comparisons: list[dict], config: ReportSettings) -> list[str]:
+    """report.md's section on the claimed rows of comparisons.csv (or why there are none)."""
+    lines = ["## What this run claims", ""]
+    if is_control(config.model):
+        return lines + [(f"Nothing: `{config.model}` is itself a control, a model that cannot "
+                        "reason, so no difference it shows is evidence of reasoning; its "
+                        "numbers are what a language model's must exceed."), ""]
+    if not config.controls:
+        return lines + [("Nothing: no controls were run (`--controls none`), so no difference "
+                        "can be read against what a model that cannot reason scores."), ""]
+    claimed = [c for c in comparisons if _claimed(c)]
+    if not claimed:
+        return lines + [("Nothing: no row of comparisons.csv has its 95% interval off zero, "
+                        "a Holm-adjusted p below 0.05 (over the whole file) and an estimate "
+                        "above every control's upper bound "
+                        f"({', '.join(config.controls)})."), ""]
+    lines += [("The rows of comparisons.csv whose interval excludes zero, whose Holm-adjusted p "
+              "is below 0.05 and whose estimate exceeds every control's upper bound:"), ""]
+    for c in claimed:
+        bounds = [v for k, v in c.items() if k.startswith("control_hi_") and number(v) is not None]
+        meaning = MEANS.get(c["comparison"], f"{c['comparison']}, beyond every control")
+        lines.append(f"- {c['template']} templates, rule {c['rule']}: {meaning}: "
+                     f"{100 * float(c['estimate']):+.1f} points [{100 * float(c['lo']):+.1f}, "
+                     f"{100 * float(c['hi']):+.1f}], Holm-adjusted p = {float(c['p_holm']):.3g}, "
+                     f"controls at most {100 * max(map(float, bounds)):+.1f}.")
+    return lines + ["", ("A claim says the model does better than the controls on this design; "
+                    "it does not say the inference is valid for other items or wordings."), ""]
