@@ -26,6 +26,7 @@ from .cells import MEAN, load_prompts, result_rows, variants
 from .control_report import claimed_lines, control_text
 from .control_report import number as _num
 from .config import COLUMNS, SETTINGS, with_depth
+from .known_reach import known_reach, known_rule  # noqa: F401 (known_reach: imported from here)
 from .settings import ReportSettings
 
 WORDS = {"not": "not given", "implicit": "implicitly given", "explicit": "explicitly given"}
@@ -280,49 +281,6 @@ def write_tables(out: Path) -> tuple[list[dict], list[dict], ReportSettings]:
     return load_rows(out), read_results(out / "comparisons.csv"), config
 
 
-def _known_rule(config: ReportSettings) -> str:
-    """How the run decided that a premise is known (the paper protocol's rules: paper.py)."""
-    if config.protocol == "paper":
-        p1 = ("ranks its gold first" if config.memorized == "rank1"
-              else "ranks its gold in the top half of the relation's test set")
-        return ("Protocol **paper** (the OntoProbe paper as its official code implements it; "
-                f"docs/fidelity.md): P1 is *implicitly given* when its memorizing probe {p1}, P2 "
-                "when its probe ranks in the top half.")
-    return ("A premise is *implicitly given* when the model's memorizing probe ranks it in the "
-            f"top {100 * config.memorized_fraction:.0f}% of every premise of its relation "
-            "in the ontology" + (" (estimated from a sample: below)." if config.memorized_sample
-                                 else "."))
-
-
-def known_reach(out: Path) -> list[str]:
-    """How far down "known" reaches: per premise relation (per rule and role under the paper
-    protocol), the largest rank still counted as known, from OUT/memorized.json. The top-half
-    rule is relative to the other premises, so a premise ranked 15th among ~36 candidates can
-    be "known"; the report says so rather than leave "known" to be read as "ranked first"."""
-    try:
-        cached = json.loads((out / "memorized.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return []
-    groups: dict[str, list[tuple[float, bool]]] = {}
-    if cached.get("protocol") == "paper":
-        for rule, entry in sorted(cached.get("rules", {}).items()):
-            for role, splits in (("P1", [entry["P1"]]), ("P2", entry["P2"][:1])):
-                for split in splits:
-                    known = set(split["memorized"])
-                    groups[f"{rule} {role}"] = [(rr, rec in known) for rec, rr in
-                                                zip(split["records"], split["rr"])]
-    else:
-        for m in cached.get("premises", []):
-            groups.setdefault(f"{m['role']} {m['relation']}", []).append((m["rr"], m["known"]))
-    lines = []
-    for name, outcomes in sorted(groups.items()):
-        ranks = [round(1 / rr) for rr, known in outcomes if known and rr > 0]
-        reach = f"down to rank {max(ranks)}" if ranks else "no premise"
-        lines.append(f"- {name}: known {reach} ({len(ranks)} of {len(outcomes)} known)")
-    return (["How far down *known* reaches (the largest rank of a gold counted as known):", ""]
-            + lines + [""]) if lines else []
-
-
 def _source_title(out: Path) -> str:
     """`` on store S`` for a run on another ontology than the bundled one (config.json's
     ``extra.ontology``), so the report's first line says which ontology it is about."""
@@ -359,7 +317,7 @@ def write_report(out: str | Path) -> Path:
     if config.model is not None:
         lines += [f"Model `{config.model}`, rules {', '.join(config.rules)}, "
                   f"{config.limit or 'all'} items per rule, {config.pairs} pseudoword pair(s), "
-                  f"seed {config.seed}. " + _known_rule(config), ""]
+                  f"seed {config.seed}. " + known_rule(config), ""]
         lines += known_reach(out)
         from .memorized_sample import read_sample_lines
 

@@ -21,7 +21,7 @@ counterfactual premises (`--premises true,counterfactual`: `counterfactual.py`).
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from kgprobe.atomic import write_json
@@ -37,57 +37,10 @@ from .build import (AblationData, AblationSetup, build_data, build_setup,  # noq
                     population_rules, select_items)
 from .cells import variants
 from .config import NAME, SETTINGS, AblationConfig
+from .premise_keys import MemorizedPremise, PremiseKey  # noqa: F401 (imported from here)
 
 
 # ------------------------------------------------------------------ memorized or not
-
-
-@dataclass(frozen=True)
-class PremiseKey:
-    """One premise's memorizing probe. Schema premises (P1) involve no pseudowords, so one
-    probe serves every pair (`pair` None). A premise that several rules share (a subclass
-    edge is rdfs9's and rdfs11's P1) is one probe with one outcome."""
-
-    role: str  # P1 | P2
-    relation: str
-    subject: str
-    answer: str
-    pair: int | None
-
-    @classmethod
-    def of(cls, item: ReasoningItem, role: str, pair: int) -> "PremiseKey":
-        p = item.premises[0 if role == "P1" else 1]
-        return cls(role, p.relation, p.subject, p.answer, pair if role == "P2" else None)
-
-    @property
-    def stratum(self) -> tuple[str, str]:
-        """The population the premise is ranked in: its relation, schema (P1) or pseudoword
-        (P2) premises apart."""
-        return self.role, self.relation
-
-    @property
-    def seed(self) -> str:
-        """Seed material of the probe's distractors and its place among equal ranks."""
-        pair = "-" if self.pair is None else self.pair
-        return f"{self.role}|{self.relation}|{self.subject}|{self.answer}|{pair}"
-
-
-@dataclass
-class MemorizedPremise:
-    """A premise probe's outcome: the gold's reciprocal rank, and whether it counts as known."""
-
-    key: PremiseKey
-    rr: float
-    known: bool
-    prompt: str
-
-    def to_json(self) -> dict:
-        return {**asdict(self.key), "rr": self.rr, "known": self.known, "prompt": self.prompt}
-
-    @classmethod
-    def from_json(cls, row: dict) -> "MemorizedPremise":
-        fields = {f: row[f] for f in ("role", "relation", "subject", "answer", "pair")}
-        return cls(PremiseKey(**fields), row["rr"], row["known"], row["prompt"])
 
 
 def memorization_prompt(data: AblationData, item: ReasoningItem, role: str) -> tuple[str, str]:
