@@ -82,13 +82,16 @@ def content_free(prompt: str) -> str:
     if at < 0:
         raise ModelError(f"the prior control reads prompts with a [MASK] slot, and "
                          f"'{prompt[:80]}' has none; use a ranking study")
-    ends = list(_SENTENCE_END.finditer(prompt, 0, at))
-    sentence = prompt[ends[-1].end() if ends else 0:].strip()
+    # The hypothesis is the last sentence before the slot; a label may itself hold a sentence
+    # end ("Yahoo! [MASK] Terry Semel ."), so each earlier sentence start is tried in turn,
+    # from the last, until a template matches.
+    starts = [m.end() for m in reversed(list(_SENTENCE_END.finditer(prompt, 0, at)))] + [0]
     patterns, conjunctions = _patterns()
-    opening = next((c for c in conjunctions if sentence.startswith(c + " ")), "")
-    body = sentence[len(opening):].strip()
-    for pattern in patterns:
-        found = pattern.fullmatch(body)
+    for start in starts:
+        sentence = prompt[start:].strip()
+        opening = next((c for c in conjunctions if sentence.startswith(c + " ")), "")
+        body = sentence[len(opening):].strip()
+        found = next((m for m in map(lambda p: p.fullmatch(body), patterns) if m), None)
         if found:
             pieces, last = [], 0
             for g in range(1, (found.lastindex or 0) + 1):
@@ -97,6 +100,9 @@ def content_free(prompt: str) -> str:
             body = "".join(pieces) + body[last:]
             break
     else:
+        sentence = prompt[starts[0]:].strip()
+        opening = next((c for c in conjunctions if sentence.startswith(c + " ")), "")
+        body = sentence[len(opening):].strip()
         if not _PSEUDOWORD.search(body):
             raise ModelError(f"the prior control finds no subject in '{sentence[:80]}' (no "
                              "bundled template matches it, no [X] slot); it reads prompts "

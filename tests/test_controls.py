@@ -69,6 +69,10 @@ def test_content_free_drops_premises_and_blanks_the_subject():
     assert content_free("Rex has class [MASK] .") == f"{CONTENT_FREE} has class [MASK] ."
     assert (content_free("One has to be a particular [MASK] if one played for a sports team .")
             == f"One has to be a particular [MASK] if {CONTENT_FREE} .")
+    # A label holding a sentence end is not taken for a premise's end.
+    assert content_free("Yahoo! is a [MASK] .") == f"{CONTENT_FREE} is a [MASK] ."
+    assert (content_free("Rex is a dog . Yahoo! has class [MASK] .")
+            == f"{CONTENT_FREE} has class [MASK] .")
     with pytest.raises(ModelError, match="no subject"):
         content_free("The weather today is [MASK] .")
     with pytest.raises(ModelError, match=r"\[MASK\]"):
