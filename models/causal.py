@@ -60,7 +60,9 @@ from kgprobe.models.cloze import AUTO, RULE, SUFFIX_MODES, uses_suffix
 from kgprobe.models.encoding import (
     Encoded,
     PromptEncoder,
+    Pseudo,
     TensorScorer,
+    _split_slots,
     inject,
     pool_logprobs,
     split_prompt,
@@ -91,6 +93,7 @@ class CausalScorer(TensorScorer):
         pooling: str = "sum",
         include_suffix: bool | str = AUTO,
         share_prefix: bool = True,
+        chat=None,
     ):
         if include_suffix not in SUFFIX_MODES or not isinstance(include_suffix, (bool, str)):
             raise ModelError(f"include_suffix={include_suffix!r}; use 'auto', True or False")
@@ -101,6 +104,9 @@ class CausalScorer(TensorScorer):
         self.include_suffix = include_suffix
         self.suffix_rule = RULE if include_suffix == AUTO else None
         self.share_prefix = share_prefix
+        #: `models.chat.ChatWrap` or None: the prompt is the assistant's statement after the
+        #: template's user turn (the header joins the shared prefix; nothing else changes).
+        self.chat = chat
         tok = loaded.tokenizer
         self.encoder = PromptEncoder(tok)
         start = tok.bos_token_id if tok.bos_token_id is not None else tok.eos_token_id
@@ -125,8 +131,11 @@ class CausalScorer(TensorScorer):
         prefix, suffix = split_prompt(prompt, list(vectors) if vectors else ())
         pre, at_start, space = enc.encode_pieces(prefix, at_start=True, space_before=False)
         suf, _, _ = enc.encode_pieces(suffix, at_start=False, space_before=False)
-        ids = enc.front + pre.ids
-        slots = pre.shifted(len(enc.front))
+        head = Encoded(list(enc.front), [])
+        if self.chat is not None:  # the conversation's ids, then the statement from its start
+            head = _header(enc, self.chat.header(self.loaded.tokenizer, prompt), vectors)
+        ids = head.ids + pre.ids
+        slots = head.slots + pre.shifted(len(head.ids))
         if not ids:
             if self.start_id is None:
                 raise ModelError(
@@ -351,6 +360,20 @@ class CausalScorer(TensorScorer):
             self._count(len(rows) * width, len(rows) * width)
             parts.append(self._pool(_gather_logprobs(logits, batch, offset=0), batch))
         return torch.cat(parts)
+
+
+def _header(enc: PromptEncoder, text: str, vectors) -> Encoded:
+    """The tokenizer's specials and a chat header's ids, its text kept as rendered (the
+    newline before the assistant's turn included); a pseudoword the user's turn names is its
+    vector there too."""
+    ids, slots = list(enc.front), []
+    for piece in _split_slots(text, list(vectors) if vectors else ()):
+        if isinstance(piece, Pseudo):
+            slots.append((len(ids), piece.name))
+            ids.append(enc.placeholder)
+        elif piece:
+            ids.extend(enc._ids(piece))
+    return Encoded(ids, slots)
 
 
 def _gather_logprobs(logits: torch.Tensor, batch, *, offset: int) -> torch.Tensor:
