@@ -14,7 +14,7 @@ the rule is `models.cloze`; True / False: always / never); pseudoword positions 
 suffix are inputs, never targets.
 
 Token ids: prefix, candidate and suffix are tokenised separately (see `encoding`) and
-concatenated: ``front specials + prefix | candidate | suffix``. If that leaves nothing
+concatenated: ``front specials [+ chat header, `models.chat`] + prefix | candidate | suffix``. If that leaves nothing
 before the candidate, the tokenizer's BOS (else EOS) token is used as the context.
 
 Prefix sharing (token trie, the default without gradients): the candidates' continuations
@@ -60,9 +60,7 @@ from kgprobe.models.cloze import AUTO, RULE, SUFFIX_MODES, uses_suffix
 from kgprobe.models.encoding import (
     Encoded,
     PromptEncoder,
-    Pseudo,
     TensorScorer,
-    _split_slots,
     inject,
     pool_logprobs,
     split_prompt,
@@ -104,9 +102,7 @@ class CausalScorer(TensorScorer):
         self.include_suffix = include_suffix
         self.suffix_rule = RULE if include_suffix == AUTO else None
         self.share_prefix = share_prefix
-        #: `models.chat.ChatWrap` or None: the prompt is the assistant's statement after the
-        #: template's user turn (the header joins the shared prefix; nothing else changes).
-        self.chat = chat
+        self.chat = chat  # `models.chat.ChatWrap`: its header joins the shared prefix
         tok = loaded.tokenizer
         self.encoder = PromptEncoder(tok)
         start = tok.bos_token_id if tok.bos_token_id is not None else tok.eos_token_id
@@ -133,7 +129,8 @@ class CausalScorer(TensorScorer):
         suf, _, _ = enc.encode_pieces(suffix, at_start=False, space_before=False)
         head = Encoded(list(enc.front), [])
         if self.chat is not None:  # the conversation's ids, then the statement from its start
-            head = _header(enc, self.chat.header(self.loaded.tokenizer, prompt), vectors)
+            text = self.chat.header(self.loaded.tokenizer, prompt)
+            head = enc.encode_verbatim(text, list(vectors) if vectors else (), front=True)
         ids = head.ids + pre.ids
         slots = head.slots + pre.shifted(len(head.ids))
         if not ids:
@@ -360,20 +357,6 @@ class CausalScorer(TensorScorer):
             self._count(len(rows) * width, len(rows) * width)
             parts.append(self._pool(_gather_logprobs(logits, batch, offset=0), batch))
         return torch.cat(parts)
-
-
-def _header(enc: PromptEncoder, text: str, vectors) -> Encoded:
-    """The tokenizer's specials and a chat header's ids, its text kept as rendered (the
-    newline before the assistant's turn included); a pseudoword the user's turn names is its
-    vector there too."""
-    ids, slots = list(enc.front), []
-    for piece in _split_slots(text, list(vectors) if vectors else ()):
-        if isinstance(piece, Pseudo):
-            slots.append((len(ids), piece.name))
-            ids.append(enc.placeholder)
-        elif piece:
-            ids.extend(enc._ids(piece))
-    return Encoded(ids, slots)
 
 
 def _gather_logprobs(logits: torch.Tensor, batch, *, offset: int) -> torch.Tensor:
