@@ -158,7 +158,7 @@ def test_multiple_choice_chat_is_the_shared_option():
 
 
 @pytest.mark.slow
-def test_smollm2_memorization_with_and_without_its_template(tmp_path, capsys):
+def test_smollm2_memorization_with_and_without_its_template(tmp_path):
     """The instruct model's own template changes the numbers, and compare says by how much."""
     runs = {}
     for setting in ("auto", "none"):
@@ -168,10 +168,13 @@ def test_smollm2_memorization_with_and_without_its_template(tmp_path, capsys):
                      "--limit", "5", "--out", str(out)]) == 0
         runs[setting] = out
     assert json.loads((runs["auto"] / "config.json").read_text())["chat_template"] == "auto"
-    capsys.readouterr()
-    assert main(["compare", str(runs["auto"]), str(runs["none"])]) == 0
-    report = capsys.readouterr().out
-    assert "MRR" in report
-    with open(runs["auto"] / "results.csv", encoding="utf-8") as a, \
-            open(runs["none"] / "results.csv", encoding="utf-8") as b:
-        assert [r["MRR"] for r in csv.DictReader(a)] != [r["MRR"] for r in csv.DictReader(b)]
+    cmp = tmp_path / "cmp"
+    assert main(["compare", str(runs["none"]), str(runs["auto"]), "--out", str(cmp)]) == 0
+    with open(cmp / "compare.csv", encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh))
+    wrapped = [r for r in rows if r["baseline"] == "False"]
+    assert len(wrapped) == 1 and "[chat: auto]" in wrapped[0]["model"]
+    assert wrapped[0]["test"] == "paired" and wrapped[0]["difference_lo"] != ""
+    tops = {k: [json.loads(x)["top10"] for x in (out / "predictions.jsonl").read_text().splitlines()]
+            for k, out in runs.items()}
+    assert len(tops["auto"]) == 5 and tops["auto"] != tops["none"]  # the wrap changes scores
