@@ -33,6 +33,8 @@ __all__ = ["BLANK", "ChatWrap", "check_chat_template", "chat_wrap", "user_messag
 #: How the slot is shown in the user's turn.
 BLANK = "___"
 AUTO, NONE = "auto", "none"
+#: The wrap's rule in the score cache's key: a changed rule gets a new name.
+WRAP = "user-turn-v1"
 
 
 def check_chat_template(value: str | None) -> str:
@@ -65,7 +67,7 @@ class ChatWrap:
     def key(self) -> dict:
         """What decides the wrapped text: part of the score cache's key."""
         digest = hashlib.sha256(self.template.encode("utf-8")).hexdigest()
-        return {"template_sha256": digest, "instruction": self.instruction}
+        return {"wrap": WRAP, "template_sha256": digest, "instruction": self.instruction}
 
     def header(self, tok: Any, prompt: str) -> str:
         """The rendered conversation up to where the assistant's statement starts."""
@@ -73,13 +75,20 @@ class ChatWrap:
         text = tok.apply_chat_template(messages, chat_template=self.template, tokenize=False,
                                        add_generation_prompt=True)
         bos = getattr(tok, "bos_token", None)
-        if bos and text.startswith(bos):  # the encoder adds the tokenizer's own specials
+        if bos and text.startswith(bos) and _adds_bos(tok):  # the encoder adds it already
             text = text[len(bos):]
         return text
 
     def wrapped(self, tok: Any, prompt: str) -> str:
         """The whole text the model reads (the slot still ``[MASK]``): header + statement."""
         return self.header(tok, prompt) + prompt
+
+
+def _adds_bos(tok: Any) -> bool:
+    """Whether the tokenizer puts its BOS token before a text itself (Llama's does; SmolLM2's
+    BOS is ``<|im_start|>``, which only the template writes)."""
+    ids = tok("x", add_special_tokens=True)["input_ids"]
+    return bool(ids) and ids[0] == getattr(tok, "bos_token_id", None)
 
 
 def chat_wrap(setting: str | None, loaded: Any, instruction: str) -> ChatWrap | None:

@@ -76,6 +76,19 @@ def test_wrapped_score_is_the_assistant_statement_after_the_user_turn(chat_dir):
     assert not any(abs(a - b) < 1e-6 for a, b in zip(got, bare.score([PROMPT], CANDIDATES)[0]))
 
 
+def test_a_template_marker_that_is_the_bos_token_stays():
+    """SmolLM2's BOS token is ``<|im_start|>``, which its tokenizer never adds: the header
+    keeps it (only a BOS the tokenizer adds itself is left to the encoder)."""
+    from kgprobe.models.chat import ChatWrap
+
+    from tests.conftest import _bpe_tokenizer
+
+    tok = _bpe_tokenizer()
+    assert tok("x")["input_ids"][0] != tok.bos_token_id
+    header = ChatWrap("{{ bos_token }}" + TEMPLATE, "Fill in: {statement}", "auto").header(tok, PROMPT)
+    assert header == "<|endoftext|><|user|>Fill in: Paris is the capital of ___ in the west .<|end|>\n<|assistant|>\n"
+
+
 def test_none_is_the_bare_scorer_and_the_cache_keys_differ(chat_dir, tiny_bert):
     from kgprobe.models.chat import chat_wrap
     from kgprobe.models.loading import load_model
