@@ -158,6 +158,25 @@ def test_runs_pin_the_wrap_and_dry_runs_show_it(chat_dir, tmp_path):
             assert x["text"].replace("[MASK]", "___") in x["chat"]["user"]
 
 
+def test_every_cloze_study_pins_the_wrap_and_the_others_refuse_it():
+    from kgprobe.errors import KgprobeError
+    from kgprobe.studies.consistency.config import ConsistencyConfig
+    from kgprobe.studies.copen.config import CopenConfig
+    from kgprobe.studies.premise_ablation.config import AblationConfig
+    from kgprobe.studies.sta.config import StaConfig
+
+    for config in (ConsistencyConfig("m", chat_template="auto"),
+                   AblationConfig(model="m", chat_template="auto")):
+        pinned = config.pinned()
+        assert pinned["chat_template"] == "auto" and "{statement}" in pinned["chat_instruction"]
+    assert "chat_template" not in AblationConfig(model="m").pinned()  # old folders resume
+    assert "chat_template" not in ConsistencyConfig("m").pinned()
+    with pytest.raises(KgprobeError, match="sta does not ask cloze"):
+        StaConfig(norms="n", model="m", chat_template="auto")
+    with pytest.raises(KgprobeError, match="copen does not ask cloze"):
+        CopenConfig(model="m", method="zero-shot", chat_template="auto")
+
+
 def test_multiple_choice_chat_is_the_shared_option():
     from kgprobe.studies.multiple_choice.config import chat_setting
 
