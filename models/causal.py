@@ -14,7 +14,7 @@ the rule is `models.cloze`; True / False: always / never); pseudoword positions 
 suffix are inputs, never targets.
 
 Token ids: prefix, candidate and suffix are tokenised separately (see `encoding`) and
-concatenated: ``front specials + prefix | candidate | suffix``. If that leaves nothing
+concatenated: ``front specials [+ chat header, `models.chat`] + prefix | candidate | suffix``. If that leaves nothing
 before the candidate, the tokenizer's BOS (else EOS) token is used as the context.
 
 Prefix sharing (token trie, the default without gradients): the candidates' continuations
@@ -91,6 +91,7 @@ class CausalScorer(TensorScorer):
         pooling: str = "sum",
         include_suffix: bool | str = AUTO,
         share_prefix: bool = True,
+        chat=None,
     ):
         if include_suffix not in SUFFIX_MODES or not isinstance(include_suffix, (bool, str)):
             raise ModelError(f"include_suffix={include_suffix!r}; use 'auto', True or False")
@@ -101,6 +102,7 @@ class CausalScorer(TensorScorer):
         self.include_suffix = include_suffix
         self.suffix_rule = RULE if include_suffix == AUTO else None
         self.share_prefix = share_prefix
+        self.chat = chat  # `models.chat.ChatWrap`: its header joins the shared prefix
         tok = loaded.tokenizer
         self.encoder = PromptEncoder(tok)
         start = tok.bos_token_id if tok.bos_token_id is not None else tok.eos_token_id
@@ -125,8 +127,12 @@ class CausalScorer(TensorScorer):
         prefix, suffix = split_prompt(prompt, list(vectors) if vectors else ())
         pre, at_start, space = enc.encode_pieces(prefix, at_start=True, space_before=False)
         suf, _, _ = enc.encode_pieces(suffix, at_start=False, space_before=False)
-        ids = enc.front + pre.ids
-        slots = pre.shifted(len(enc.front))
+        head = Encoded(list(enc.front), [])
+        if self.chat is not None:  # the conversation's ids, then the statement from its start
+            text = self.chat.header(self.loaded.tokenizer, prompt)
+            head = enc.encode_verbatim(text, list(vectors) if vectors else (), front=True)
+        ids = head.ids + pre.ids
+        slots = head.slots + pre.shifted(len(head.ids))
         if not ids:
             if self.start_id is None:
                 raise ModelError(

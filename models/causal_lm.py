@@ -41,7 +41,8 @@ class CausalLM(LanguageModel):
     pseudoword_anchor: ClassVar[str] = "mean"
 
     def _scorer(self, *, masks: str, pooling: str, include_suffix: bool | str, share_prefix: bool) -> Scorer:
-        return CausalScorer(self, pooling=pooling, include_suffix=include_suffix, share_prefix=share_prefix)
+        return CausalScorer(self, pooling=pooling, include_suffix=include_suffix, share_prefix=share_prefix,
+                            chat=getattr(self, "chat", None))
 
     def slot_distribution(self, vocabulary: Vocabulary, *, batch_size: int = 32) -> NextTokenDistribution:
         return NextTokenDistribution(self, vocabulary, batch_size=batch_size)

@@ -184,6 +184,20 @@ class PromptEncoder:
             at_start, space_before = False, piece[-1].isspace()
         return Encoded(ids, slots), at_start, space_before
 
+    def encode_verbatim(self, text: str, slot_names: Sequence[str] = (), *,
+                        front: bool = False) -> Encoded:
+        """`text`'s ids as rendered, its spaces and newlines kept (a chat template's header,
+        which ends where the assistant's statement starts), after the tokenizer's specials
+        with `front`; a pseudoword slot named in `slot_names` is its vector there too."""
+        ids, slots = list(self.front) if front else [], []
+        for piece in _split_slots(text, slot_names):
+            if isinstance(piece, Pseudo):
+                slots.append((len(ids), piece.name))
+                ids.append(self.placeholder)
+            elif piece:
+                ids.extend(self._ids(piece))
+        return Encoded(ids, slots)
+
     def candidate_mode(self, at_start: bool, space_before: bool) -> str:
         return "start" if at_start else ("space" if space_before else "glued")
 

@@ -24,30 +24,35 @@ def plain_letter_prompt(question: str, instruction: str) -> str:
     return f"{letter_message(question, instruction)}\nAnswer: ("
 
 
-def letter_context(tok: Any, question: str, instruction: str, use_chat: bool) -> list[int]:
-    """The token ids a question's answer letter follows."""
+def letter_context(tok: Any, question: str, instruction: str, use_chat: bool,
+                   template: str | None = None) -> list[int]:
+    """The token ids a question's answer letter follows (`template`: a Jinja chat template's
+    text; None: the tokenizer's own)."""
     if use_chat:
         message = letter_message(question, instruction)
         text = tok.apply_chat_template([{"role": "user", "content": message}], tokenize=False,
-                                       add_generation_prompt=True)
+                                       add_generation_prompt=True, chat_template=template)
         return list(tok(text + "(", add_special_tokens=False)["input_ids"])
     return list(tok(plain_letter_prompt(question, instruction), add_special_tokens=True)["input_ids"])
 
 
 def letter_logprobs(loaded: Any, questions: Sequence[str], options: Sequence[Mapping[str, str]],
-                    *, instruction: str, use_chat_template: bool | None,
+                    *, instruction: str, use_chat_template: bool | str | None,
                     batch_size: int) -> list[dict[str, float]]:
     """Per question, letter → log-probability of that letter as the next token (the letters
-    are `options`' keys; their texts are in the question already)."""
+    are `options`' keys; their texts are in the question already). `use_chat_template`:
+    None: the tokenizer's template where it has one; a str: that Jinja template."""
     import torch
 
     from kgprobe.models.encoding import PromptEncoder
 
     tok = loaded.tokenizer
-    use_chat = bool(getattr(tok, "chat_template", None)) if use_chat_template is None else use_chat_template
+    template = use_chat_template if isinstance(use_chat_template, str) else None
+    use_chat = (bool(getattr(tok, "chat_template", None)) if use_chat_template is None
+                else bool(use_chat_template))
     encoder = PromptEncoder(tok)
     letter_id = {chr(c): encoder.encode_text(chr(c), "glued")[0] for c in range(ord("a"), ord("z") + 1)}
-    contexts = [letter_context(tok, q, instruction, use_chat) for q in questions]
+    contexts = [letter_context(tok, q, instruction, use_chat, template) for q in questions]
     out: list[dict[str, float]] = []
     with torch.no_grad():
         for start in range(0, len(contexts), batch_size):

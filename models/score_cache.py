@@ -108,6 +108,9 @@ def scorer_settings(scorer: Any) -> dict:
     for attr in ("pooling", "masks", "include_suffix", "suffix_rule", "share_prefix"):
         if hasattr(scorer, attr):
             out[attr] = getattr(scorer, attr)
+    chat = getattr(scorer, "chat", None)
+    if chat is not None:  # a wrapped prompt's scores are never a bare one's (models.chat)
+        out["chat"] = chat.key()
     return out
 
 

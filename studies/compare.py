@@ -49,6 +49,10 @@ if TYPE_CHECKING:
 #: dtype, batch size, cache and the report's resamples change no item).
 IGNORED = ("model", "kind", "device", "dtype", "batch_size", "cache", "threads", "progress",
            "resamples", "min_items", "study")
+#: How the model is addressed (`--chat-template`, models/chat.py): the same items asked with
+#: and without a chat template is a comparison of two ways of asking one model, so runs may
+#: differ in these too; each run's label names its template.
+CHAT_KEYS = ("chat_template", "chat_instruction", "chat_template_sha256")
 #: config.json keys a run records beside its pinned settings, which a folder written before
 #: they were recorded lacks (memorization's ``candidates``): compared where both runs record
 #: them; where one does not, the cells check what they can (`run_constants`).
@@ -158,7 +162,7 @@ def load_runs(paths: Sequence[str | Path]) -> list["Results"]:
 def differing_setting(first: dict, second: dict) -> str | None:
     """The first pinned setting (in config.json's order) two runs disagree on, model aside."""
     for key in list(dict.fromkeys([*first, *second])):
-        if key in IGNORED or key in RECORDED and not (key in first and key in second):
+        if key in IGNORED or key in CHAT_KEYS or key in RECORDED and not (key in first and key in second):
             continue
         if first.get(key) != second.get(key):
             return key
@@ -256,9 +260,15 @@ def _key_text(key) -> str:
 
 
 def labels(results: Sequence["Results"]) -> list[str]:
-    """Each run's model, with its folder's name where two runs share a model."""
-    models = [str(r.config.get("model", r.path.name)) for r in results]
+    """Each run's model (with its chat template, where one wraps its prompts), with its
+    folder's name where two runs share a model."""
+    models = [str(r.config.get("model", r.path.name)) + _chat_label(r.config) for r in results]
     return [m if models.count(m) == 1 else f"{m} ({r.path.name})" for m, r in zip(models, results)]
+
+
+def _chat_label(config: dict) -> str:
+    chat = config.get("chat_template")
+    return f" [chat: {Path(chat).name if chat != 'auto' else chat}]" if chat else ""
 
 
 def compare(paths: Sequence[str | Path], *, baseline: str | Path | None = None,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Iterable
+from typing import Callable, Iterable
 
 from kgprobe.atomic import write_jsonl
 
@@ -45,6 +45,37 @@ class PromptRecord:
         return row
 
 
-def write_prompts(out: str | Path, records: Iterable[PromptRecord]) -> int:
-    """Write ``OUT/prompts.jsonl`` atomically; returns the number of prompts."""
-    return write_jsonl(Path(out) / PROMPTS_FILE, (r.to_json() for r in records))
+def write_prompts(out: str | Path, records: Iterable[PromptRecord], *,
+                  chat: Callable[[str], dict] | None = None) -> int:
+    """Write ``OUT/prompts.jsonl`` atomically; returns the number of prompts. `chat`
+    (`chat_view`): each line's ``chat``, the wrapped prompt under ``--chat-template``."""
+    def row(r: PromptRecord) -> dict:
+        line = r.to_json()
+        if chat is not None:
+            line["chat"] = chat(r.text)
+        return line
+
+    return write_jsonl(Path(out) / PROMPTS_FILE, (row(r) for r in records))
+
+
+def chat_view(chat_template: str, model: str | None, study: str) -> Callable[[str], dict] | None:
+    """What a dry run shows of a prompt under ``--chat-template`` (None under ``none``): the
+    user's turn and the assistant's statement, and the whole wrapped text where the template
+    is at hand without loading weights (a FILE; ``auto``: a local model's or a converted
+    preset's tokenizer)."""
+    from kgprobe.models.chat import dry_wrapper, user_message
+    from kgprobe.studies.options import chat_instruction
+
+    if chat_template in (None, "none"):
+        return None
+    instruction = chat_instruction(study)
+    wrap = dry_wrapper(chat_template, model, instruction)
+
+    def view(prompt: str) -> dict:
+        shown = {"template": chat_template, "user": user_message(instruction, prompt),
+                 "assistant": prompt}
+        if wrap is not None:
+            shown["wrapped"] = wrap(prompt)
+        return shown
+
+    return view

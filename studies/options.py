@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Sequence
 
 from kgprobe.errors import KgprobeError
@@ -28,6 +29,7 @@ class ModelSettings:
     batch_size: int | None = 64  # None: the study's own choice (COPEN: each method's)
     threads: int | None = None
     cache: bool = True  # read and write the persistent score cache (models/score_cache)
+    chat_template: str = "none"  # auto, none or a Jinja file (models/chat; `chat_pinned`)
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> "ModelSettings":
@@ -38,15 +40,18 @@ class ModelSettings:
         batch = getattr(args, "batch_size", None)
         if batch is not None and batch < 1:
             raise KgprobeError(f"--batch-size {batch}: give at least 1")
+        from kgprobe.models.chat import check_chat_template
+
         return cls(device=str(getattr(args, "device", "auto")), dtype=dtype, batch_size=batch,
                    threads=getattr(args, "threads", None),
-                   cache=not getattr(args, "no_cache", False))
+                   cache=not getattr(args, "no_cache", False),
+                   chat_template=check_chat_template(getattr(args, "chat_template", None)))
 
     def fields(self) -> dict:
         """The config fields every model study has: ``device``, ``dtype``, ``batch_size``,
-        ``cache`` (threads are applied to the process, `apply_threads`)."""
+        ``cache``, ``chat_template`` (threads are applied to the process, `apply_threads`)."""
         return {"device": self.device, "dtype": self.dtype, "batch_size": self.batch_size,
-                "cache": self.cache}
+                "cache": self.cache, "chat_template": self.chat_template}
 
 
 def model_options(parser: argparse.ArgumentParser, *, batch_size: int | None = 64,
@@ -62,6 +67,57 @@ def model_options(parser: argparse.ArgumentParser, *, batch_size: int | None = 6
     parser.add_argument("--no-cache", action="store_true",
                         help="neither read nor write the persistent score cache "
                              "(`kgprobe cache stats|clear`)")
+    parser.add_argument("--chat-template", default=None, metavar="auto|none|FILE",
+                        help="ask each cloze as a user turn and score the assistant's completed "
+                             "statement (auto: the tokenizer's template where the model has one; "
+                             "FILE: a Jinja chat template; none, the default: the bare sentence; "
+                             "multiple-choice: the question's turn, --chat's default auto)")
+
+
+CHAT_FILE = Path(__file__).resolve().parent.parent / "prompts" / "chat.toml"
+
+
+def chat_instruction(study: str) -> str:
+    """The user turn's instruction `study` asks under ``--chat-template`` (``prompts/chat.toml``,
+    its section, else ``default``)."""
+    import tomllib
+
+    data = tomllib.loads(CHAT_FILE.read_text(encoding="utf-8"))
+    return str(data.get(study, data["default"])["instruction"])
+
+
+def chat_pinned(chat_template: str, study: str) -> dict:
+    """What ``config.json`` pins of the chat wrap: nothing for ``none`` (folders written
+    before the option resume as they were); else the setting, the instruction and a FILE's
+    hash (an edited template changes every number)."""
+    if chat_template in (None, "none"):
+        return {}
+    pinned = {"chat_template": chat_template, "chat_instruction": chat_instruction(study)}
+    if chat_template != "auto":
+        import hashlib
+
+        pinned["chat_template_sha256"] = hashlib.sha256(Path(chat_template).read_bytes()).hexdigest()
+    return pinned
+
+
+def no_chat_template(chat_template: str, study: str) -> None:
+    """A study that asks no cloze sentence (STA's slot distributions, COPEN's segments) takes
+    ``--chat-template none`` only: one line, where a wrap would otherwise be silently unused."""
+    if chat_template not in (None, "none"):
+        raise KgprobeError(f"--chat-template {chat_template}: {study} does not ask cloze "
+                           "statements, so no template wraps its prompts yet; drop the option")
+
+
+def use_chat(loaded, chat_template: str, study: str):
+    """Set `loaded`'s chat wrap (`models.chat.chat_wrap`) for `study`; returns `loaded`.
+    A wrapping model (``prior:MODEL``) hands it to the model whose scorer reads it."""
+    from kgprobe.models.chat import chat_wrap
+
+    wrap = chat_wrap(chat_template, loaded, chat_instruction(study))
+    target = getattr(loaded, "inner", loaded)
+    if wrap is not None or getattr(target, "chat", None) is not None:
+        target.chat = wrap
+    return loaded
 
 
 def threads_option(parser: argparse.ArgumentParser) -> None:

@@ -14,6 +14,7 @@ from kgprobe.studies.ontology_source import OntologySource, add_ontology_options
 from kgprobe.studies.options import (
     ModelSettings,
     candidates_option,
+    chat_pinned,
     dry_run_option,
     model_options,
     ranking_option,
@@ -40,6 +41,7 @@ class ConsistencyConfig:
     dtype: str = "float32"
     batch_size: int = 64
     cache: bool = True  # read and write the persistent score cache (models/score_cache)
+    chat_template: str = "none"  # auto, none or a Jinja file (models/chat); pinned unless none
     #: whose consistency the headline subtracts (`controls.REFERENCES`): prior = prior:MODEL
     reference: str = "prior"
 
@@ -83,7 +85,7 @@ class ConsistencyConfig:
                   "ontology": "bundled" if source.bundled else source.describe()}
         if not source.bundled:  # a store's fingerprint, a file's hash: a changed one is refused
             pinned["source"] = source.pinned()
-        return pinned
+        return {**pinned, **chat_pinned(self.chat_template, NAME)}
 
     @property
     def source(self) -> OntologySource:

@@ -25,6 +25,7 @@ from pathlib import Path
 from kgprobe.atomic import write_json, write_jsonl, write_text
 from kgprobe.errors import StudyError
 from kgprobe.reasoning.distractors import Protocol
+from kgprobe.studies.options import use_chat
 from kgprobe.studies.runner import Unit, read_unit, rows_to_csv, run_units, unit_path
 
 from .beliefs import COLUMNS, DerivationRanks, claim, consistency_table
@@ -190,8 +191,8 @@ def run_config(config: ConsistencyConfig, out: Path, *, progress: bool = True) -
         pin_settings(out, config.pinned(), report=config.report_settings(), study=NAME)
         from kgprobe.models.loading import load_model
 
-        loaded = load_model(config.model, device=config.device, dtype=config.dtype,
-                            seed=config.seed)
+        loaded = use_chat(load_model(config.model, device=config.device, dtype=config.dtype,
+                                     seed=config.seed), config.chat_template, NAME)
     ranks = scored_ranks(setup, loaded, out, progress, summary=True)
     reference = reference_model(config.model, config.reference)
     others = {}
@@ -199,7 +200,8 @@ def run_config(config: ConsistencyConfig, out: Path, *, progress: bool = True) -
         if name == config.model:
             others[name] = ranks
             continue
-        model = load_model(name, device=config.device, dtype=config.dtype, seed=config.seed)
+        model = use_chat(load_model(name, device=config.device, dtype=config.dtype,
+                                    seed=config.seed), config.chat_template, NAME)
         others[name] = scored_ranks(setup, model, control_folder(out, name), progress)
     return write_tables(setup, ranks, out, others, reference)
 
@@ -295,7 +297,7 @@ def blank_nan(row: dict) -> dict:
 
 def write_dry_run(config: ConsistencyConfig, out: Path) -> int:
     """``OUT/prompts.jsonl``: every prompt a run would score, in its order; no model."""
-    from kgprobe.studies.dry_run import PromptRecord, write_prompts
+    from kgprobe.studies.dry_run import PromptRecord, chat_view, write_prompts
 
     setup = build(config)
     records = []
@@ -305,4 +307,4 @@ def write_dry_run(config: ConsistencyConfig, out: Path) -> int:
                                         template=str(t),
                                         extra={"protocol": setup.protocol.name}))
     Path(out).mkdir(parents=True, exist_ok=True)
-    return write_prompts(out, records)
+    return write_prompts(out, records, chat=chat_view(config.chat_template, config.model, STUDY))

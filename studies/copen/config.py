@@ -11,7 +11,13 @@ from pathlib import Path
 from kgprobe.errors import KgprobeError
 from kgprobe.reasoning.copen_items import TASKS
 from kgprobe.studies.ontology_source import SOURCE_OPTIONS, OntologySource, add_ontology_options
-from kgprobe.studies.options import ModelSettings, comma_list, dry_run_option, model_options
+from kgprobe.studies.options import (
+    ModelSettings,
+    comma_list,
+    dry_run_option,
+    model_options,
+    no_chat_template,
+)
 
 #: `kgprobe study copen`: the name its run folders' config.json records (`pin_settings`).
 NAME = "copen"
@@ -45,11 +51,15 @@ class CopenConfig:
     dtype: str = "float32"
     batch_size: int | None = None  # linear/finetune batch; None: each task's (Appendix A)
     cache: bool = True
+    chat_template: str = "none"  # only none: COPEN reads segments (`no_chat_template`)
     reason: bool = False  # --reason: re-run stale inferences first (not pinned: same items)
     wait: bool = False  # --wait: for another writer, with --reason (not pinned)
     #: --from-kg's source (`studies.ontology_source`): pinned as `store`/`endpoint` above, and
     #: as `source` when it is a file or the bundled ontology, or reads the model otherwise
     ontology: OntologySource | None = None
+
+    def __post_init__(self) -> None:
+        no_chat_template(self.chat_template, NAME)
 
     def limit_for(self, task: str, train: bool = False) -> int | None:
         value = self.train_limit if train else self.limit
@@ -62,7 +72,8 @@ class CopenConfig:
     def pinned(self) -> dict:
         d = asdict(self)
         d["model"] = self.model or "-"
-        for key in ("device", "dtype", "batch_size", "cache", "reason", "wait", "ontology"):
+        for key in ("device", "dtype", "batch_size", "cache", "reason", "wait", "ontology",
+                    "chat_template"):
             d.pop(key)
         source = self.ontology
         if source is not None and (source.origin not in ("store", "endpoint")

@@ -14,6 +14,7 @@ from kgprobe.studies.ontology_source import OntologySource, add_ontology_options
 from kgprobe.studies.options import (
     ModelSettings,
     candidates_option,
+    chat_pinned,
     dry_run_option,
     model_options,
     ranking_option,
@@ -53,6 +54,7 @@ class MemorizationConfig:
     batch_size: int = 64
     dtype: str = "float32"  # the weights' dtype (models/loading.DTYPES)
     cache: bool = True  # read and write the persistent score cache (models/score_cache)
+    chat_template: str = "none"  # auto, none or a Jinja file (models/chat); pinned unless none
     #: all, or K: the golds and seeded distractors, K in all (a string is parsed on construction)
     candidates: Protocol = Protocol()
     protocol: str = "default"  # "paper": the paper's prompts, slices and metrics (reasoning/paper_items)
@@ -116,6 +118,7 @@ class MemorizationConfig:
                   "protocol": self.protocol, "ranking": self.ranking}
         if self.answers == "generate":  # a ranking folder's settings stay as they were
             pinned.update(answers=self.answers, max_new_tokens=self.max_new_tokens)
+        pinned.update(chat_pinned(self.chat_template, NAME))
         if not self.source.bundled:  # a store's fingerprint, a file's hash: a changed one is refused
             pinned["source"] = self.source.pinned()
         return pinned

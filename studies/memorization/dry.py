@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kgprobe.studies.dry_run import PromptRecord, write_prompts
+from kgprobe.studies.dry_run import PromptRecord, chat_view, write_prompts
 
 from .config import MemorizationConfig
 
@@ -41,4 +41,4 @@ def write_dry_run(config: MemorizationConfig, out: Path) -> int:
     """Write ``OUT/prompts.jsonl``; returns the number of prompts."""
     records = prompt_records(config)
     Path(out).mkdir(parents=True, exist_ok=True)
-    return write_prompts(out, records)
+    return write_prompts(out, records, chat=chat_view(config.chat_template, config.model, STUDY))

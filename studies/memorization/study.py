@@ -25,6 +25,7 @@ from kgprobe.reasoning.memorizing_sets import (  # noqa: F401 (re-exported)
 )
 from kgprobe.studies.memorization.config import NAME, MemorizationConfig
 from kgprobe.studies.memorization.requests import plan, record_requests, select  # noqa: F401
+from kgprobe.studies.options import use_chat
 from kgprobe.studies.runner import Unit, run_units
 from kgprobe.studies.settings import pin_settings
 
@@ -106,7 +107,8 @@ def run_config(config: MemorizationConfig, out: Path, *, progress: bool = True) 
     planned = plan(config)  # every prompt, checked before the model loads
     from kgprobe.models.loading import load_model
 
-    loaded = load_model(config.model, device=config.device, dtype=config.dtype, seed=config.seed)
+    loaded = use_chat(load_model(config.model, device=config.device, dtype=config.dtype,
+                                 seed=config.seed), config.chat_template, NAME)
     pooling_name = config.pooling or loaded.default_pooling
     masks_name = config.masks if loaded.fills_masks else "-"
     if config.protocol == "paper":

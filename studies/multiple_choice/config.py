@@ -31,6 +31,7 @@ class MultipleChoiceConfig:
     batch_size: int = 4
     dtype: str = "float32"
     cache: bool = True  # --answer text: read and write the persistent score cache
+    chat_template: str = "none"  # --chat-template: sets `chat` (auto, none) or a FILE
 
     def __post_init__(self) -> None:
         if self.answer not in ANSWERS:
@@ -45,7 +46,7 @@ class MultipleChoiceConfig:
         if not args.model and not args.dry_run:
             raise StudyError("kgprobe study multiple-choice needs --model NAME (or --dry-run to "
                              "write the prompts without one)")
-        chat = {"auto": None, "on": True, "off": False}[args.chat]
+        chat = chat_setting(args)
         return cls(args.model, tasks=args.task, data=args.data, limit=args.limit,
                    instruction=args.instruction, chat=chat, answer=args.answer,
                    **ModelSettings.from_args(args).fields())
@@ -81,8 +82,22 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "models); text: each option's text in an 'Answer: [MASK]' slot after the "
                         "question without its option list (any model)")
     p.add_argument("--chat", choices=["auto", "on", "off"], default="auto",
-                   help="wrap the question in the tokenizer's chat template (auto: if it has one)")
+                   help="wrap the question in the tokenizer's chat template (auto: if it has one); "
+                        "--chat-template auto|none|FILE says the same and wins")
     model_options(p, batch_size=4, batch_help="questions scored at once")
     p.add_argument("--out", required=True, type=Path,
                    help="the run folder: results, report and every unit written as it finishes; rerun into it to resume")
     dry_run_option(p)
+
+
+def chat_setting(args) -> bool | str | None:
+    """``--chat-template`` (every study's option: auto, none, a FILE's path) where given, else
+    its older spelling here, ``--chat auto|on|off``: None (the tokenizer's template where it
+    has one), False (no template), True (the tokenizer's) or a Jinja file's path."""
+    from kgprobe.models.chat import check_chat_template
+
+    given = getattr(args, "chat_template", None)
+    if given is None:
+        return {"auto": None, "on": True, "off": False}[getattr(args, "chat", "auto")]
+    value = check_chat_template(given)
+    return {"auto": None, "none": False}.get(value, value)

@@ -111,7 +111,7 @@ def run_config(config: MultipleChoiceConfig, out: Path, *, progress: bool = True
             else:
                 result = score_multiple_choice(
                     trained, prompts, golds, batch_size=config.batch_size,
-                    use_chat_template=config.chat, instruction=instruction)
+                    use_chat_template=_template(config.chat), instruction=instruction)
             letter, share = letter_bias(result.predictions)
             # Calibration removes a preference for letters; option texts have none to remove.
             fixed = calibrated(result.scores) if answer == "letter" else None
@@ -148,3 +148,8 @@ def format_table(rows: Sequence[dict]) -> str:
                      f"  ({r['top_letter']}) {100 * float(r['top_letter_share']):.0f}%")
     lines.append("chance: 5.0% with 20 options")
     return "\n".join(lines)
+
+
+def _template(chat: bool | str | None) -> bool | str | None:
+    """`letter_logprobs`' setting: a FILE's path becomes its template text."""
+    return Path(chat).read_text(encoding="utf-8") if isinstance(chat, str) else chat

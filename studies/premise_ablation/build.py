@@ -27,7 +27,9 @@ from kgprobe.reasoning.items import (
 from kgprobe.reasoning.memorizing import candidate_sets
 from kgprobe.reasoning.rdfs import RULES, Closure
 
-from .config import AblationConfig
+from kgprobe.studies.options import use_chat
+
+from .config import NAME, AblationConfig
 
 if TYPE_CHECKING:
     from kgprobe.models.language_model import LanguageModel, Scorer
@@ -145,7 +147,8 @@ def load_ablation_model(config: AblationConfig, source: Source | None = None, *,
 
     memorizing = (reference_sets() if source is None else generated_memorizing_sets(
         source.ontology, seed=config.seed, lang=config.source.language()))
-    loaded = load_model(config.model, device=config.device, dtype=config.dtype, seed=config.seed)
+    loaded = use_chat(load_model(config.model, device=config.device, dtype=config.dtype,
+                                 seed=config.seed), config.chat_template, NAME)
     # pooling: the model's default_pooling; scores persist across studies and runs (--no-cache)
     trained = loaded.trained_on(training_answers(memorizing))
     scorer = cached_scorer(trained.scorer(masks="multi"), loaded, enabled=cache)

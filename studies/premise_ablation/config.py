@@ -17,6 +17,7 @@ from kgprobe.studies.options import (
     candidates_option,
     comma_list,
     ModelSettings,
+    chat_pinned,
     dry_run_option,
     model_options,
     ranking_option,
@@ -106,6 +107,7 @@ class AblationConfig:
     #: OntoProbe folder; None: the bundled ontology
     ontology: OntologySource | Path | None = None
     cache: bool = True  # read and write the persistent score cache (models/score_cache)
+    chat_template: str = "none"  # auto, none or a Jinja file (models/chat); pinned unless none
     #: chained items (`reasoning.chains`): derivation steps, irrelevant premises written beside
     #: the needed ones, their order; at the defaults the run is the study without them
     depth: tuple[int, ...] = (1,)
@@ -195,7 +197,9 @@ class AblationConfig:
 
     def pinned(self) -> dict:
         """The settings a run folder is pinned to: every one that changes a unit's numbers."""
-        return {k: v for k, v in self.to_json().items() if k not in self.REPORT_ONLY}
+        pinned = {k: v for k, v in self.to_json().items()
+                  if k not in self.REPORT_ONLY and k != "chat_template"}
+        return {**pinned, **chat_pinned(self.chat_template, NAME)}
 
     def report_settings(self) -> dict:
         return {k: getattr(self, k) for k in self.REPORT_ONLY}

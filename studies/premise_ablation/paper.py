@@ -33,9 +33,10 @@ from kgprobe.studies.paper_metrics import (
     split_top_half,
 )
 from kgprobe.studies.probes import ProbeRequest, score_requests
+from kgprobe.studies.options import use_chat
 from kgprobe.studies.runner import Unit
 
-from .config import SETTINGS, AblationConfig
+from .config import NAME, SETTINGS, AblationConfig
 
 SLOTS = ("[X0]", "[Y0]")  # the official code's pseudoword tokens (PW_NUM = 1)
 
@@ -69,7 +70,8 @@ def build_paper_study(config: AblationConfig, *, cache: bool = True, load: bool 
 
     from .build import training_answers
 
-    loaded = load_model(config.model, device=config.device, dtype=config.dtype, seed=config.seed)
+    loaded = use_chat(load_model(config.model, device=config.device, dtype=config.dtype,
+                                 seed=config.seed), config.chat_template, NAME)
 
     def train():  # read only by a model that learns from it (the frequency baseline)
         yield from training_answers(reference_sets())

@@ -9,7 +9,12 @@ import argparse
 
 from kgprobe.errors import StudyError
 from kgprobe.ontology.norms import FORMATS
-from kgprobe.studies.options import ModelSettings, dry_run_option, model_options
+from kgprobe.studies.options import (
+    ModelSettings,
+    dry_run_option,
+    model_options,
+    no_chat_template,
+)
 from kgprobe.studies.sta import retrieval as ret
 
 #: `kgprobe study sta`: the name its run folders' config.json records (`pin_settings`).
@@ -56,6 +61,10 @@ class StaConfig:
     batch_size: int = 32
     dtype: str = "float32"
     cache: bool = True  # the score cache: STA's scorers read distributions, which it keeps not
+    chat_template: str = "none"  # only none: STA reads distributions (`no_chat_template`)
+
+    def __post_init__(self) -> None:
+        no_chat_template(self.chat_template, NAME)
     progress: bool = True
 
     def fingerprint(self, model) -> dict:
