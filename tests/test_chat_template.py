@@ -210,3 +210,24 @@ def test_smollm2_memorization_with_and_without_its_template(tmp_path):
     tops = {k: [json.loads(x)["top10"] for x in (out / "predictions.jsonl").read_text().splitlines()]
             for k, out in runs.items()}
     assert len(tops["auto"]) == 5 and tops["auto"] != tops["none"]  # the wrap changes scores
+
+
+def test_open_answers_continue_the_statement_inside_the_conversation(chat_dir, tmp_path):
+    """--answers generate under a chat template: the model continues the assistant's turn
+    (the text up to the slot) after the user's turn that shows the whole statement, and the
+    dry run shows the same text."""
+    from kgprobe.studies.memorization.generate import wrap_for_generation
+
+    loaded = _load(chat_dir, "auto")
+    text = wrap_for_generation(loaded, PROMPT)
+    assert "Paris is the capital of ___ in the west .<|end|>" in text
+    assert text.endswith("<|assistant|>\nParis is the capital of")
+    assert wrap_for_generation(_load(chat_dir, "none"), PROMPT).endswith("\nParis is the capital of")
+    dry = tmp_path / "dry"
+    assert main(["study", "memorization", "--model", str(chat_dir), "--chat-template", "auto",
+                 "--answers", "generate", "--task", "TP", "--limit", "2", "--dry-run",
+                 "--out", str(dry)]) == 0
+    lines = [json.loads(x) for x in (dry / "prompts.jsonl").read_text().splitlines()]
+    assert lines and all(line["chat"]["wrapped"].endswith(line["chat"]["assistant"])
+                         and line["text"].endswith(line["chat"]["assistant"]) for line in lines)
+    assert all("___" in line["chat"]["user"] for line in lines)

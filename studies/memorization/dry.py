@@ -41,4 +41,22 @@ def write_dry_run(config: MemorizationConfig, out: Path) -> int:
     """Write ``OUT/prompts.jsonl``; returns the number of prompts."""
     records = prompt_records(config)
     Path(out).mkdir(parents=True, exist_ok=True)
-    return write_prompts(out, records, chat=chat_view(config.chat_template, config.model, STUDY))
+    view = chat_view(config.chat_template, config.model, STUDY)
+    if view is not None and config.answers == "generate":
+        view = generation_view(view, {r.text: r.extra["cloze"] for r in records})
+    return write_prompts(out, records, chat=view)
+
+
+def generation_view(view, cloze_of: dict[str, str]):
+    """The chat view of a generation prompt: the user's turn shows the whole statement (its
+    slot as ___), the assistant's turn starts with the text up to the slot (as the run asks,
+    `generate.wrap_for_generation`)."""
+    def shown(text: str) -> dict:
+        cloze = cloze_of[text]
+        start = cloze.partition("[MASK]")[0].rstrip()  # the user's turn shows the statement
+        out = {**view(cloze), "assistant": start}
+        if "wrapped" in out and out["wrapped"].endswith(cloze):
+            out["wrapped"] = out["wrapped"][: len(out["wrapped"]) - len(cloze)] + start
+        return out
+
+    return shown

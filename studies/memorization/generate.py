@@ -107,6 +107,17 @@ def generate_units(config, loaded, planned: list, *, progress: bool) -> list:
     return units
 
 
+def wrap_for_generation(loaded, cloze: str) -> str:
+    """What the model continues: the text up to the slot, after the chat template's
+    conversation (the user's turn shows the whole statement, its slot as ___) when
+    ``--chat-template`` wraps this model (`models.chat`, set on `loaded` by `use_chat`)."""
+    wrap = getattr(getattr(loaded, "inner", loaded), "chat", None)
+    if wrap is None:
+        return generation_prompt(cloze)
+    # The user's turn already shows the whole statement: the assistant starts it afresh.
+    return wrap.header(loaded.tokenizer, cloze) + cloze.partition(MASK)[0].rstrip()
+
+
 def run_unit(config, loaded, unit, taxonomy, *, progress: bool) -> tuple[dict, list[dict]]:
     """One unit's answers, generated in chunks (a live progress bar) and graded."""
     from tqdm import tqdm
@@ -115,7 +126,7 @@ def run_unit(config, loaded, unit, taxonomy, *, progress: bool) -> tuple[dict, l
 
     train = (r.answers for r in unit.mset.records if r.split == "train")
     model = loaded.trained_on(train)
-    prompts = [generation_prompt(req.prompt) for req in unit.requests]
+    prompts = [wrap_for_generation(loaded, req.prompt) for req in unit.requests]
     answers: list[str] = []
     step = 32
     with tqdm(total=len(prompts), desc=f"{unit.task} template {unit.template}", unit="prompt",
