@@ -29,6 +29,10 @@ BOS token; given as ``start=`` or found among the common BOS spellings) and chec
 server that still disagrees, or that returns no prompt log-probabilities at all, is one
 `ModelError` line naming the URL and the servers known to return them.
 
+``tokenizer=ID|DIR`` (``--tokenizer``): the candidate's tokens are found with that tokenizer's
+offsets instead of the server's (for a server whose offsets are missing or count bytes); the
+echoed pieces must be the tokenizer's pieces of the same text, else one line says so.
+
 Only ranking is served: what needs weights or hidden states (slot distributions over a
 vocabulary, pseudoword vectors, features, gradients) is one `ModelError` line.
 """
@@ -73,10 +77,11 @@ class Echo:
 class EchoReader:
     """Echoes texts through ``/completions`` and reads back their token log-probabilities."""
 
-    def __init__(self, client: ServedClient, model: str, start: str = ""):
+    def __init__(self, client: ServedClient, model: str, start: str = "", tokenizer: Any = None):
         self.client = client
         self.model = model
         self.start = start
+        self.tokenizer = tokenizer
 
     def echo(self, text: str) -> Echo:
         body = {"model": self.model, "prompt": self.start + text, "echo": True, "logprobs": 1,
@@ -96,7 +101,8 @@ class EchoReader:
         # stripped it (llama.cpp's BOS), from the start text where it echoed it back.
         shift = len(self.start) if self.start and tokens[0] and self.start.startswith(tokens[0]) else 0
         top = [max(t, key=t.get) if t else None for t in tops]
-        return Echo(list(tokens), [o - shift for o in offsets], list(values), top)
+        echo = Echo(list(tokens), [o - shift for o in offsets], list(values), top)
+        return retokenized(echo, text, self.tokenizer, self.client) if self.tokenizer else echo
 
     def alignment(self) -> tuple[int, int]:
         """(aligned votes, shifted votes) over the probe's positions: the top alternative at
@@ -112,12 +118,44 @@ class EchoReader:
         return aligned, shifted
 
 
-def aligned_reader(client: ServedClient, model: str, start: str | None) -> EchoReader:
+def retokenized(echo: Echo, text: str, tokenizer: Any, client: ServedClient) -> Echo:
+    """`echo` with its offsets found by `tokenizer` (``--tokenizer``) instead of the server's:
+    `text`'s tokens must be echoed, piece for piece, as the last prompt tokens (the generated
+    token may follow); each starts where the one before it ends (a byte-level tokenizer's
+    offsets leave the joining space out of a token's start, never out of its end)."""
+    ends = [b for _, b in tokenizer(text, add_special_tokens=False,
+                                    return_offsets_mapping=True)["offset_mapping"]]
+    starts = [0] + ends[:-1]
+    n = len(ends)
+    for first in (len(echo.tokens) - n - 1, len(echo.tokens) - n):
+        if first >= 0 and "".join(echo.tokens[first:first + n]) == text:
+            offsets = [-1] * first + starts + [len(text)] * (len(echo.tokens) - first - n)
+            return Echo(echo.tokens, offsets, echo.logprobs, echo.top)
+    raise ModelError(f"model '{client.label}': the tokenizer {client.spec.tokenizer} cuts "
+                     f"{text[:40]!r}… into {n} tokens that the server did not echo (it echoed "
+                     f"{len(echo.tokens)}); give the server's tokenizer, or drop --tokenizer to "
+                     "use the server's own offsets")
+
+
+def load_tokenizer(spec_tokenizer: str, label: str) -> Any:
+    """``--tokenizer ID|DIR`` (a fast tokenizer: offsets are needed)."""
+    from transformers import AutoTokenizer
+
+    try:
+        return AutoTokenizer.from_pretrained(spec_tokenizer, use_fast=True)
+    except (OSError, ValueError) as err:
+        raise ModelError(f"model '{label}': --tokenizer {spec_tokenizer}: cannot load it "
+                         f"({str(err).splitlines()[0][:120]}); give a Hugging Face id or a "
+                         "directory with tokenizer files") from None
+
+
+def aligned_reader(client: ServedClient, model: str, start: str | None,
+                   tokenizer: Any = None) -> EchoReader:
     """A reader whose echoed log-probabilities are checked to be log P(token | tokens before)."""
     tries = [start] if start else [""] + list(START_GUESSES)
     seen = []
     for text in tries:
-        reader = EchoReader(client, model, text)
+        reader = EchoReader(client, model, text, tokenizer)
         if text and not _stripped(reader, text):
             continue
         aligned, shifted = reader.alignment()
@@ -267,7 +305,10 @@ class ServedModel:
         """The echo reader, its alignment checked on first use (`load_served`: once per
         model, a few requests)."""
         if self._reader is None:
-            self._reader = aligned_reader(self.client, self.server_model, self.spec.start)
+            tokenizer = (load_tokenizer(self.spec.tokenizer, self.name) if self.spec.tokenizer
+                         else None)
+            self._reader = aligned_reader(self.client, self.server_model, self.spec.start,
+                                          tokenizer)
             self.info["start"] = self._reader.start
         return self._reader
 

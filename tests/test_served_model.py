@@ -240,3 +240,55 @@ def test_a_missing_key_variable_is_one_line(monkeypatch):
     spec = parse_served("openai:http://127.0.0.1:9/v1#m?key_env=KGPROBE_TEST_NO_SUCH_KEY")
     with pytest.raises(ModelError, match="KGPROBE_TEST_NO_SUCH_KEY is not set"):
         ServedClient(spec, "m")
+
+
+# ------------------------------------------------------------------ --api-key-env, --tokenizer
+
+
+def _study_names() -> list[str]:
+    from kgprobe.studies.registry import study_names
+
+    return list(study_names())
+
+
+def test_served_flags_fold_into_the_model_name_in_every_study(monkeypatch):
+    """``--api-key-env`` and ``--tokenizer`` become the served name's settings (what config.json
+    records as the model), the variable's name and never its value; every study takes them."""
+    from kgprobe.studies.registry import get_study
+
+    import argparse
+
+    from kgprobe.studies.options import fold_served_options
+    from kgprobe.studies.registry import get_study
+
+    monkeypatch.setenv("KGPROBE_TEST_KEY", "sk-secret-value")
+    for study in _study_names():
+        options = {o for a in get_study(study).parser()._actions for o in a.option_strings}
+        assert {"--api-key-env", "--tokenizer"} <= options, study
+    args = argparse.Namespace(model="openai:http://127.0.0.1:9/v1#m", api_key_env="KGPROBE_TEST_KEY",
+                              tokenizer="my/tok")
+    fold_served_options(args)
+    spec = parse_served(args.model)
+    assert (spec.key_env, spec.tokenizer, spec.model) == ("KGPROBE_TEST_KEY", "my/tok", "m")
+    assert "sk-secret-value" not in args.model
+    fold_served_options(args)  # the CLI and kgprobe.run may both pass: the same name again
+    assert parse_served(args.model) == spec
+
+
+def test_served_flags_on_a_model_that_is_not_served_are_one_line(tmp_path):
+    sys.path.insert(0, str(Path(__file__).parent))
+    from cli_run import kgp, one_line
+
+    for flag, value in (("--api-key-env", "SOME_KEY"), ("--tokenizer", "gpt2")):
+        r = kgp(tmp_path, "study", "consistency", "--model", "random", flag, value,
+                "--out", str(tmp_path / "out"))
+        assert flag in one_line(r) and "served model" in r.stderr
+        assert not (tmp_path / "out" / "config.json").exists()
+
+
+def test_a_name_and_an_option_that_disagree_are_one_line():
+    from kgprobe.models.served_client import with_settings
+
+    with pytest.raises(ModelError, match="give it once"):
+        with_settings("openai:http://127.0.0.1:9/v1#m?key_env=A", {"key_env": "B"})
+    assert with_settings("openai:http://127.0.0.1:9/v1#m?key_env=A", {"key_env": "A"}).count("A") == 1
