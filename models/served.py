@@ -123,8 +123,13 @@ def retokenized(echo: Echo, text: str, tokenizer: Any, client: ServedClient) -> 
     `text`'s tokens must be echoed, piece for piece, as the last prompt tokens (the generated
     token may follow); each starts where the one before it ends (a byte-level tokenizer's
     offsets leave the joining space out of a token's start, never out of its end)."""
-    ends = [b for _, b in tokenizer(text, add_special_tokens=False,
-                                    return_offsets_mapping=True)["offset_mapping"]]
+    try:
+        spans = tokenizer(text, add_special_tokens=False,
+                          return_offsets_mapping=True)["offset_mapping"]
+    except NotImplementedError:
+        raise ModelError(f"model '{client.label}': the tokenizer {client.spec.tokenizer} gives no "
+                         "character offsets; give a fast (Rust) tokenizer") from None
+    ends = [b for _, b in spans]
     starts = [0] + ends[:-1]
     n = len(ends)
     for first in (len(echo.tokens) - n - 1, len(echo.tokens) - n):

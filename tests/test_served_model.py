@@ -145,11 +145,16 @@ def local():
     return load_model("smollm2-135m").scorer()
 
 
+KEY = {"KGPROBE_TEST_KEY": "sk-test-secret"}  # llama_cpp.server started without a key ignores it
+
+
 def test_memorization_through_a_served_model_ranks_like_in_process(server, local, tmp_path):
     name = f"openai:{server.url}#smollm2"
-    run = _cli(tmp_path, *STUDY, "--model", name, "--out", str(tmp_path / "served"),
-               KGPROBE_CACHE_DIR=str(tmp_path / "cache"))
+    run = _cli(tmp_path, *STUDY, "--model", name, "--api-key-env", "KGPROBE_TEST_KEY",
+               "--out", str(tmp_path / "served"), KGPROBE_CACHE_DIR=str(tmp_path / "cache"), **KEY)
     assert run.returncode == 0, run.stderr
+    config = (tmp_path / "served" / "config.json").read_text()
+    assert "key_env=KGPROBE_TEST_KEY" in config and "sk-test-secret" not in config
     got = _predictions(tmp_path / "served")
     assert len(got) == 5 and all(len(scores) == 5 for scores in got.values())
     top1, rhos, diffs = [], [], []
@@ -167,8 +172,8 @@ def test_memorization_through_a_served_model_ranks_like_in_process(server, local
     # only the alignment probe, no candidate
     asked = server.completions()
     assert asked >= 25
-    again = _cli(tmp_path, *STUDY, "--model", name, "--out", str(tmp_path / "again"),
-                 KGPROBE_CACHE_DIR=str(tmp_path / "cache"))
+    again = _cli(tmp_path, *STUDY, "--model", name, "--api-key-env", "KGPROBE_TEST_KEY",
+                 "--out", str(tmp_path / "again"), KGPROBE_CACHE_DIR=str(tmp_path / "cache"), **KEY)
     assert again.returncode == 0, again.stderr
     assert _predictions(tmp_path / "again") == got
     assert server.completions() - asked < 10
@@ -190,6 +195,20 @@ def test_served_scores_equal_in_process_scores_of_the_same_tokens(server, local)
           f"max relative {(diff / np.abs(want)).max():.4f}")
     assert (diff <= SAME_TOKENS_ABS + SAME_TOKENS_REL * np.abs(want)).all(), (got, want)
     assert (got.argmax(1) == want.argmax(1)).all()
+
+
+def test_a_given_tokenizer_finds_the_same_candidate_tokens(server, tmp_path, tiny_gpt2_dir):
+    """``--tokenizer DIR`` (the GGUF's own tokenizer, saved): the same scores as the server's
+    offsets; a tokenizer that cuts the text otherwise (a tiny GPT-2's) is one line."""
+    from kgprobe.models.loading import load_model
+
+    load_model("smollm2-135m").tokenizer.save_pretrained(tmp_path / "tok")
+    prompts, cands = ["The capital of France is [MASK] , a city on the Seine ."], ["Paris", "piece of music"]
+    plain = load_model(f"openai:{server.url}#smollm2").scorer().score(prompts, cands)
+    given = load_model(f"openai:{server.url}#smollm2?tokenizer={tmp_path / 'tok'}")
+    assert np.allclose(given.scorer().score(prompts, cands), plain, atol=1e-6)
+    with pytest.raises(ModelError, match="cuts .* into .* tokens that the server did not echo"):
+        load_model(f"openai:{server.url}#smollm2?tokenizer={tiny_gpt2_dir}")
 
 
 def test_a_server_without_prompt_logprobs_is_one_line(tmp_path):
@@ -254,8 +273,6 @@ def _study_names() -> list[str]:
 def test_served_flags_fold_into_the_model_name_in_every_study(monkeypatch):
     """``--api-key-env`` and ``--tokenizer`` become the served name's settings (what config.json
     records as the model), the variable's name and never its value; every study takes them."""
-    from kgprobe.studies.registry import get_study
-
     import argparse
 
     from kgprobe.studies.options import fold_served_options
