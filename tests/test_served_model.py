@@ -9,7 +9,10 @@ What is checked, and what would fail:
 * the served scores equal the in-process scores of the same token sequence (the start token the
   alignment check chose, then the prompt) to quantisation round-off — a shifted echo (each
   log-probability paired with the token before it) misses by several nats and fails here;
-* a server started without ``--logits_all`` is one line and exit 2.
+* a server started without ``--logits_all`` is one line and exit 2;
+* ``--tokenizer DIR`` (the GGUF's tokenizer) finds the same candidate tokens as the server's
+  offsets, a tokenizer that cuts otherwise is one line; ``--api-key-env`` is recorded in
+  config.json by the variable's name, never its value, and refused for a model not served.
 
 The package is installed by ``make test`` (the ``served`` extra, built from its source
 distribution); without it these tests fail and say how to install it.
