@@ -29,6 +29,10 @@ BOS token; given as ``start=`` or found among the common BOS spellings) and chec
 server that still disagrees, or that returns no prompt log-probabilities at all, is one
 `ModelError` line naming the URL and the servers known to return them.
 
+``tokenizer=ID|DIR`` (``--tokenizer``): the candidate's tokens are found with that tokenizer's
+offsets instead of the server's (for a server whose offsets are missing or count bytes); the
+echoed pieces must be the tokenizer's pieces of the same text, else one line says so.
+
 Ranking and generation (`ServedModel.generate`: completions, or chat completions where a
 chat template applies) are served: what needs weights or hidden states (slot distributions over a
 vocabulary, pseudoword vectors, features, gradients) is one `ModelError` line.
@@ -45,6 +49,7 @@ import numpy as np
 
 from kgprobe.errors import ModelError
 from kgprobe.models.cloze import AUTO, RULE, SUFFIX_MODES, uses_suffix
+from kgprobe.models.served_tokens import Echo, load_tokenizer, retokenized
 from kgprobe.models.served_client import KNOWN, ServedClient, ServedName, no_logprobs, parse_served
 from kgprobe.ontology.verbalize import MASK
 
@@ -61,23 +66,14 @@ PROBE = ("Monday, Tuesday, Wednesday, Thursday, Friday, Saturday, Sunday. "
 # --------------------------------------------------------------------------------------
 
 
-@dataclass
-class Echo:
-    """One echoed prompt: per token its text, text offset, log-probability and top alternative."""
-
-    tokens: list[str]
-    offsets: list[int]
-    logprobs: list[float | None]
-    top: list[str | None]
-
-
 class EchoReader:
     """Echoes texts through ``/completions`` and reads back their token log-probabilities."""
 
-    def __init__(self, client: ServedClient, model: str, start: str = ""):
+    def __init__(self, client: ServedClient, model: str, start: str = "", tokenizer: Any = None):
         self.client = client
         self.model = model
         self.start = start
+        self.tokenizer = tokenizer
 
     def echo(self, text: str) -> Echo:
         body = {"model": self.model, "prompt": self.start + text, "echo": True, "logprobs": 1,
@@ -97,7 +93,8 @@ class EchoReader:
         # stripped it (llama.cpp's BOS), from the start text where it echoed it back.
         shift = len(self.start) if self.start and tokens[0] and self.start.startswith(tokens[0]) else 0
         top = [max(t, key=t.get) if t else None for t in tops]
-        return Echo(list(tokens), [o - shift for o in offsets], list(values), top)
+        echo = Echo(list(tokens), [o - shift for o in offsets], list(values), top)
+        return retokenized(echo, text, self.tokenizer, self.client) if self.tokenizer else echo
 
     def alignment(self) -> tuple[int, int]:
         """(aligned votes, shifted votes) over the probe's positions: the top alternative at
@@ -113,12 +110,13 @@ class EchoReader:
         return aligned, shifted
 
 
-def aligned_reader(client: ServedClient, model: str, start: str | None) -> EchoReader:
+def aligned_reader(client: ServedClient, model: str, start: str | None,
+                   tokenizer: Any = None) -> EchoReader:
     """A reader whose echoed log-probabilities are checked to be log P(token | tokens before)."""
     tries = [start] if start else [""] + list(START_GUESSES)
     seen = []
     for text in tries:
-        reader = EchoReader(client, model, text)
+        reader = EchoReader(client, model, text, tokenizer)
         if text and not _stripped(reader, text):
             continue
         aligned, shifted = reader.alignment()
@@ -268,7 +266,10 @@ class ServedModel:
         """The echo reader, its alignment checked on first use (`load_served`: once per
         model, a few requests)."""
         if self._reader is None:
-            self._reader = aligned_reader(self.client, self.server_model, self.spec.start)
+            tokenizer = (load_tokenizer(self.spec.tokenizer, self.name) if self.spec.tokenizer
+                         else None)
+            self._reader = aligned_reader(self.client, self.server_model, self.spec.start,
+                                          tokenizer)
             self.info["start"] = self._reader.start
         return self._reader
 

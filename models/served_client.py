@@ -19,13 +19,13 @@ from dataclasses import dataclass
 from kgprobe.errors import ModelError
 
 __all__ = ["KNOWN", "PREFIX", "ServedClient", "ServedName", "is_served", "no_logprobs",
-           "parse_served"]
+           "parse_served", "with_settings"]
 
 PREFIX = "openai:"
 #: What a server must offer, said in every "cannot rank" line.
 KNOWN = ("llama.cpp's server (llama-cpp-python `python -m llama_cpp.server --logits_all true`) "
          "and vLLM return prompt log-probabilities with echo")
-_SETTINGS = ("key_env", "start", "rev", "concurrency", "timeout", "retries")
+_SETTINGS = ("key_env", "start", "rev", "concurrency", "timeout", "retries", "tokenizer")
 _RETRY_STATUS = (429, 502, 503, 504)
 
 
@@ -41,6 +41,7 @@ class ServedName:
     concurrency: int = 4
     timeout: float = 60.0
     retries: int = 3
+    tokenizer: str | None = None  # an HF id or directory; None: the server's own offsets
 
 
 def is_served(name: str) -> bool:
@@ -49,7 +50,8 @@ def is_served(name: str) -> bool:
 
 def _bad(name: str, why: str) -> ModelError:
     return ModelError(f"model '{name}': {why}; write openai:http://HOST:PORT/v1#MODEL"
-                      f"[?key_env=NAME&start=TEXT&rev=R&concurrency=N&timeout=S&retries=N]")
+                      f"[?key_env=NAME&start=TEXT&rev=R&concurrency=N&timeout=S&retries=N"
+                      f"&tokenizer=ID]")
 
 
 def parse_served(name: str) -> ServedName:
@@ -76,7 +78,22 @@ def parse_served(name: str) -> ServedName:
         raise _bad(name, "concurrency must be ≥ 1, timeout > 0, retries ≥ 0")
     key_env = settings.get("key_env") or os.environ.get("KGPROBE_API_KEY_ENV") or None
     return ServedName(url.rstrip("/"), model or None, key_env, settings.get("start") or None,
-                      settings.get("rev") or None, **numbers)
+                      settings.get("rev") or None, **numbers,
+                      tokenizer=settings.get("tokenizer") or None)
+
+
+def with_settings(name: str, settings: dict[str, str]) -> str:
+    """`name` with `settings` set in its ``?key=value`` part (``--api-key-env``,
+    ``--tokenizer``); a setting the name already gives differently is one line."""
+    parse_served(name)
+    head, sep, query = name.partition("?")
+    given = dict(urllib.parse.parse_qsl(query, keep_blank_values=True)) if sep else {}
+    for key, value in settings.items():
+        if given.get(key, value) != value:
+            raise ModelError(f"model '{name}': it sets {key}={given[key]} and an option sets "
+                             f"{key}={value}; give it once")
+        given[key] = value
+    return head + "?" + urllib.parse.urlencode(given, safe="/:")
 
 
 # --------------------------------------------------------------------------------------

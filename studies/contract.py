@@ -86,6 +86,9 @@ class Study:
             return self.report(Path(out))
 
     def config_from_args(self, args: argparse.Namespace) -> Any:
+        from kgprobe.studies.options import fold_served_options
+
+        fold_served_options(args)
         return self.config.from_args(args)
 
     def parser(self) -> argparse.ArgumentParser:

@@ -72,6 +72,7 @@ def model_options(parser: argparse.ArgumentParser, *, batch_size: int | None = 6
                              "statement (auto: the tokenizer's template where the model has one; "
                              "FILE: a Jinja chat template; none, the default: the bare sentence; "
                              "multiple-choice: the question's turn, --chat's default auto)")
+    served_options(parser)
 
 
 CHAT_FILE = Path(__file__).resolve().parent.parent / "prompts" / "chat.toml"
@@ -118,6 +119,38 @@ def use_chat(loaded, chat_template: str, study: str):
     if wrap is not None or getattr(target, "chat", None) is not None:
         target.chat = wrap
     return loaded
+
+
+def served_options(parser: argparse.ArgumentParser) -> None:
+    """``--api-key-env NAME`` and ``--tokenizer ID|DIR``: settings of a served model
+    (``--model openai:URL#MODEL``), folded into its name by `fold_served_options`."""
+    parser.add_argument("--api-key-env", default=None, metavar="NAME",
+                        help="served model: the environment variable holding the API key (its "
+                             "name is recorded, never its value)")
+    parser.add_argument("--tokenizer", default=None, metavar="ID|DIR",
+                        help="served model: the tokenizer that finds the candidate's tokens in "
+                             "the echoed prompt (default: the server's own token offsets)")
+
+
+def fold_served_options(args: argparse.Namespace) -> None:
+    """Fold ``--api-key-env`` and ``--tokenizer`` into a served model's name as its
+    ``key_env=`` and ``tokenizer=`` settings (`models.served_client`), so config.json and the
+    pinned settings record them with the model (the variable's name, never the key). Why here:
+    the one place both the command line and `kgprobe.run` pass before a study reads its
+    options. For any other model they mean nothing: one line, exit 2."""
+    given = {k: getattr(args, a, None) for k, a in (("key_env", "api_key_env"),
+                                                    ("tokenizer", "tokenizer"))}
+    given = {k: v for k, v in given.items() if v}
+    if not given:
+        return
+    from kgprobe.models.served_client import is_served, with_settings
+
+    model = getattr(args, "model", None)
+    if not isinstance(model, str) or not is_served(model):
+        flag = "--api-key-env" if "key_env" in given else "--tokenizer"
+        raise KgprobeError(f"{flag}: only for a served model (--model openai:URL#MODEL); "
+                           f"drop it for model {model!r}")
+    args.model = with_settings(model, given)
 
 
 def threads_option(parser: argparse.ArgumentParser) -> None:

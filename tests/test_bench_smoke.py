@@ -36,6 +36,8 @@ TINY: dict = {
     "behaviour_check.py": [
         ["run", "--cli", "python -m kgprobe.cli", "--out", "{tmp}/out", "--only", "dry-memorizing"],
         ["compare", "{tmp}/out", "{tmp}/out"]],
+    "backends.py": ["--model", "{gpt2}", "--served", "none", "--task", "type", "--limit", "2",
+                    "--candidates", "3"],
     "chains.py": ["--depths", "5,10"],
     "compare_coverage.py": ["--reps", "3", "--resamples", "20"],
     "copen_generation.py": ["--repeat", "1", "--source", "{repo}/tests/data/ontologies/wine.ttl"],
@@ -57,6 +59,7 @@ TINY: dict = {
 MODULES = {"scoring_suffix.py": "scoring.py"}
 #: The keys each script's JSON line must have (a script not listed: any JSON object).
 KEYS = {
+    "backends.py": {"bench", "probes", "export_mismatches", "pairs", "metrics", "tolerance"},
     "behaviour_check.py": {"bench", "mode", "identical", "files", "differences"},
     "compare_coverage.py": {"bench", "reps", "accuracy", "mrr", "mrr_skewed"},
     "copen_generation.py": {"bench", "reasoned_s", "unreasoned_s", "closure_model_s", "items", "same_items"},

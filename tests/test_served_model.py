@@ -9,7 +9,10 @@ What is checked, and what would fail:
 * the served scores equal the in-process scores of the same token sequence (the start token the
   alignment check chose, then the prompt) to quantisation round-off — a shifted echo (each
   log-probability paired with the token before it) misses by several nats and fails here;
-* a server started without ``--logits_all`` is one line and exit 2.
+* a server started without ``--logits_all`` is one line and exit 2;
+* ``--tokenizer DIR`` (the GGUF's tokenizer) finds the same candidate tokens as the server's
+  offsets, a tokenizer that cuts otherwise is one line; ``--api-key-env`` is recorded in
+  config.json by the variable's name, never its value, and refused for a model not served.
 
 The package is installed by ``make test`` (the ``served`` extra, built from its source
 distribution); without it these tests fail and say how to install it.
@@ -145,11 +148,16 @@ def local():
     return load_model("smollm2-135m").scorer()
 
 
+KEY = {"KGPROBE_TEST_KEY": "sk-test-secret"}  # llama_cpp.server started without a key ignores it
+
+
 def test_memorization_through_a_served_model_ranks_like_in_process(server, local, tmp_path):
     name = f"openai:{server.url}#smollm2"
-    run = _cli(tmp_path, *STUDY, "--model", name, "--out", str(tmp_path / "served"),
-               KGPROBE_CACHE_DIR=str(tmp_path / "cache"))
+    run = _cli(tmp_path, *STUDY, "--model", name, "--api-key-env", "KGPROBE_TEST_KEY",
+               "--out", str(tmp_path / "served"), KGPROBE_CACHE_DIR=str(tmp_path / "cache"), **KEY)
     assert run.returncode == 0, run.stderr
+    config = (tmp_path / "served" / "config.json").read_text()
+    assert "key_env=KGPROBE_TEST_KEY" in config and "sk-test-secret" not in config
     got = _predictions(tmp_path / "served")
     assert len(got) == 5 and all(len(scores) == 5 for scores in got.values())
     top1, rhos, diffs = [], [], []
@@ -167,8 +175,8 @@ def test_memorization_through_a_served_model_ranks_like_in_process(server, local
     # only the alignment probe, no candidate
     asked = server.completions()
     assert asked >= 25
-    again = _cli(tmp_path, *STUDY, "--model", name, "--out", str(tmp_path / "again"),
-                 KGPROBE_CACHE_DIR=str(tmp_path / "cache"))
+    again = _cli(tmp_path, *STUDY, "--model", name, "--api-key-env", "KGPROBE_TEST_KEY",
+                 "--out", str(tmp_path / "again"), KGPROBE_CACHE_DIR=str(tmp_path / "cache"), **KEY)
     assert again.returncode == 0, again.stderr
     assert _predictions(tmp_path / "again") == got
     assert server.completions() - asked < 10
@@ -190,6 +198,20 @@ def test_served_scores_equal_in_process_scores_of_the_same_tokens(server, local)
           f"max relative {(diff / np.abs(want)).max():.4f}")
     assert (diff <= SAME_TOKENS_ABS + SAME_TOKENS_REL * np.abs(want)).all(), (got, want)
     assert (got.argmax(1) == want.argmax(1)).all()
+
+
+def test_a_given_tokenizer_finds_the_same_candidate_tokens(server, tmp_path, tiny_gpt2_dir):
+    """``--tokenizer DIR`` (the GGUF's own tokenizer, saved): the same scores as the server's
+    offsets; a tokenizer that cuts the text otherwise (a tiny GPT-2's) is one line."""
+    from kgprobe.models.loading import load_model
+
+    load_model("smollm2-135m").tokenizer.save_pretrained(tmp_path / "tok")
+    prompts, cands = ["The capital of France is [MASK] , a city on the Seine ."], ["Paris", "piece of music"]
+    plain = load_model(f"openai:{server.url}#smollm2").scorer().score(prompts, cands)
+    given = load_model(f"openai:{server.url}#smollm2?tokenizer={tmp_path / 'tok'}")
+    assert np.allclose(given.scorer().score(prompts, cands), plain, atol=1e-6)
+    with pytest.raises(ModelError, match="cuts .* into .* tokens that the server did not echo"):
+        load_model(f"openai:{server.url}#smollm2?tokenizer={tiny_gpt2_dir}")
 
 
 def test_a_server_without_prompt_logprobs_is_one_line(tmp_path):
@@ -240,3 +262,53 @@ def test_a_missing_key_variable_is_one_line(monkeypatch):
     spec = parse_served("openai:http://127.0.0.1:9/v1#m?key_env=KGPROBE_TEST_NO_SUCH_KEY")
     with pytest.raises(ModelError, match="KGPROBE_TEST_NO_SUCH_KEY is not set"):
         ServedClient(spec, "m")
+
+
+# ------------------------------------------------------------------ --api-key-env, --tokenizer
+
+
+def _study_names() -> list[str]:
+    from kgprobe.studies.registry import study_names
+
+    return list(study_names())
+
+
+def test_served_flags_fold_into_the_model_name_in_every_study(monkeypatch):
+    """``--api-key-env`` and ``--tokenizer`` become the served name's settings (what config.json
+    records as the model), the variable's name and never its value; every study takes them."""
+    import argparse
+
+    from kgprobe.studies.options import fold_served_options
+    from kgprobe.studies.registry import get_study
+
+    monkeypatch.setenv("KGPROBE_TEST_KEY", "sk-secret-value")
+    for study in _study_names():
+        options = {o for a in get_study(study).parser()._actions for o in a.option_strings}
+        assert {"--api-key-env", "--tokenizer"} <= options, study
+    args = argparse.Namespace(model="openai:http://127.0.0.1:9/v1#m", api_key_env="KGPROBE_TEST_KEY",
+                              tokenizer="my/tok")
+    fold_served_options(args)
+    spec = parse_served(args.model)
+    assert (spec.key_env, spec.tokenizer, spec.model) == ("KGPROBE_TEST_KEY", "my/tok", "m")
+    assert "sk-secret-value" not in args.model
+    fold_served_options(args)  # the CLI and kgprobe.run may both pass: the same name again
+    assert parse_served(args.model) == spec
+
+
+def test_served_flags_on_a_model_that_is_not_served_are_one_line(tmp_path):
+    sys.path.insert(0, str(Path(__file__).parent))
+    from cli_run import kgp, one_line
+
+    for flag, value in (("--api-key-env", "SOME_KEY"), ("--tokenizer", "gpt2")):
+        r = kgp(tmp_path, "study", "consistency", "--model", "random", flag, value,
+                "--out", str(tmp_path / "out"))
+        assert flag in one_line(r) and "served model" in r.stderr
+        assert not (tmp_path / "out" / "config.json").exists()
+
+
+def test_a_name_and_an_option_that_disagree_are_one_line():
+    from kgprobe.models.served_client import with_settings
+
+    with pytest.raises(ModelError, match="give it once"):
+        with_settings("openai:http://127.0.0.1:9/v1#m?key_env=A", {"key_env": "B"})
+    assert with_settings("openai:http://127.0.0.1:9/v1#m?key_env=A", {"key_env": "A"}).count("A") == 1
