@@ -100,7 +100,7 @@ TESTS = (
      ("explicit", "explicit"), True),
 )
 #: (label, P2): the false P1's written − unwritten gain minus the copy control's
-BEYOND_COPY = tuple((f"{FOLLOWS} (P2 {p2})", p2) for p2 in ("explicit", "not"))
+BEYOND_COPY = ((f"{FOLLOWS} (P2 explicit)", "explicit"), (f"{FOLLOWS} (P2 not given)", "not"))
 
 #: one model's counterfactual data: its twins' prompts and the true grid's (manual templates)
 Data = tuple[list[Prompt], list[Prompt]]
