@@ -16,6 +16,11 @@ answers. The contrasts here hold the prompt fixed or difference it out:
   the ``copy`` control, paired by prompt: a copier gains from a written premise without any
   inference, so only the gain beyond copying can be inference.
 
+The same "beyond copy" contrast reads the chained cells (`depth_report`: writing the chain at
+each depth and number of distractors) and the counterfactual ones (`counterfactual_report`:
+following a written false P1): each design is a `Family` of tests, and `comparison_table`
+puts every family's rows into the one comparisons.csv (``family`` says which).
+
 Every comparison of the report (these and `cells.COMPARISONS`) is also computed on each
 control's prompts (the same requests, `studies.controls`); a row is **claimed** when its
 interval excludes 0, its Holm p (over the whole file) is below 0.05 and its estimate exceeds
