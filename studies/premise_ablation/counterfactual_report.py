@@ -1,10 +1,11 @@
 """The counterfactual cells' numbers (`counterfactual.py`), from the prompts on disk:
-results.csv rows (``premises`` "counterfactual"), the tests of counterfactual_comparisons.csv
-and report.md's section. Only a run with ``--premises true,counterfactual`` has them.
+results.csv rows (``premises`` "counterfactual"), the tests (comparisons.csv's rows of
+``family`` "counterfactual", `counterfactual_family`) and report.md's section. Only a run with ``--premises true,counterfactual`` has them.
 
 Rows are built like the grid's (`cells.cell_row`): per manual template, the template average
 and the rule average, for each counterfactual cell. The tests, over the rules (items paired
-with themselves: the same item, pseudoword pair and template), Holm-adjusted together:
+with themselves: the same item, pseudoword pair and template), Holm-adjusted with every
+other row of comparisons.csv, each also computed on every control's prompts:
 
 * the counterfactual P1 written vs unwritten, with P2 written: does the model follow a false
   premise (the false term's MRR with it written against its prior without it)? A recalling
@@ -13,7 +14,10 @@ with themselves: the same item, pseudoword pair and template), Holm-adjusted tog
 * the same with P2 not given: following a written premise where no inference is possible;
 * counterfactual vs true P1 written, with P2 written: how much worse the model follows a
   false premise than a true one (a reasoner: about 0; a model that answers from memory:
-  the true gold is what it recalls, so far below 0).
+  the true gold is what it recalls, so far below 0);
+* the false P1 written − unwritten minus the same for the copy control (P2 explicit; not
+  given), paired by prompt: following the false premise beyond what copying the named
+  candidates gives (`READS` says what that can and cannot show).
 """
 
 from __future__ import annotations

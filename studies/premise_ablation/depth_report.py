@@ -10,7 +10,10 @@ d against depth 1 (different items: unpaired); the most distractors against none
 depth (the same items: paired); written against unwritten at each depth (paired): does the
 model use the premises at all at that depth; and that gain (written minus unwritten, item by
 item) at depth d against depth 1 (unpaired): do the premises help less as the chain grows, with
-each depth's answer prior taken out. Holm-adjusted together.
+each depth's answer prior taken out; and at each depth and number of distractors the gain
+from writing the premises minus the copy control's on the same prompts. They are rows of
+comparisons.csv (``family`` "depth", `depth_family`), computed on every control's prompts too
+and Holm-adjusted with every other row of the file.
 """
 
 from __future__ import annotations
