@@ -8,10 +8,12 @@ model against the baseline), so a reading of the table claims only what survives
 
 Runs are comparable only if nothing but the model differs: the study, every pinned setting
 that changes items or numbers (`IGNORED` lists the ones that do not) and every recorded one
-(`RECORDED`: the candidates, which each run's config.json names), the cells' protocol
-columns (only `MODEL_CELLS` may differ, as they follow from the model), and the set of
-(cell, item) observations. Anything else is refused with one line naming the difference,
-because a paired difference between different items or protocols would measure those too.
+(`RECORDED`: the candidates, which each run's config.json names) — among them the
+candidate protocol, the ranking, the templates, the controls and the study protocol, whose
+refusal also says why (`WHY`) —, the cells' protocol columns (only `MODEL_CELLS` may
+differ, as they follow from the model), and the set of (cell, item) observations. Anything
+else is refused with one line naming the difference, because a paired difference between
+different items or protocols would measure those too.
 One exception: a study whose cells depend on the model's own answers (`Study.model_assigned`:
 the premise-ablation study puts an item under P1 "implicit" when the model recalls the
 premise) has its items checked without those columns, and a cell the two models fill with
@@ -64,6 +66,13 @@ RECORDED = ("candidates",)
 MODEL_CELLS = ("masks", "pooling")
 #: The option a cell column records, named in the refusal.
 CELL_OPTION = {"protocol": "candidates"}
+#: Why a setting that decides what the numbers mean refuses a comparison (said in the refusal):
+#: a difference between such runs would measure the setting, not the models.
+WHY = {"candidates": "the candidate protocol: MRR among other candidates is another scale",
+       "ranking": "raw and filtered ranking count an item's other true answers differently",
+       "templates": "other templates ask other prompts",
+       "controls": "other controls: another claim rule",
+       "protocol": "the study protocol: other items, prompts and metrics"}
 #: The metric a comparison uses unless `--metric` names another: the first the runs have.
 DEFAULT_METRICS = ("MRR", "accuracy")
 
@@ -153,9 +162,11 @@ def load_runs(paths: Sequence[str | Path]) -> list["Results"]:
                              f"{first.study} run; compare runs of one study")
         setting = differing_setting(first.config, other.config)
         if setting is not None:
+            why = f" ({WHY[setting]})" if setting in WHY else ""
             raise StudyError(f"{other.path}: setting {setting!r} is {other.config.get(setting)!r}, "
-                             f"but {first.config.get(setting)!r} in {first.path}; compare runs "
-                             "that differ only in the model (rerun one with the other's setting)")
+                             f"but {first.config.get(setting)!r} in {first.path}{why}; compare "
+                             "runs that differ only in the model (rerun one with the other's "
+                             "setting)")
     return results
 
 

@@ -298,3 +298,40 @@ def test_every_study_compares_through_its_observations(study, tmp_path, tiny_gpt
             assert study == "premise-ablation"
     kinds = {r.difference.test for r in table.rows if r.difference is not None}
     assert "paired" in kinds
+
+
+@pytest.fixture(scope="module")
+def premise_runs(tmp_path_factory):
+    """Two premise-ablation runs on the zoo that differ only in the model (random, frequency),
+    with the copy control: comparable, so each refusal below comes from the one setting a
+    copy of the second changes."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    from zoo import write_zoo
+
+    root = tmp_path_factory.mktemp("premise-runs")
+    common = dict(ontology=write_zoo(root), rules="rdfs9", limit=2, pairs=1,
+                  templates="manual", candidates="5", controls="copy", resamples=1000)
+    return [kgprobe.run("premise-ablation", model=m, out=root / m, **common).path
+            for m in ("random", "frequency")]
+
+
+#: Each setting `kgprobe compare` must refuse to bridge, with another value a run records.
+OTHER_SETTINGS = {"candidates": "all", "ranking": "raw", "templates": ["manual", "soft"],
+                  "controls": ["frequency", "copy", "random"], "protocol": "paper"}
+
+
+@pytest.mark.parametrize("setting", sorted(OTHER_SETTINGS))
+def test_compare_refuses_runs_whose_protocol_ranking_templates_or_controls_differ(
+        setting, premise_runs, tmp_path, capsys):
+    first, second = premise_runs
+    assert len(compare([first, second], resamples=200).rows) > 0  # comparable as they are
+    other = tmp_path / "other"
+    shutil.copytree(second, other)
+    config = json.loads((other / "config.json").read_text())
+    assert setting in config and config[setting] != OTHER_SETTINGS[setting]
+    config[setting] = OTHER_SETTINGS[setting]
+    (other / "config.json").write_text(json.dumps(config))
+    assert main(["compare", str(first), str(other), "--out", str(tmp_path / "cmp")]) == 2
+    line = one_line_error(capsys)
+    assert f"setting {setting!r} is" in line and "differ only in the model" in line
+    assert not (tmp_path / "cmp").exists()

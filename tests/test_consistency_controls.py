@@ -105,6 +105,9 @@ def test_matched_controls_share_the_answer_and_do_not_entail(tmp_path):
     assert matched_controls(everything, seed=0) == controls  # seeded
     assert reference_model("smollm2-135m", "prior") == "prior:smollm2-135m"
     assert reference_model("frequency", "prior") == "frequency"
+    # one definition of a control (studies.controls): a prior's prior is itself
+    assert reference_model("prior:smollm2-135m", "prior") == "prior:smollm2-135m"
+    assert reference_model("smollm2-135m", "copy") == "copy"
 
 
 def test_a_frequency_run_claims_nothing_and_reports_minus_prior(tmp_path):

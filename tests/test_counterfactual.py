@@ -118,7 +118,8 @@ def test_cli_counterfactual_cells_rows_and_tests(tmp_path, zoo):
         rows = _read(out / "results.csv")
         assert "premises" in rows[0]
         assert {r["premises"] for r in rows} == {"true", "counterfactual"}
-        tests = {t["comparison"]: t for t in _read(out / "counterfactual_comparisons.csv")}
+        tests = {t["comparison"]: t for t in _read(out / "comparisons.csv")
+                 if t["family"] == "counterfactual"}
         assert "counterfactual vs true P1 written (P2 explicit)" in tests
         found[model] = tests
         assert "## Counterfactual premises" in (out / "report.md").read_text()
@@ -136,7 +137,7 @@ def test_run_without_counterfactuals_has_no_premises_column(tmp_path, zoo):
                  "--out", str(out)]) == 0
     assert "premises" not in _read(out / "results.csv")[0]
     assert "premises" not in json.loads((out / "config.json").read_text())
-    assert not (out / "counterfactual_comparisons.csv").exists()
+    assert {t["family"] for t in _read(out / "comparisons.csv")} == {"grid"}
 
 
 def _copy_mrr(zoo: Path, kind: str) -> float:

@@ -170,7 +170,7 @@ def test_cli_run_writes_depth_and_distractor_rows_and_curves(tmp_path, zoo, tiny
     assert (out / "depth.png").stat().st_size > 1000
     report = (out / "report.md").read_text()
     assert "## Depth and distraction" in report and "![depth](depth.png)" in report
-    tests = _read(out / "depth_comparisons.csv")
+    tests = [t for t in _read(out / "comparisons.csv") if t["family"] == "depth"]
     assert {t["comparison"] for t in tests} >= {"depth 3 vs 1 (0 distractors)",
                                                  "2 vs 0 distractors (depth 2)"}
     preds = [json.loads(line) for line in (out / "predictions.jsonl").open()]
@@ -200,7 +200,8 @@ def test_run_without_the_options_has_no_new_columns(tmp_path, zoo, tiny_gpt2_dir
     config = json.loads((out / "config.json").read_text())
     assert not {"depth", "distractors", "premise_order"} & set(json.dumps(config).split('"'))
     assert all("depth" not in json.loads(line) for line in (out / "predictions.jsonl").open())
-    assert not (out / "depth.png").exists() and not (out / "depth_comparisons.csv").exists()
+    assert not (out / "depth.png").exists()
+    assert {t["family"] for t in _read(out / "comparisons.csv")} == {"grid"}
     assert "Depth and distraction" not in (out / "report.md").read_text()
 
 

@@ -19,7 +19,8 @@ which a liking for the answer moves on both sides alike.
 **Control models**, run through the same requests in the same run (`CONTROLS`, no network):
 ``frequency``, ``copy``, ``random``; and the **reference** whose consistency is subtracted
 (``--reference``; default ``prior``: ``prior:MODEL``, the model asked the content-free
-prompts, `models.prior`). A control's own reference is itself.
+prompts, `models.prior`). A control's own reference is itself. What a control is, and which
+model a control name loads, is `studies.controls`' one definition, shared with every study.
 """
 
 from __future__ import annotations
@@ -28,27 +29,20 @@ import random
 from collections.abc import Sequence
 
 from kgprobe.seeds import seed_key
+from kgprobe.studies.controls import FREE, control_model
 
 from .statements import BeliefDerivation
 
-#: The weightless controls every run also scores (cheap: no network).
-CONTROLS = ("frequency", "copy", "random")
+#: The weightless controls every run also scores (cheap: no network): `studies.controls.FREE`.
+CONTROLS = FREE
 #: What ``--reference`` accepts: the model's content-free prior, or a weightless control.
 REFERENCES = ("prior", *CONTROLS)
 
 
-def is_control(model: str) -> bool:
-    from kgprobe.models.prior import prior_of
-
-    return model in CONTROLS or prior_of(model) is not None
-
-
 def reference_model(model: str, reference: str) -> str:
     """The model whose consistency a run subtracts: ``prior:MODEL`` for ``prior`` (a control's
-    prior is the control itself), else the named control."""
-    if reference != "prior":
-        return reference
-    return model if is_control(model) else f"prior:{model}"
+    prior is the control itself), else the named control (`studies.controls.control_model`)."""
+    return control_model(reference, model)
 
 
 def matched_controls(derivations: Sequence[BeliefDerivation],

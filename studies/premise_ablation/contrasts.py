@@ -16,6 +16,11 @@ answers. The contrasts here hold the prompt fixed or difference it out:
   the ``copy`` control, paired by prompt: a copier gains from a written premise without any
   inference, so only the gain beyond copying can be inference.
 
+The same "beyond copy" contrast reads the chained cells (`depth_report`: writing the chain at
+each depth and number of distractors) and the counterfactual ones (`counterfactual_report`:
+following a written false P1): each design is a `Family` of tests, and `comparison_table`
+puts every family's rows into the one comparisons.csv (``family`` says which).
+
 Every comparison of the report (these and `cells.COMPARISONS`) is also computed on each
 control's prompts (the same requests, `studies.controls`); a row is **claimed** when its
 interval excludes 0, its Holm p (over the whole file) is below 0.05 and its estimate exceeds
@@ -26,15 +31,17 @@ control.
 from __future__ import annotations
 
 import math
-from dataclasses import replace
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from kgprobe.studies import comparisons
 from kgprobe.studies.controls import control_folder, is_control
 
-from .cells import COMPARISONS, MEAN, Prompt, compare, load_prompts, result_rows, sample
+from .cells import COMPARISONS, MEAN, Prompt, compare, load_prompts, sample
 from .config import COMPARISON_COLUMNS, METRICS
 from .settings import ReportSettings
 
@@ -47,6 +54,11 @@ WRITTEN = {"P1": ("P1 written − unwritten (P2 not given), minus copy",
 CONTRASTS = (INTERACTION, *(label for label, _, _ in WRITTEN.values()))
 #: The control every written-premise contrast subtracts.
 COPY = "copy"
+#: The chained cells' contrast: writing the premises at one depth, minus copy (`depth_report`).
+CHAINED = "written − unwritten, minus copy"
+#: The counterfactual cells' contrast: the false P1 followed beyond copying
+#: (`counterfactual_report`).
+FOLLOWS = "false P1 written − unwritten, minus copy"
 
 
 def load_controls(out: Path, config: ReportSettings) -> dict[str, list[Prompt]]:
@@ -66,8 +78,8 @@ def control_columns(controls) -> list[str]:
 
 
 def _key(row: dict) -> tuple:
-    return tuple(str(row.get(k, "")) for k in ("rule", "p1", "p2", "template", "variant",
-                                                "depth", "distractors"))
+    return (*(str(row.get(k, "")) for k in ("rule", "p1", "p2", "template", "variant", "depth",
+                                           "distractors")), row.get("premises") or "true")
 
 
 def with_controls(rows: list[dict], tables: dict[str, list[dict]]) -> list[dict]:
@@ -80,20 +92,6 @@ def with_controls(rows: list[dict], tables: dict[str, list[dict]]) -> list[dict]
                 for suffix in ("", "_lo", "_hi"):
                     row[f"{m}_{control}{suffix}"] = other.get(f"{m}{suffix}", "")
     return rows
-
-
-def control_tables(out: Path, controls: dict[str, list[Prompt]], config: ReportSettings,
-                   ) -> dict[str, list[dict]]:
-    """Each control's results rows, built as the model's are (chained cells too)."""
-    tables = {}
-    for control, prompts in controls.items():
-        table = result_rows(prompts, config)
-        if config.chained:
-            from .depth_report import depth_rows
-
-            table += depth_rows(control_folder(out, control, config.model), config)
-        tables[control] = table
-    return tables
 
 
 # ------------------------------------------------------------------ the contrasts
@@ -125,16 +123,34 @@ def interaction(name: str, prompts: list[Prompt], config: ReportSettings,
     return found
 
 
+def gains(first: list[Prompt], second: list[Prompt]) -> dict[tuple, Prompt]:
+    """Each prompt of `first` minus its match (same item, pair, template) in `second`, by
+    match: what the change adds on that prompt, the item's own level taken out."""
+    other = {p.match: p for p in second}
+    return {p.match: replace(p, values=tuple(np.subtract(p.values, other[p.match].values)))
+            for p in first if p.match in other}
+
+
+def beyond_copy(name: str, mine: dict[tuple, Prompt], copy: dict[tuple, Prompt] | None,
+                config: ReportSettings, stratified: bool) -> comparisons.Comparison:
+    """A model's gains (`gains`) minus the copy control's on the same prompts, paired by
+    prompt: what the model gains beyond what copying the named candidates gains."""
+    if copy is None:
+        return comparisons.Comparison(name, "paired", *([math.nan] * 4), "0")
+    keys = [k for k in mine if k in copy]
+    a, b = _mrr([mine[k] for k in keys], stratified), _mrr([copy[k] for k in keys], stratified)
+    return comparisons.paired_difference(name, a, b, seed=config.seed, resamples=config.resamples)
+
+
 def minus_copy(name: str, prompts: list[Prompt], copy: list[Prompt] | None, first, second,
                config: ReportSettings, stratified: bool) -> comparisons.Comparison:
     """(first − second) of `prompts` minus the same of the copy control, paired by prompt."""
-    if copy is None:
-        return comparisons.Comparison(name, "paired", *([math.nan] * 4), "0")
-    own = {p.match: p for p in differences(copy, first, second)}
-    mine = [p for p in differences(prompts, first, second) if p.match in own]
-    a, b = _mrr(mine, stratified), _mrr([own[p.match] for p in mine], stratified)
-    return comparisons.paired_difference(name, a, b, seed=config.seed,
-                                         resamples=config.resamples)
+    def cells(ps, wanted):
+        return [p for p in ps if (p.p1, p.p2) in wanted]
+
+    return beyond_copy(name, gains(cells(prompts, first), cells(prompts, second)),
+                       None if copy is None else gains(cells(copy, first), cells(copy, second)),
+                       config, stratified)
 
 
 def _tests(prompts: list[Prompt], copy: list[Prompt] | None, scope: str, config: ReportSettings,
@@ -153,45 +169,85 @@ def _labels() -> list[str]:
     return [spec.label for spec in COMPARISONS] + list(CONTRASTS)
 
 
-def comparison_table(prompts: list[Prompt], controls: dict[str, list[Prompt]],
-                     config: ReportSettings) -> tuple[list[dict], list[str]]:
-    """comparisons.csv's rows and columns: every comparison and contrast per template kind,
-    per rule and over the rules, Holm-adjusted together, each with every control's estimate
-    and upper bound and whether it is claimed."""
+#: keyed tests: (the row's key columns, the comparison)
+Keyed = list[tuple[dict, comparisons.Comparison]]
+
+
+@dataclass(frozen=True)
+class Family:
+    """One design's tests in comparisons.csv (``family``: grid, depth, counterfactual):
+    `tests` turns one model's data (and the copy control's, or None) into keyed comparisons;
+    it runs on the model's data and on every control's, the same way."""
+
+    name: str
+    model: Any
+    controls: dict[str, Any]
+    tests: Callable[[Any, Any], Keyed]
+
+
+def grid_family(prompts: list[Prompt], controls: dict[str, list[Prompt]],
+                config: ReportSettings) -> Family:
+    """The premise grid's comparisons and contrasts, per template kind, per rule and over
+    the rules (kinds and rules: the run's, or the model's prompts')."""
     kinds = config.templates or sorted({p.template for p in prompts})
     rules = config.rules or sorted({p.rule for p in prompts})
+
+    def tests(mine: list[Prompt], copy: list[Prompt] | None) -> Keyed:
+        found = []
+        for kind in kinds:
+            for rule in [MEAN, *rules]:
+                def scope(ps: list[Prompt], kind=kind, rule=rule) -> list[Prompt]:
+                    return [p for p in ps if p.template == kind and rule in (MEAN, p.rule)]
+
+                tested = _tests(scope(mine), None if copy is None else scope(copy),
+                                f"{kind}/{rule}", config, rule == MEAN)
+                found += [({"template": kind, "rule": rule, "comparison": label}, c)
+                          for label, c in zip(_labels(), tested)]
+        return found
+
+    return Family("grid", prompts, controls, tests)
+
+
+def _row_key(key: dict) -> tuple:
+    return tuple(sorted(key.items()))
+
+
+def comparison_table(prompts: list[Prompt], controls: dict[str, list[Prompt]],
+                     config: ReportSettings, families: Sequence[Family] = ()
+                     ) -> tuple[list[dict], list[str]]:
+    """comparisons.csv's rows and columns: the grid's comparisons and contrasts (and those of
+    `families`: depth, counterfactual), Holm-adjusted together over the whole file, each with
+    every control's estimate and upper bound on its own prompts and whether it is claimed."""
     names = list(controls)
     found, keys, beside = [], [], []
-    for kind in kinds:
-        for rule in [MEAN, *rules]:
-            def scope(ps: list[Prompt], kind=kind, rule=rule) -> list[Prompt]:
-                return [p for p in ps if p.template == kind and rule in (MEAN, p.rule)]
-
-            copy = scope(controls[COPY]) if COPY in controls else None
-            tests = _tests(scope(prompts), copy, f"{kind}/{rule}", config, rule == MEAN)
-            others = {c: _tests(scope(controls[c]), copy, f"{kind}/{rule}", config, rule == MEAN)
-                      for c in names}
-            for i, (test, label) in enumerate(zip(tests, _labels())):
-                found.append(test)
-                keys.append({"template": kind, "rule": rule, "comparison": label})
-                beside.append({c: others[c][i] for c in names})
+    for family in (grid_family(prompts, controls, config), *families):
+        copy = family.controls.get(COPY)
+        others = {c: {_row_key(k): t for k, t in family.tests(family.controls[c], copy)}
+                  for c in names if c in family.controls}
+        for key, test in family.tests(family.model, copy):
+            found.append(test)
+            keys.append({"family": family.name, **key})
+            beside.append({c: others[c].get(_row_key(key)) for c in others})
     comparisons.adjust(found)
     control_model = is_control(config.model)
     rows = []
+    nan = comparisons.Comparison("", "", *([math.nan] * 4), "0")
     for key, c, other in zip(keys, found, beside):
         row = {**key, "test": c.test, "n_items": c.n_items, "difference": c.estimate,
                "difference_lo": c.lo, "difference_hi": c.hi, "p": c.p, "p_holm": c.p_holm,
                "finding": "yes" if c.supported() else "no",
                "estimate": c.estimate, "lo": c.lo, "hi": c.hi}
-        for name, o in other.items():
+        bounds = []
+        for name in names:
+            o = other.get(name) or nan
             row[f"control_estimate_{name}"], row[f"control_hi_{name}"] = o.estimate, o.hi
-        row["claimed"] = comparisons.claimed(c, [o.hi for o in other.values()],
-                                             control_model=control_model)
+            bounds.append(o.hi)
+        row["claimed"] = comparisons.claimed(c, bounds, control_model=control_model)
         rows.append(row)
-    columns = [*COMPARISON_COLUMNS, "estimate", "lo", "hi",
+    columns = ["family", *COMPARISON_COLUMNS, "estimate", "lo", "hi",
                *[f"control_{what}_{c}" for c in names for what in ("estimate", "hi")], "claimed"]
     return rows, columns
 
 
-__all__ = ["CONTRASTS", "INTERACTION", "comparison_table", "control_columns",
-           "control_tables", "interaction", "load_controls", "minus_copy", "with_controls"]
+__all__ = ["CHAINED", "CONTRASTS", "FOLLOWS", "INTERACTION", "Family", "beyond_copy", "comparison_table", "gains", "control_columns",
+           "interaction", "load_controls", "minus_copy", "with_controls"]

@@ -13,7 +13,7 @@ import math
 
 from kgprobe.studies.controls import CHOICES, is_control
 
-from .contrasts import INTERACTION
+from .contrasts import CHAINED, FOLLOWS, INTERACTION
 from .settings import ReportSettings
 
 #: What a claimed row shows, by its comparison (the design's reach, not more).
@@ -25,7 +25,30 @@ MEANS = {
         "a written P1 helps more than copying the candidates it names does, on the same prompts",
     "P2 written − unwritten (P1 not given), minus copy":
         "a written P2 helps more than copying the candidates it names does, on the same prompts",
+    CHAINED: "writing the chain of premises helps more than it helps the copy control on the "
+             "same prompts (ranking the candidates the prompt names first), so more than naming "
+             "the answer does; it does not show which derivation steps the model takes",
+    FOLLOWS: "the model follows a written false premise to the term it entails more than "
+             "copying the candidates the prompt names does, on the same prompts: it uses the "
+             "premise, not only its recall; it does not show valid reasoning on true premises",
 }
+
+
+def meaning(comparison: str) -> str:
+    """What a claimed row of `comparison` shows (its design's reach); depth and
+    counterfactual labels carry their cell after the contrast's name."""
+    for label, text in MEANS.items():
+        if comparison == label or comparison.startswith(f"{label} ("):
+            return text + comparison[len(label):]
+    return f"{comparison}, beyond every control"
+
+
+def where(row: dict) -> str:
+    """Which part of the run a comparisons.csv row is about, in words."""
+    family = row.get("family") or "grid"
+    if family == "grid":
+        return f"{row['template']} templates, rule {row['rule']}"
+    return f"{family} cells, {row['template']} templates, rules averaged"
 
 
 def number(value) -> float | None:
@@ -48,6 +71,10 @@ def _claimed(row: dict) -> bool:
     return str(row.get("claimed", "")).lower() == "true"
 
 
+def _families(comparisons: list[dict]) -> list[str]:
+    return list(dict.fromkeys(c.get("family") or "grid" for c in comparisons))
+
+
 def claimed_lines(comparisons: list[dict], config: ReportSettings) -> list[str]:
     """report.md's section on the claimed rows of comparisons.csv (or why there are none)."""
     lines = ["## What this run claims", ""]
@@ -60,7 +87,8 @@ def claimed_lines(comparisons: list[dict], config: ReportSettings) -> list[str]:
                         "can be read against what a model that cannot reason scores."), ""]
     claimed = [c for c in comparisons if _claimed(c)]
     if not claimed:
-        return lines + [("Nothing: no row of comparisons.csv has its 95% interval off zero, "
+        return lines + [(f"Nothing: no row of comparisons.csv ({len(comparisons)} rows: "
+                        f"{', '.join(_families(comparisons))}) has its 95% interval off zero, "
                         "a Holm-adjusted p below 0.05 (over the whole file) and an estimate "
                         "above every control's upper bound "
                         f"({', '.join(config.controls)})."), ""]
@@ -68,8 +96,7 @@ def claimed_lines(comparisons: list[dict], config: ReportSettings) -> list[str]:
               "is below 0.05 and whose estimate exceeds every control's upper bound:"), ""]
     for c in claimed:
         bounds = [v for k, v in c.items() if k.startswith("control_hi_") and number(v) is not None]
-        meaning = MEANS.get(c["comparison"], f"{c['comparison']}, beyond every control")
-        lines.append(f"- {c['template']} templates, rule {c['rule']}: {meaning}: "
+        lines.append(f"- {where(c)}: {meaning(c['comparison'])}: "
                      f"{100 * float(c['estimate']):+.1f} points [{100 * float(c['lo']):+.1f}, "
                      f"{100 * float(c['hi']):+.1f}], Holm-adjusted p = {float(c['p_holm']):.3g}, "
                      f"controls at most {100 * max(map(float, bounds)):+.1f}.")

@@ -1,10 +1,11 @@
 """The counterfactual cells' numbers (`counterfactual.py`), from the prompts on disk:
-results.csv rows (``premises`` "counterfactual"), the tests of counterfactual_comparisons.csv
-and report.md's section. Only a run with ``--premises true,counterfactual`` has them.
+results.csv rows (``premises`` "counterfactual"), the tests (comparisons.csv's rows of
+``family`` "counterfactual", `counterfactual_family`) and report.md's section. Only a run with ``--premises true,counterfactual`` has them.
 
 Rows are built like the grid's (`cells.cell_row`): per manual template, the template average
 and the rule average, for each counterfactual cell. The tests, over the rules (items paired
-with themselves: the same item, pseudoword pair and template), Holm-adjusted together:
+with themselves: the same item, pseudoword pair and template), Holm-adjusted with every
+other row of comparisons.csv, each also computed on every control's prompts:
 
 * the counterfactual P1 written vs unwritten, with P2 written: does the model follow a false
   premise (the false term's MRR with it written against its prior without it)? A recalling
@@ -13,7 +14,10 @@ with themselves: the same item, pseudoword pair and template), Holm-adjusted tog
 * the same with P2 not given: following a written premise where no inference is possible;
 * counterfactual vs true P1 written, with P2 written: how much worse the model follows a
   false premise than a true one (a reasoner: about 0; a model that answers from memory:
-  the true gold is what it recalls, so far below 0).
+  the true gold is what it recalls, so far below 0);
+* the false P1 written − unwritten minus the same for the copy control (P2 explicit; not
+  given), paired by prompt: following the false premise beyond what copying the named
+  candidates gives (`READS` says what that can and cannot show).
 """
 
 from __future__ import annotations
@@ -22,17 +26,16 @@ import json
 import math
 from pathlib import Path
 
-from kgprobe.atomic import write_text
 from kgprobe.ontology.verbalize import load_templates
 from kgprobe.studies import comparisons
-from kgprobe.studies.runner import read_results, rows_to_csv
+from kgprobe.studies.runner import read_results
 
 from .cells import MEAN, Prompt, cell_row, prompt_values, sample, variants
-from .config import COMPARISON_COLUMNS, METRICS, with_premises
+from .config import METRICS, with_premises
+from .contrasts import FOLLOWS
+from .control_report import control_text
 from .counterfactual import CELLS, COUNTERFACTUAL
 from .settings import ReportSettings
-
-FILE = "counterfactual_comparisons.csv"
 
 
 def load_counterfactual(out: Path, premises: str = COUNTERFACTUAL) -> list[Prompt]:
@@ -100,12 +103,20 @@ TESTS = (
     ("counterfactual vs true P1 written (P2 explicit)", ("explicit", "explicit"),
      ("explicit", "explicit"), True),
 )
+#: (label, P2): the false P1's written − unwritten gain minus the copy control's
+BEYOND_COPY = ((f"{FOLLOWS} (P2 explicit)", "explicit"), (f"{FOLLOWS} (P2 not given)", "not"))
+
+#: one model's counterfactual data: its twins' prompts and the true grid's (manual templates)
+Data = tuple[list[Prompt], list[Prompt]]
 
 
-def counterfactual_comparisons(out: Path, config: ReportSettings) -> list[dict]:
-    """The tests (see the module) over the rules, manual templates, Holm-adjusted together."""
-    twins = [p for p in load_counterfactual(out) if p.template == "manual"]
-    true = [p for p in load_counterfactual(out, "true") if p.template == "manual"]
+def counterfactual_tests(data: Data, copy: Data | None, config: ReportSettings
+                         ) -> list[tuple[dict, comparisons.Comparison]]:
+    """The tests (see the module) over the rules, manual templates, each keyed by its label;
+    `copy`: the copy control's data, for the false premise followed beyond copying."""
+    from .contrasts import beyond_copy, gains
+
+    twins, true = data
     found = []
     for label, first, second, grid in TESTS:
         a = [p for p in twins if (p.p1, p.p2) == first]
@@ -113,11 +124,29 @@ def counterfactual_comparisons(out: Path, config: ReportSettings) -> list[dict]:
         x, y = _matched(a, b)
         found.append(comparisons.paired_difference(label, x, y, seed=config.seed,
                                                    resamples=config.resamples))
-    comparisons.adjust(found)
-    return [{"template": "manual", "rule": MEAN, "comparison": c.name, "test": c.test,
-             "n_items": c.n_items, "difference": c.estimate, "difference_lo": c.lo,
-             "difference_hi": c.hi, "p": c.p, "p_holm": c.p_holm,
-             "finding": "yes" if c.supported() else "no"} for c in found]
+
+    def follows(ps: list[Prompt], p2: str):
+        return gains([p for p in ps if (p.p1, p.p2) == ("explicit", p2)],
+                     [p for p in ps if (p.p1, p.p2) == ("not", p2)])
+
+    for label, p2 in BEYOND_COPY:
+        found.append(beyond_copy(label, follows(twins, p2),
+                                 None if copy is None else follows(copy[0], p2), config, True))
+    return [({"template": "manual", "rule": MEAN, "comparison": c.name}, c) for c in found]
+
+
+def _data(folder: Path) -> Data:
+    return ([p for p in load_counterfactual(folder) if p.template == "manual"],
+            [p for p in load_counterfactual(folder, "true") if p.template == "manual"])
+
+
+def counterfactual_family(out: Path, controls: dict[str, Path], config: ReportSettings):
+    """comparisons.csv's counterfactual rows (`contrasts.Family`): the model's counterfactual
+    and true prompts and each control's (`controls`: control → its run folder), tested alike."""
+    from .contrasts import Family
+
+    return Family("counterfactual", _data(out), {c: _data(f) for c, f in controls.items()},
+                  lambda mine, copy: counterfactual_tests(mine, copy, config))
 
 
 def _text(row: dict | None) -> str:
@@ -126,16 +155,15 @@ def _text(row: dict | None) -> str:
     if row is None or row.get("MRR") in ("", None) or math.isnan(float(row["MRR"])):
         return "empty"
     shown = format_interval(float(row["MRR"]), float(row["MRR_lo"]), float(row["MRR_hi"]))
-    return f"{shown} (n={row['n_items']}){'†' if row.get('low_n') == 'yes' else ''}"
+    return (f"{shown} (n={row['n_items']}){'†' if row.get('low_n') == 'yes' else ''}"
+            + control_text(row))
 
 
-def counterfactual_section(out: Path, config: ReportSettings, finding) -> list[str]:
-    """report.md's section: the rule-averaged table beside the true grid's P1-written row, and
-    the tests (counterfactual_comparisons.csv, each read by `finding`)."""
-    tests = counterfactual_comparisons(out, config)
-    clean = [{k: ("" if isinstance(v, float) and math.isnan(v) else v) for k, v in r.items()}
-             for r in tests]
-    write_text(out / FILE, rows_to_csv(clean, COMPARISON_COLUMNS))
+def counterfactual_section(out: Path, config: ReportSettings, finding, tests: list[dict]
+                           ) -> list[str]:
+    """report.md's section: the rule-averaged table beside the true grid's P1-written row (each
+    cell with the controls' values under it), and the tests (comparisons.csv's
+    ``counterfactual`` rows, each read by `finding`)."""
     rows = read_results(out / "results.csv")
     find = {(r["premises"] or "true", r["p1"], r["p2"]): r for r in rows
             if r["rule"] == MEAN and r["variant"] == MEAN and r["template"] == "manual"
@@ -144,15 +172,31 @@ def counterfactual_section(out: Path, config: ReportSettings, finding) -> list[s
              "Each item asked again with P1 naming a false term (a seeded candidate of its own "
              "list that is no true answer of it); the gold is what the written premises entail "
              "(docs/premise-ablation.md#counterfactual-premises). MRR in % [95% CI] (n items) of "
-             "that gold, manual templates and rules averaged; *true P1 written* is the grid's "
-             "row. A model that follows what it reads scores alike in both rows; one that "
-             "recalls the ontology answers the real gold, which counts as wrong here.", "",
+             "that gold, manual templates and rules averaged"
+             + (f", the controls' on the same prompts under it ({', '.join(config.controls)})"
+                if config.controls else "")
+             + "; *true P1 written* is the grid's row. A model that follows what it reads scores "
+             "alike in both rows; one that recalls the ontology answers the real gold, which "
+             "counts as wrong here.", "",
              "| P1 \\ P2 | explicitly given | implicitly given | not given |", "|---|---|---|---|"]
     for label, premises, p1 in (("true P1 written", "true", "explicit"),
                                 ("counterfactual P1 written", COUNTERFACTUAL, "explicit"),
                                 ("counterfactual P1 unwritten", COUNTERFACTUAL, "not")):
         cells = [find.get((premises, p1, p2)) for p2 in ("explicit", "implicit", "not")]
         lines.append(f"| {label} | " + " | ".join(_text(c) for c in cells) + " |")
-    lines += ["", f"Tests ({FILE}, Holm-adjusted together):", ""]
-    lines += [f"- {finding(c, c['comparison'])}" for c in read_results(out / FILE)]
-    return lines + [""]
+    lines += ["", ("Tests (comparisons.csv, family `counterfactual`, Holm-adjusted with every "
+                   "other row of the file):"), ""]
+    lines += [f"- {finding(c, c['comparison'])}" for c in tests]
+    return lines + ["", READS, ""]
+
+
+#: What the counterfactual contrast against copy can and cannot show (report.md, docs).
+READS = ("*False P1 written − unwritten, minus copy* is how much writing the false premise "
+         "moves the model to the false term beyond how much it moves the copy control, which "
+         "ranks the candidates the prompt names first, on the same prompts. A model that "
+         "answers from memory does not follow the premise (frequency: no gain); one that reads "
+         "it does, whether it infers or copies, so the plain written − unwritten rows cannot "
+         "tell inference from copying. Only a gain above copy's bound is evidence of using the "
+         "premise beyond naming it; where copy is at the ceiling (the false term is often the "
+         "only candidate the prompt names) no model can show that, and a claim here says the "
+         "model follows a false premise, not that it reasons validly elsewhere.")

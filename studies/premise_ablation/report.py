@@ -11,23 +11,21 @@ and report.md with the tables and a reading that states a difference only where 
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass
 from pathlib import Path
 
 from kgprobe.atomic import write_text
-from kgprobe.errors import KgprobeError
 from kgprobe.ontology.verbalize import load_templates
 from kgprobe.reasoning.items import RULE_RELATIONS
-from kgprobe.studies.runner import read_results, rows_to_csv
 from kgprobe.studies.stats import format_interval
 
-from .cells import MEAN, load_prompts, result_rows, variants
+from .cells import MEAN, variants
 from .control_report import claimed_lines, control_text
 from .control_report import number as _num
-from .config import COLUMNS, SETTINGS, with_depth
+from .config import SETTINGS
 from .known_reach import known_reach, known_rule  # noqa: F401 (known_reach: imported from here)
 from .settings import ReportSettings
+from .tables import load_rows, write_tables  # noqa: F401 (load_rows: read from here too)
 
 WORDS = {"not": "not given", "implicit": "implicitly given", "explicit": "explicitly given"}
 RULE_TITLES = {
@@ -60,15 +58,6 @@ class Cell:
         shown = format_interval(self.value, self.lo, self.hi)
         return (shown + (f" (n={self.n_items})" if items else "") + (LOW_N if self.low else "")
                 + (self.beside if controls else ""))
-
-
-def load_rows(out: Path) -> list[dict]:
-    path = out / "results.csv"
-    if not path.exists():
-        raise KgprobeError(f"{out}: no results.csv; run `kgprobe study premise-ablation --out {out}` first")
-    # the premise grid; chained and counterfactual cells are depth_report.py's and
-    # counterfactual_report.py's
-    return [r for r in read_results(path) if not r.get("depth") and r.get("premises") in (None, "", "true")]
 
 
 def cells(rows: list[dict], rule: str | None, template: str, metric: str = "MRR",
@@ -255,32 +244,6 @@ def reading(rows: list[dict], comparisons: list[dict], template: str) -> list[st
     return out
 
 
-def write_tables(out: Path) -> tuple[list[dict], list[dict], ReportSettings]:
-    """results.csv and comparisons.csv, recomputed from the prompts on disk (the model's and,
-    beside them, its controls': `contrasts`)."""
-    from .contrasts import (comparison_table, control_columns, control_tables, load_controls,
-                            with_controls)
-
-    config = ReportSettings.read(out)
-    prompts, controls = load_prompts(out), load_controls(out, config)
-    rows = result_rows(prompts, config)
-    comparisons, comparison_columns = comparison_table(prompts, controls, config)
-    clean = [{k: ("" if isinstance(v, float) and math.isnan(v) else v) for k, v in r.items()}
-             for r in comparisons]
-    columns = COLUMNS
-    if config.chained:  # a run with chained cells: their rows too (depth_report.py)
-        from .depth_report import depth_rows
-
-        rows, columns = rows + depth_rows(out, config), with_depth(COLUMNS)
-    if config.counterfactual:  # and counterfactual cells (counterfactual_report.py)
-        from .counterfactual_report import with_counterfactual
-        rows, columns = with_counterfactual(out, config, rows, columns)
-    rows = with_controls(rows, control_tables(out, controls, config))
-    write_text(out / "results.csv", rows_to_csv(rows, columns + control_columns(controls)))
-    write_text(out / "comparisons.csv", rows_to_csv(clean, comparison_columns))
-    return load_rows(out), read_results(out / "comparisons.csv"), config
-
-
 def _source_title(out: Path) -> str:
     """`` on store S`` for a run on another ontology than the bundled one (config.json's
     ``extra.ontology``), so the report's first line says which ontology it is about."""
@@ -304,6 +267,10 @@ def _interval_words(config: ReportSettings) -> str:
             f"({config.resamples} resamples, seeded; stratified by rule for the rule average). "
             "The interval is conditional on one pseudoword draw: another pair of pseudowords "
             "can move the cell by more than its interval (`--pairs 5` counts the draw).")
+
+
+def _family(comparisons: list[dict], family: str) -> list[dict]:
+    return [c for c in comparisons if (c.get("family") or "grid") == family]
 
 
 def write_report(out: str | Path) -> Path:
@@ -341,23 +308,25 @@ def write_report(out: str | Path) -> Path:
     for template in templates:
         lines += [f"## Averaged over the rules ({template} templates)", ""]
         lines += _table(cells(rows, None, template)) + [""]
-        lines += reading(rows, comparisons, template) + [""]
+        lines += reading(rows, _family(comparisons, "grid"), template) + [""]
     lines += claimed_lines(comparisons, config) + ["![summary](summary.png)", ""]
     for rule in _rules(rows):
         lines += [f"## {RULE_TITLES.get(rule, rule)}", ""]
         for template in templates:
             lines += [f"{template} templates (averaged):", ""] + _table(cells(rows, rule, template))
             lines += [""] + _per_template(rows, rule, template)
-        tested = [c for c in comparisons if c["rule"] == rule and c["comparison"] in WHAT]
+        tested = [c for c in _family(comparisons, "grid")
+                  if c["rule"] == rule and c["comparison"] in WHAT]
         lines += [f"- {c['template']}: {finding(c, WHAT[c['comparison']])}" for c in tested]
         lines += ["", f"![{rule}](heatmap_{rule}.png)", ""]
     if config.chained:
         from .depth_report import depth_section
 
-        lines += depth_section(out, config, finding)
+        lines += depth_section(out, config, finding, _family(comparisons, "depth"))
     if config.counterfactual:
         from .counterfactual_report import counterfactual_section
-        lines += counterfactual_section(out, config, finding)
+        lines += counterfactual_section(out, config, finding,
+                                        _family(comparisons, "counterfactual"))
     path = out / "report.md"
     write_text(path, "\n".join(lines))
     return path

@@ -1,0 +1,117 @@
+"""Depth and counterfactual tests as rows of premise ablation's one comparisons.csv: each with
+the controls' estimates on their own prompts and ``claimed``, Holm over the whole file; a
+model that follows a written premise beyond copying is claimed, a control model never is."""
+
+from __future__ import annotations
+
+import csv
+import math
+import sys
+from pathlib import Path
+
+import kgprobe
+import numpy as np
+import pytest
+from kgprobe.studies.comparisons import holm
+from kgprobe.studies.premise_ablation.cells import Prompt
+from kgprobe.studies.premise_ablation.contrasts import CHAINED, FOLLOWS, Family, comparison_table
+from kgprobe.studies.premise_ablation.counterfactual_report import counterfactual_tests
+from kgprobe.studies.premise_ablation.settings import ReportSettings
+
+sys.path.insert(0, str(Path(__file__).parent))
+from zoo import write_zoo  # noqa: E402
+
+
+def _read(path: Path) -> list[dict]:
+    with open(path, newline="", encoding="utf-8") as fh:
+        return list(csv.DictReader(fh))
+
+
+def _num(text: str) -> float:
+    return float(text) if text not in ("", None) else math.nan
+
+
+def test_a_control_model_claims_no_depth_or_counterfactual_row(tmp_path, monkeypatch):
+    """`--model copy` with `--depth 1,2 --distractors 0,2` and `--premises true,counterfactual`
+    (on the zoo: the bundled ontology is the documented manual check): the depth and
+    counterfactual tests are rows of comparisons.csv beside the grid's, with every control's
+    estimate and `claimed`; nothing is claimed; Holm runs over the whole file."""
+    monkeypatch.setenv("KGPROBE_CACHE_DIR", str(tmp_path / "cache"))
+    out = tmp_path / "run"
+    kgprobe.run("premise-ablation", model="copy", templates="manual", pairs=1, limit=4,
+                candidates="5", rules="rdfs9,rdfs11", depth="1,2", distractors="0,2",
+                premises="true,counterfactual", ontology=write_zoo(tmp_path), out=out,
+                resamples=1000)
+    rows = _read(out / "comparisons.csv")
+    assert {r["family"] for r in rows} == {"grid", "depth", "counterfactual"}
+    labels = {(r["family"], r["comparison"]) for r in rows}
+    assert {("depth", f"{CHAINED} (depth {d}, {n} distractors)") for d in (1, 2) for n in (0, 2)
+            } <= labels
+    assert {("counterfactual", f"{FOLLOWS} (P2 {p2})") for p2 in ("explicit", "not given")} <= labels
+    assert {r["claimed"] for r in rows} == {"False"}
+    # Holm over the whole file, not per family
+    p = np.array([_num(r["p"]) for r in rows])
+    assert np.allclose(holm(p), [_num(r["p_holm"]) for r in rows], equal_nan=True)
+    for r in rows:
+        for control in ("frequency", "copy", "random"):
+            assert f"control_estimate_{control}" in r and f"control_hi_{control}" in r
+        # the run's model is copy: its own control, the same prompts, the same numbers
+        assert _num(r["estimate"]) == pytest.approx(_num(r["control_estimate_copy"]), nan_ok=True)
+        if r["comparison"].startswith((CHAINED, FOLLOWS)) and r["n_items"] != "0":
+            assert _num(r["control_estimate_copy"]) == pytest.approx(0)  # copy minus itself
+    by = {(r["family"], r["comparison"]): r for r in rows}
+    follows = by[("counterfactual", f"{FOLLOWS} (P2 explicit)")]
+    # frequency recalls and never follows the written false premise: below copy
+    assert _num(follows["control_estimate_frequency"]) < -0.2
+    # results.csv: a counterfactual cell shows the controls' counterfactual values, not the
+    # true grid's cell of the same P1 and P2
+    table = _read(out / "results.csv")
+    twins = [r for r in table if r["premises"] == "counterfactual" and r["MRR"]]
+    assert twins and all(r["MRR_copy"] == r["MRR"] for r in table if r["MRR"])
+    grid = {(r["rule"], r["p1"], r["p2"], r["variant"]): r["MRR"] for r in table
+            if r["premises"] == "true" and not r["depth"]}
+    assert any(grid.get((r["rule"], r["p1"], r["p2"], r["variant"])) != r["MRR"] for r in twins)
+    report = (out / "report.md").read_text(encoding="utf-8")
+    assert "is itself a control" in report
+    depth = report[report.index("## Depth and distraction"):report.index("## Counterfactual")]
+    assert "<br>frequency " in depth and f"{CHAINED} (depth 2, 2 distractors)" in depth
+    assert "<br>frequency " in report[report.index("## Counterfactual"):]
+    assert not list(out.glob("*_comparisons.csv"))
+
+
+def _twins(item: str, written: float, unwritten: float, p2: str = "explicit") -> list[Prompt]:
+    return [Prompt("rdfs9", p1, p2, "manual", 0, item, 0, (v, v, v, v))
+            for p1, v in (("explicit", written), ("not", unwritten))]
+
+
+def _data(written: float, unwritten: float, n: int = 16):
+    """n items' counterfactual prompts: the false term's MRR with P1 written and without, with
+    item noise that sums to zero; the true grid's P1-written prompts at 1."""
+    twins = [p for i in range(n)
+             for p in _twins(f"i{i}", written + 0.02 * (i - (n - 1) / 2), unwritten)]
+    true = [Prompt("rdfs9", "explicit", "explicit", "manual", 0, f"i{i}", 0, (1.0,) * 4)
+            for i in range(n)]
+    return twins, true
+
+
+def test_following_a_false_premise_beyond_copy_is_claimed_and_only_then():
+    config = ReportSettings(model="some-lm", rules=("rdfs9",), templates=("manual",),
+                            resamples=1000, controls=("frequency", "copy"))
+    recall, copier = _data(0.2, 0.2), _data(0.5, 0.2)
+
+    def table(model):
+        family = Family("counterfactual", model, {"frequency": recall, "copy": copier},
+                        lambda mine, copy: counterfactual_tests(mine, copy, config))
+        rows, _ = comparison_table([], {"frequency": [], "copy": []}, config, [family])
+        return {r["comparison"]: r for r in rows if r["family"] == "counterfactual"}
+
+    rows = table(_data(1.0, 0.2))
+    follows = rows[f"{FOLLOWS} (P2 explicit)"]
+    assert follows["estimate"] == pytest.approx(0.5)  # 0.8 − copy's 0.3
+    assert follows["control_estimate_copy"] == pytest.approx(0)
+    assert follows["control_estimate_frequency"] == pytest.approx(-0.3)
+    assert follows["claimed"] is True
+    # a model that follows the premise only as far as copying does: nothing beyond copy
+    rows = table(_data(0.5, 0.2))
+    assert not rows[f"{FOLLOWS} (P2 explicit)"]["claimed"]
+    assert not rows["counterfactual P1 written vs unwritten (P2 explicit)"]["claimed"]
