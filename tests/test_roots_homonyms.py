@@ -99,6 +99,36 @@ def test_which_roots_each_rule_takes():
                                             "http://www.cidoc-crm.org/cidoc-crm/E1_CRM_Entity"}
 
 
+CRM = "http://www.cidoc-crm.org/cidoc-crm/"
+#: CIDOC-CRM's general classes (issue 33 #3: "CRM entity", "persistent item", "temporal
+#: entity", "spacetime volume", "thing" were golds of most of its items).
+CRM_ROOTS = {"E1_CRM_Entity": "CRM entity", "E2_Temporal_Entity": "temporal entity",
+             "E77_Persistent_Item": "persistent item", "E92_Spacetime_Volume": "spacetime volume",
+             "E70_Thing": "thing"}
+
+
+def test_cidoc_crm_general_classes_are_never_golds(tmp_path):
+    """A slice of CIDOC-CRM's hierarchy: none of its general classes is an answer, the
+    classes below them still are, and each is counted as a root."""
+    edges = [("E2_Temporal_Entity", "E1_CRM_Entity"), ("E77_Persistent_Item", "E1_CRM_Entity"),
+             ("E92_Spacetime_Volume", "E1_CRM_Entity"), ("E4_Period", "E2_Temporal_Entity"),
+             ("E4_Period", "E92_Spacetime_Volume"), ("E5_Event", "E4_Period"),
+             ("E7_Activity", "E5_Event"), ("E11_Modification", "E7_Activity"),
+             ("E70_Thing", "E77_Persistent_Item"), ("E71_Human-Made_Thing", "E70_Thing"),
+             ("E72_Legal_Object", "E70_Thing"), ("E18_Physical_Thing", "E72_Legal_Object")]
+    labels = {**CRM_ROOTS, "E4_Period": "period", "E5_Event": "event", "E7_Activity": "activity",
+              "E11_Modification": "modification", "E71_Human-Made_Thing": "human-made thing",
+              "E72_Legal_Object": "legal object", "E18_Physical_Thing": "physical thing"}
+    lines = [f'<{CRM}{c}> rdfs:label "{lab}" .' for c, lab in labels.items()]
+    lines += [f"<{CRM}{c}> rdfs:subClassOf <{CRM}{p}> ." for c, p in edges]
+    onto, triples = load(ttl(tmp_path, "\n".join(lines) + "\n"))
+    roots = {CRM + c for c in CRM_ROOTS}
+    assert {onto.excluded[r] for r in roots} == {ROOT}
+    answers = golds(*probes(onto, triples)[:2])
+    assert answers and not answers & roots
+    assert {CRM + "E7_Activity", CRM + "E72_Legal_Object"} <= answers
+
+
 def _tree(n: int) -> str:
     """ex:Entity above `n` classes (a chain of kinds, each with a leaf)."""
     lines = ['ex:Entity rdfs:label "entity" .']

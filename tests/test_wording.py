@@ -34,6 +34,15 @@ PROPERTIES = {
     "has SubOrganization":
         "One has to be a particular [MASK] if one has sub organization a thing .",
     "located in": "One has to be a particular [MASK] if one is located in a thing .",
+    # ORG's "registered site": a participle before a noun is a noun phrase, not "is registered
+    # site"; OWL-Time's "interval disjoint" ends in an adjective: no noun to "have"
+    "registered site": "One has to be a particular [MASK] if one has registered site a thing .",
+    "interval disjoint": "One has to be a particular [MASK] if one stands in the relation "
+                         '"interval disjoint" to a thing .',
+    # BIBO's "court", Music Ontology's "time": a noun that is also a verb's base form, between
+    # two classes, is the noun ("one court something" was the wrong sentence)
+    "court": "One has to be a particular [MASK] if one has court a thing .",
+    "time": "One has to be a particular [MASK] if one has time a thing .",
 }
 
 #: class label → how "[X] is a ___ ." reads it, and its disambiguator (issue 33 #2, #10).
@@ -46,6 +55,8 @@ CLASSES = {
     "Gnetophytes": ("gnetophyte", None),
     "Biomolecule": ("biomolecule", None),
     "Australian football Team": ("Australian football team", None),
+    "EMail": ("email", None),  # BIBO: one capital letter before a word
+    "archbishop": ("archbishop", None),  # no "arch bishop": a word, not two run together
 }
 
 
@@ -66,6 +77,8 @@ def _ontology(tmp_path: Path):
                  "rdfs:range :thing .")
     for n, label in enumerate(CLASSES):
         lines.append(f':c{n} a owl:Class ; rdfs:label "{label}" ; rdfs:subClassOf :thing .')
+    # OWL-Time's individuals: the parenthetical is a disambiguator, kept apart (issue 33 #2)
+    lines.append(':week a :c0 ; rdfs:label "Week (unit of temporal duration)" .')
     path = tmp_path / "w.ttl"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return build_ontology("w", parse_rdf(path))
@@ -99,7 +112,7 @@ def test_a_plural_looking_label_is_a_verb_between_classes_and_a_noun_before_a_va
 def test_unclear_shapes_are_counted_not_worded_wrongly():
     shapes = {label: property_shape(label) for label in PROPERTIES}
     assert [label for label, s in shapes.items() if s == "unclear"] == [
-        "interval meets", "in XSD Date-Time-Stamp"]
+        "interval meets", "in XSD Date-Time-Stamp", "interval disjoint"]
     assert UNCLEAR_PATTERN.startswith("[X]") and UNCLEAR_PATTERN.index("[X]") < \
         UNCLEAR_PATTERN.index("[Y]")
 
@@ -126,3 +139,18 @@ def test_adjective_filter_keeps_nouns(label):
 @pytest.mark.parametrize("label", ["viscous", "decreased", "adjacent to", "striated"])
 def test_adjective_filter_still_drops_adjectives(label):
     assert is_adjective_label(label)
+
+
+def test_an_individuals_parenthetical_is_a_field_not_part_of_the_prompt(onto):
+    """ "Week (unit of temporal duration) is a [MASK] ." (issue 33 #2) reads "Week is a …", the
+    parenthetical kept in the record's `disambiguator`."""
+    from kgprobe.reasoning.memorizing import generate_memorizing
+
+    week = onto.instances[f"{EX}week"]
+    assert (week.label, week.disambiguator) == ("Week", "unit of temporal duration")
+    record, = [r for r in generate_memorizing(onto, ["type"], train=0, dev=0)["type"]
+               if r.subject_iri == f"{EX}week"]
+    assert (record.subject, record.disambiguator) == ("Week", "unit of temporal duration")
+    prompt = load_templates()["type"].manual[0].render(text_a=record.subject)
+    assert "(" not in prompt and prompt.startswith("Week is "), prompt
+    assert "disambiguator" in record.to_json()
