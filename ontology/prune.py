@@ -60,8 +60,8 @@ def _excluded_terms(onto: Ontology, types: dict[str, set[str]], exclusions: Excl
                 # wasRevisionOf, an object property too, a relation
                 reason = None
             if reason is None:
-                reason = _unusable(iri, term.label, deprecated,
-                                   adjectives and table is onto.classes)
+                reason = _unusable(iri, term.label, deprecated, adjectives and (
+                    table is onto.classes or table is onto.instances and _phrase(term.label)))
             if reason is not None:
                 out.setdefault(iri, reason)
     _spread_datatypes(onto, out)
@@ -69,6 +69,14 @@ def _excluded_terms(onto: Ontology, types: dict[str, set[str]], exclusions: Excl
         for iri in share_roots({i: c.parents for i, c in onto.classes.items()}, out):
             out[iri] = ROOT
     return out
+
+
+def _phrase(label: str | None) -> bool:
+    """An individual's label written as a phrase, not a name: lower case throughout or after
+    its first word (BIBO's status "peer reviewed", never a title such as "Frozen"), so an
+    adjective there is no subject of "[X] is a ___"."""
+    words = (label or "").split()
+    return bool(words) and (label.islower() or len(words) > 1 and words[-1].islower())
 
 
 def _unusable(iri: str, label: str, deprecated: set[str], adjectives: bool) -> str | None:

@@ -188,9 +188,10 @@ def word_case(word: str, lower_words: frozenset[str] = frozenset()) -> str:
         # "e-book"
         joined = word.lower()
         return joined if parts_of_speech(joined) else f"{joined[0]}-{joined[1:]}"
-    if _INNER_CAMEL.search(word) and not word[:1].islower():
+    if _INNER_CAMEL.search(word):
         parts = _INNER_CAMEL.sub(" ", word).split()
-        if all(parts_of_speech(p) for p in parts):
+        # "subOrganization" as "SubOrganization"; never "iPhone" (a letter is no word)
+        if all(len(p) > 1 and parts_of_speech(p) for p in parts):
             return " ".join(p.lower() for p in parts)
     if _is_acronym(word):
         return word.upper()

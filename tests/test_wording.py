@@ -43,6 +43,9 @@ PROPERTIES = {
     # two classes, is the noun ("one court something" was the wrong sentence)
     "court": "One has to be a particular [MASK] if one has court a thing .",
     "time": "One has to be a particular [MASK] if one has time a thing .",
+    # ORG's "subOrganization of" (camelCase inside a label, lower first letter)
+    "subOrganization of": "One has to be a particular [MASK] if one is sub organization of a "
+                          "thing .",
 }
 
 #: class label → how "[X] is a ___ ." reads it, and its disambiguator (issue 33 #2, #10).
@@ -79,6 +82,8 @@ def _ontology(tmp_path: Path):
         lines.append(f':c{n} a owl:Class ; rdfs:label "{label}" ; rdfs:subClassOf :thing .')
     # OWL-Time's individuals: the parenthetical is a disambiguator, kept apart (issue 33 #2)
     lines.append(':week a :c0 ; rdfs:label "Week (unit of temporal duration)" .')
+    # BIBO's document status "peer reviewed": an adjective, no subject of "[X] is a ___"
+    lines.append(':peer a :c0 ; rdfs:label "Peer reviewed" .')
     path = tmp_path / "w.ttl"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return build_ontology("w", parse_rdf(path))
@@ -154,3 +159,11 @@ def test_an_individuals_parenthetical_is_a_field_not_part_of_the_prompt(onto):
     prompt = load_templates()["type"].manual[0].render(text_a=record.subject)
     assert "(" not in prompt and prompt.startswith("Week is "), prompt
     assert "disambiguator" in record.to_json()
+
+
+def test_an_individual_labelled_by_an_adjective_phrase_is_left_out_and_counted(onto):
+    from kgprobe.ontology.exclusions import ADJECTIVE
+
+    assert f"{EX}peer" not in onto.instances
+    assert onto.excluded[f"{EX}peer"] == ADJECTIVE
+    assert f"{EX}week" in onto.instances  # a name ("Week") is no adjective phrase
