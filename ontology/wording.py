@@ -100,10 +100,12 @@ def property_shape(label: str) -> str:
     if tag[i] in _FINITE:
         return "verb"
     if tag[i] == "VBN":
-        # "registered site", "preferred label": a participle modifying a noun is a noun phrase
+        # "registered site" (a noun phrase: "has registered site") or "used constituent" (a
+        # verb and its object: CIDOC-CRM's "used constituent"): no tagger tells them apart, so
+        # neither "is registered site" nor "has used constituent" is written
         rest = tag[i + 1:]
         if rest and rest[-1] in _NOUNS and all(t in _NOMINAL for t in rest):
-            return "noun"
+            return "unclear"
         return "participle"
     if tag[0] in _PREPS:  # "near", "in contact with"; "in XSD Date-Time-Stamp" is no relation
         return "copula" if tag[-1] in _PREPS else "unclear"

@@ -34,9 +34,13 @@ PROPERTIES = {
     "has SubOrganization":
         "One has to be a particular [MASK] if one has sub organization a thing .",
     "located in": "One has to be a particular [MASK] if one is located in a thing .",
-    # ORG's "registered site": a participle before a noun is a noun phrase, not "is registered
-    # site"; OWL-Time's "interval disjoint" ends in an adjective: no noun to "have"
-    "registered site": "One has to be a particular [MASK] if one has registered site a thing .",
+    # ORG's "registered site" and CIDOC-CRM's "used constituent": a participle before a noun
+    # is a noun phrase or a verb and its object, never "is registered site" nor "has used
+    # constituent"; OWL-Time's "interval disjoint" ends in an adjective: no noun to "have"
+    "registered site": "One has to be a particular [MASK] if one stands in the relation "
+                       '"registered site" to a thing .',
+    "used constituent": "One has to be a particular [MASK] if one stands in the relation "
+                        '"used constituent" to a thing .',
     "interval disjoint": "One has to be a particular [MASK] if one stands in the relation "
                          '"interval disjoint" to a thing .',
     # BIBO's "court", Music Ontology's "time": a noun that is also a verb's base form, between
@@ -117,7 +121,8 @@ def test_a_plural_looking_label_is_a_verb_between_classes_and_a_noun_before_a_va
 def test_unclear_shapes_are_counted_not_worded_wrongly():
     shapes = {label: property_shape(label) for label in PROPERTIES}
     assert [label for label, s in shapes.items() if s == "unclear"] == [
-        "interval meets", "in XSD Date-Time-Stamp", "interval disjoint"]
+        "interval meets", "in XSD Date-Time-Stamp", "registered site", "used constituent",
+        "interval disjoint"]
     assert UNCLEAR_PATTERN.startswith("[X]") and UNCLEAR_PATTERN.index("[X]") < \
         UNCLEAR_PATTERN.index("[Y]")
 
