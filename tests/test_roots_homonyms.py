@@ -303,3 +303,21 @@ def test_report_says_how_far_known_reaches(tmp_path):
                                           "- rdfs9 P2: known down to rank 10 (1 of 2 known)"]
     (tmp_path / "memorized.json").unlink()
     assert known_reach(tmp_path) == []
+
+
+def test_a_premise_of_two_terms_with_one_label_is_no_item(tmp_path):
+    """CIDOC-CRM's P151i and P11i are both "participated in": "Participated in implies
+    participated in" says nothing, so no item rests on it; it is counted."""
+    from kgprobe.reasoning.items import RESTATED
+
+    onto, triples = load(ttl(tmp_path, """
+ex:P12i rdfs:label "was present at" .
+ex:P11i rdfs:label "participated in" ; rdfs:subPropertyOf ex:P12i .
+ex:P151i rdfs:label "participated in" ; rdfs:subPropertyOf ex:P11i .
+ex:P99i rdfs:label "took part in" ; rdfs:subPropertyOf ex:P11i .
+"""))
+    _, items, skipped = probes(onto, triples, pseudowords=False)
+    texts = [p.text for i in items.get("rdfs5", []) for p in i.premises]
+    assert texts and "Took part in implies participated in ." in texts  # other items stay
+    assert not any(t.lower() == "participated in implies participated in ." for t in texts)
+    assert skipped[f"rdfs5: {RESTATED}"] >= 1
