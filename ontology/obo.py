@@ -73,7 +73,7 @@ def read_obo(path: Path, raw: bytes):
         text += "\n"
     text, n_typed = _UNTYPED_VALUE.subn(r"\1 xsd:string", text)
     if n_typed:  # fastobo reads such a value as an identifier, and its quotes end up in an IRI
-        warnings.append(f"{path}: {n_typed} property_value line(s) with a quoted value and no "
+        warnings.append(f"{n_typed} property_value line(s) with a quoted value and no "
                         "datatype read as xsd:string")
     try:
         return fastobo.loads(text), warnings
