@@ -142,6 +142,7 @@ def normalize_spaces(text: str) -> str:
 # ------------------------------------------------------------------------------ class labels
 
 _PAREN = re.compile(r"\s*\(([^()]*)\)\s*$")
+_INNER_PAREN = re.compile(r"\s\(([^()]*)\)\s")
 _INNER_CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z][a-z])")
 
 
@@ -149,6 +150,10 @@ def split_disambiguator(label: str) -> tuple[str, str | None]:
     """A trailing parenthetical is a disambiguator, not part of the name: "Week (unit of
     temporal duration)" → ("Week", "unit of temporal duration")."""
     m = _PAREN.search(label)
+    if not m:  # one inside the name: "Cowpea (pulse) food product" → "Cowpea food product"
+        inner = _INNER_PAREN.findall(label)
+        if len(inner) == 1 and _INNER_PAREN.sub(" ", label).strip():
+            return normalize_spaces(_INNER_PAREN.sub(" ", label)), inner[0].strip() or None
     if not m or not label[:m.start()].strip():
         return label, None
     return label[:m.start()].strip(), m.group(1).strip() or None

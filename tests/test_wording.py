@@ -64,6 +64,8 @@ CLASSES = {
     "Australian football Team": ("Australian football team", None),
     "EMail": ("email", None),  # BIBO: one capital letter before a word
     "archbishop": ("archbishop", None),  # no "arch bishop": a word, not two run together
+    # ENVO: a parenthetical inside the name is a disambiguator too
+    "cowpea (pulse) food product": ("cowpea food product", "pulse"),
 }
 
 
@@ -88,6 +90,13 @@ def _ontology(tmp_path: Path):
     lines.append(':week a :c0 ; rdfs:label "Week (unit of temporal duration)" .')
     # BIBO's document status "peer reviewed": an adjective, no subject of "[X] is a ___"
     lines.append(':peer a :c0 ; rdfs:label "Peer reviewed" .')
+    # ENVO's grouping classes ("food material by organism") are no kind of thing
+    lines.append(':group a owl:Class ; rdfs:label "food material by organism" ; '
+                 "rdfs:subClassOf :thing .")
+    lines.append(':plantfood a owl:Class ; rdfs:label "plant food product" ; '
+                 "rdfs:subClassOf :group .")
+    lines.append(':ooze a owl:Class ; rdfs:label "sediment permeated by freshwater" ; '
+                 "rdfs:subClassOf :thing .")
     path = tmp_path / "w.ttl"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return build_ontology("w", parse_rdf(path))
@@ -172,3 +181,11 @@ def test_an_individual_labelled_by_an_adjective_phrase_is_left_out_and_counted(o
     assert f"{EX}peer" not in onto.instances
     assert onto.excluded[f"{EX}peer"] == ADJECTIVE
     assert f"{EX}week" in onto.instances  # a name ("Week") is no adjective phrase
+
+
+def test_a_grouping_class_is_no_answer_and_its_subclasses_keep_their_parents(onto):
+    from kgprobe.ontology.exclusions import GROUPING
+
+    assert onto.excluded[f"{EX}group"] == GROUPING
+    assert onto.classes[f"{EX}plantfood"].parents == [f"{EX}thing"]  # reconnected around it
+    assert f"{EX}ooze" in onto.classes  # a participle before "by": a kind, kept
