@@ -23,6 +23,9 @@ DEPRECATED = "deprecated"
 ANNOTATION = "annotation"
 #: ... a class labelled by an adjective or participle ("viscous"): no "[X] is a ___".
 ADJECTIVE = "adjective"
+#: ... a grouping class, a noun sorted "by" something ("food material by organism"): no kind of
+#: thing, so no answer to "[X] is a ___" (its subclasses are reconnected to its parents).
+GROUPING = "grouping class"
 #: ... the ontology document's own header (owl:Ontology subjects, every triple about them).
 HEADER = "ontology header"
 #: ... an upper-level root: the list's `root` table (BFO's entity, continuant, occurrent …,
@@ -51,6 +54,7 @@ WHY = {ID_LIKE: "no label usable as words (an ID-like name)",
                    "keeps them)",
        DEPRECATED: "deprecated or obsolete terms (--keep-deprecated keeps them)",
        ADJECTIVE: "adjective labels do not fit '[X] is a ___'",
+       GROUPING: "grouping classes ('food material by organism') are no kind of thing",
        HEADER: "the ontology document's own header (owl:Ontology), about the file, not "
                "the world"}
 

@@ -123,6 +123,18 @@ def is_adjective_label(label: str) -> bool:
     return head.endswith(_ADJECTIVE_ENDINGS)
 
 
+def is_grouping_label(label: str) -> bool:
+    """Whether a class label names a grouping of classes, a noun sorted "by" a criterion
+    (ENVO's "food material by organism", "food by meal type"), not a kind of thing: the word
+    before "by" is a noun and no -ed participle ("sediment permeated by freshwater" is a
+    kind)."""
+    words = label.lower().split()
+    if "by" not in words[1:-1]:
+        return False
+    before = words[words.index("by", 1) - 1]
+    return "NOUN" in parts_of_speech(before) and not before.endswith("ed")
+
+
 def _verb_base(word: str) -> bool:
     """A verb's base form ("top", "drop"): such a word is a noun as well, though the lexicon
     lists only its verb (and adjective) readings."""

@@ -128,6 +128,8 @@ class Instance:
     iri: str
     label: str
     types: list[str] = field(default_factory=list)  # asserted (direct) classes
+    #: a trailing parenthetical of the label, kept apart from it (`wording.word_labels`)
+    disambiguator: str | None = None
 
 
 @dataclass

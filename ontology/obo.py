@@ -59,6 +59,10 @@ def _short(text: str, n: int = 70) -> str:
     return text if len(text) <= n else text[:n] + "…"
 
 
+#: ``property_value: IAO:0000119 "text"`` as ENVO releases it: a quoted value and no datatype.
+_UNTYPED_VALUE = re.compile(r'^(property_value:\s+\S+\s+"(?:[^"\\\n]|\\.)*")[ \t]*$', re.M)
+
+
 def read_obo(path: Path, raw: bytes):
     """The fastobo document of an OBO file, and the warnings the mend left (empty when the
     file is OBO 1.4 as fastobo reads it)."""
@@ -67,6 +71,10 @@ def read_obo(path: Path, raw: bytes):
     text, warnings = _decode(path, raw)
     if not text.endswith("\n"):  # fastobo refuses a last line without its newline
         text += "\n"
+    text, n_typed = _UNTYPED_VALUE.subn(r"\1 xsd:string", text)
+    if n_typed:  # fastobo reads such a value as an identifier, and its quotes end up in an IRI
+        warnings.append(f"{n_typed} property_value line(s) with a quoted value and no "
+                        "datatype read as xsd:string")
     try:
         return fastobo.loads(text), warnings
     except SyntaxError:

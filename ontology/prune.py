@@ -12,6 +12,7 @@ from collections import defaultdict, deque
 
 from kgprobe.ontology.exclusions import (
     ADJECTIVE,
+    GROUPING,
     ANNOTATION,
     DEPRECATED,
     ID_LIKE,
@@ -21,7 +22,7 @@ from kgprobe.ontology.exclusions import (
     share_roots,
 )
 from kgprobe.ontology.hierarchy import nearest_kept
-from kgprobe.ontology.labels import is_adjective_label
+from kgprobe.ontology.labels import is_adjective_label, is_grouping_label
 from kgprobe.ontology.model import OWL_OBJECT_PROPERTY, Ontology
 
 #: A property declared an object property is a relation, even when it is an annotation
@@ -60,8 +61,10 @@ def _excluded_terms(onto: Ontology, types: dict[str, set[str]], exclusions: Excl
                 # wasRevisionOf, an object property too, a relation
                 reason = None
             if reason is None:
-                reason = _unusable(iri, term.label, deprecated,
-                                   adjectives and table is onto.classes)
+                reason = _unusable(iri, term.label, deprecated, adjectives and (
+                    table is onto.classes or table is onto.instances and _phrase(term.label)))
+            if reason is None and _grouping(table, onto, term.label, adjectives):
+                reason = GROUPING
             if reason is not None:
                 out.setdefault(iri, reason)
     _spread_datatypes(onto, out)
@@ -69,6 +72,14 @@ def _excluded_terms(onto: Ontology, types: dict[str, set[str]], exclusions: Excl
         for iri in share_roots({i: c.parents for i, c in onto.classes.items()}, out):
             out[iri] = ROOT
     return out
+
+
+def _phrase(label: str | None) -> bool:
+    """An individual's label written as a phrase, not a name: lower case throughout or after
+    its first word (BIBO's status "peer reviewed", never a title such as "Frozen"), so an
+    adjective there is no subject of "[X] is a ___"."""
+    words = (label or "").split()
+    return bool(words) and (label.islower() or len(words) > 1 and words[-1].islower())
 
 
 def _unusable(iri: str, label: str, deprecated: set[str], adjectives: bool) -> str | None:
@@ -80,6 +91,11 @@ def _unusable(iri: str, label: str, deprecated: set[str], adjectives: bool) -> s
     if adjectives and is_adjective_label(label):
         return ADJECTIVE
     return None
+
+
+def _grouping(table, onto: Ontology, label: str | None, adjectives: bool) -> bool:
+    """An English class label of a grouping class (`labels.is_grouping_label`)."""
+    return adjectives and table is onto.classes and bool(label) and is_grouping_label(label)
 
 
 def _spread_datatypes(onto: Ontology, out: dict[str, str]) -> None:

@@ -100,6 +100,12 @@ def property_shape(label: str) -> str:
     if tag[i] in _FINITE:
         return "verb"
     if tag[i] == "VBN":
+        # "registered site" (a noun phrase: "has registered site") or "used constituent" (a
+        # verb and its object: CIDOC-CRM's "used constituent"): no tagger tells them apart, so
+        # neither "is registered site" nor "has used constituent" is written
+        rest = tag[i + 1:]
+        if rest and rest[-1] in _NOUNS and all(t in _NOMINAL for t in rest):
+            return "unclear"
         return "participle"
     if tag[0] in _PREPS:  # "near", "in contact with"; "in XSD Date-Time-Stamp" is no relation
         return "copula" if tag[-1] in _PREPS else "unclear"
@@ -107,7 +113,10 @@ def property_shape(label: str) -> str:
     while j < len(tag) and tag[j] in _NOMINAL:
         j += 1
     if j == len(tag):
-        return "noun" if tag[-1] in _NOUNS else "unclear"
+        # "interval disjoint": a tagger's noun the lexicon never lists as one ends no noun phrase
+        last = parts_of_speech(words[-1])
+        noun_end = tag[-1] in _NOUNS and (not last or "NOUN" in last or tag[-1] == "NNS")
+        return "noun" if noun_end else "unclear"
     if j > 0 and tag[j:] and all(t in _PREPS for t in tag[j:]):
         return "copula"
     if j > 0 and words[j] in _COPULAS and any(t in _NOUNS for t in tag[:j]):
@@ -133,6 +142,7 @@ def normalize_spaces(text: str) -> str:
 # ------------------------------------------------------------------------------ class labels
 
 _PAREN = re.compile(r"\s*\(([^()]*)\)\s*$")
+_INNER_PAREN = re.compile(r"\s\(([^()]*)\)\s")
 _INNER_CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z][a-z])")
 
 
@@ -140,6 +150,10 @@ def split_disambiguator(label: str) -> tuple[str, str | None]:
     """A trailing parenthetical is a disambiguator, not part of the name: "Week (unit of
     temporal duration)" → ("Week", "unit of temporal duration")."""
     m = _PAREN.search(label)
+    if not m:  # one inside the name: "Cowpea (pulse) food product" → "Cowpea food product"
+        inner = _INNER_PAREN.findall(label)
+        if len(inner) == 1 and _INNER_PAREN.sub(" ", label).strip():
+            return normalize_spaces(_INNER_PAREN.sub(" ", label)), inner[0].strip() or None
     if not m or not label[:m.start()].strip():
         return label, None
     return label[:m.start()].strip(), m.group(1).strip() or None
@@ -161,7 +175,7 @@ def _run_together(word: str) -> str:
     w = word.lower()
     if not w.isalpha() or len(w) < 8 or parts_of_speech(w):
         return word
-    for k in range(4, len(w) - 3):
+    for k in range(5, len(w) - 3):  # not "arch|bishop": a first part of five letters or more
         first, second = parts_of_speech(w[:k]), parts_of_speech(w[k:])
         if ("ADJ" in first or (first == {"VERB"} and w[:k].endswith(("en", "ed")))) \
                 and "NOUN" in second:
@@ -176,9 +190,15 @@ def word_case(word: str, lower_words: frozenset[str] = frozenset()) -> str:
     written in capitals ("isrc" → "ISRC"), anything else (names, acronyms) as written."""
     if "-" in word.strip("-"):
         return "-".join(word_case(p, lower_words) for p in word.split("-"))
-    if _INNER_CAMEL.search(word) and not word[:1].islower():
+    if re.fullmatch(r"[A-Z][A-Z][a-z]+", word) and parts_of_speech(word[1:]):
+        # one letter before a word: "EMail" → "email" (a word the lexicon knows), "EBook" →
+        # "e-book"
+        joined = word.lower()
+        return joined if parts_of_speech(joined) else f"{joined[0]}-{joined[1:]}"
+    if _INNER_CAMEL.search(word):
         parts = _INNER_CAMEL.sub(" ", word).split()
-        if all(parts_of_speech(p) for p in parts):
+        # "subOrganization" as "SubOrganization"; never "iPhone" (a letter is no word)
+        if all(len(p) > 1 and parts_of_speech(p) for p in parts):
             return " ".join(p.lower() for p in parts)
     if _is_acronym(word):
         return word.upper()
@@ -231,8 +251,9 @@ def _is_plural(word: str, tag: str) -> bool:
 
 def word_labels(onto) -> None:
     """Word an English ontology's class and property labels for prompts, in place: each
-    class label by `class_label` (its parenthetical kept in `OntClass.disambiguator`),
-    each property label by `label_words`. Every label is tagged in one batch first."""
+    class label by `class_label` (its parenthetical kept in `OntClass.disambiguator`), each
+    individual's trailing parenthetical kept apart likewise ("Week (unit of temporal
+    duration)" → "Week"), each property label by `label_words`. Every label is tagged in one batch first."""
     from kgprobe.ontology.labels import lowered_words
 
     terms = [t for t in (*onto.classes.values(), *onto.properties.values()) if t.label]
@@ -242,6 +263,9 @@ def word_labels(onto) -> None:
     for c in onto.classes.values():
         if c.label:
             c.label, c.disambiguator = class_label(c.label, lower)
+    for i in onto.instances.values():  # a name keeps its case; only its parenthetical goes
+        if i.label:
+            i.label, i.disambiguator = split_disambiguator(normalize_spaces(i.label))
     for p in onto.properties.values():
         if p.label:
             p.label = label_words(p.label, lower)
@@ -256,8 +280,11 @@ def _verb_between_classes(prop, onto) -> bool:
     from lemminflect import getAllLemmas
 
     words = prop.label.split()
+    verbs = getAllLemmas(words[0]).get("VERB", ()) if len(words) == 1 else ()
+    # an inflected form only ("feeds"): a base form that is a noun too is the noun ("court",
+    # "time": "[X] has court [Y]", never "one court something")
     return (len(words) == 1 and property_shape(prop.label) == "noun"
-            and "VERB" in getAllLemmas(words[0]) and bool(prop.range)
+            and bool(verbs) and words[0] not in verbs and bool(prop.range)
             and all(r in onto.classes and not r.startswith(_VALUE_SPACES) for r in prop.range))
 
 

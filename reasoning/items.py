@@ -160,11 +160,13 @@ NAMED = "answer in the property's wording"
 def restates_premise(item: ReasoningItem) -> bool:
     """Whether the item's answer can be read off its other premise without the inference
     step: it is the answer P2 already gives (DCAT's ``dcat:hasVersion ⊑ dcterms:hasVersion``,
-    both "has version": "[X] has version [Y]" → "[X] [MASK] [Y]"; "B is a B" in rdfs9/11).
-    P1 stating the answer is the point of an item; P2 stating it is not. (The property
-    "architect" with the range "architect" names two terms: P2 gives no class, so it stays.)"""
+    both "has version"; "B is a B" in rdfs9/11), or a premise of two terms with one label says
+    nothing (CIDOC-CRM's "Participated in implies participated in"). P1 stating the answer is
+    the point of an item; P2 stating it is not. (The property "architect" with the range
+    "architect" names two terms: P2 gives no class, so it stays.)"""
     said = {_norm(p.answer) for p in item.premises if p.role == "P2"}
-    return any(_norm(a) in said for a in item.answers)
+    return any(_norm(a) in said for a in item.answers) or any(_norm(p.subject) == _norm(
+        p.answer) for p in item.premises if p.relation in ("subClassOf", "subPropertyOf"))
 
 
 def named_by_property(item: ReasoningItem) -> bool:
@@ -284,11 +286,9 @@ def _written(onto: Ontology, verb: Verbalizer, d: Derivation, asserted,
     """(the item of `d`, None), or (None, why it is not written) — or (None, None) for a
     derivation that says nothing in words (`_item`)."""
     reason = _unspeakable(onto, d, pseudowords)
-    if reason:
-        return None, reason
-    item = _item(verb, d, asserted)
+    item = None if reason else _item(verb, d, asserted)
     if item is None:
-        return None, None
+        return None, reason
     reason = (RESTATED if restates_premise(item) else NAMED if named_by_property(item)
               else UNWORDED if unworded(item) else None)
     return (None, reason) if reason else (item, None)

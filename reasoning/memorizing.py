@@ -39,6 +39,8 @@ class MemorizingRecord:
     split: str
     answer_iris: list[str] = field(default_factory=list)
     pattern: str | None = None  # for property subjects: how the property is verbalized
+    #: the subject label's parenthetical ("unit of temporal duration"), never in the prompt
+    disambiguator: str | None = None
 
     def to_json(self) -> dict:
         return {k: v for k, v in asdict(self).items() if v is not None}
@@ -173,6 +175,9 @@ def generate_memorizing(onto: Ontology, tasks: Iterable[str] = RELATIONS, *, see
             rows = _namespaced(onto, relation, rows, skipped)
         records = _records(relation, rows, onto.label, skipped)
         records = _without_homonyms(relation, records, skipped)
+        for r in records:
+            term = onto.classes.get(r.subject_iri) or onto.instances.get(r.subject_iri)
+            r.disambiguator = getattr(term, "disambiguator", None)
         assign_splits(records, seed=seed, train=train, dev=dev)
         out[relation] = records
     return out

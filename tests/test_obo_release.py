@@ -150,3 +150,19 @@ def test_mend_line_escapes_what_obo_1_4_escapes():
         r'xref: KEGG\ COMPOUND:1 "CAS" {a="b"} ! c'
     assert mend_line("comment: see {x} here") == r"comment: see \{x\} here"
     assert mend_line("is_a: ZOO:1 ! fine") == "is_a: ZOO:1 ! fine"
+
+
+def test_a_quoted_property_value_without_datatype_is_a_string(tmp_path):
+    """ENVO's material hierarchy writes `property_value: IAO:0000119 "…"` with no datatype:
+    it loads, the value a string (not an IRI with quotes in it), and one warning counts it."""
+    text = ("format-version: 1.4\nontology: zoo\n\n[Term]\nid: ZOO:0000001\nname: animal\n"
+            'property_value: IAO:0000119 "Nutritional_supplement_and_food"\n'
+            'property_value: seeAlso "1.01"\n')
+    store = str(tmp_path / "store")
+    code, _, err = cli("kg", "load", str(write(tmp_path, text)), "--store", store)
+    assert code == 0, err
+    assert "2 property_value line(s) with a quoted value and no datatype" in err
+    with KnowledgeGraph(store, read_only=True) as kg:
+        objects = {o for s, p, o in kg.triples() if s == OBO + "ZOO_0000001"}
+    assert any(o.startswith('"Nutritional_supplement_and_food"') for o in objects), objects
+    assert not any('"' in o and not o.startswith('"') for o in objects)

@@ -99,6 +99,36 @@ def test_which_roots_each_rule_takes():
                                             "http://www.cidoc-crm.org/cidoc-crm/E1_CRM_Entity"}
 
 
+CRM = "http://www.cidoc-crm.org/cidoc-crm/"
+#: CIDOC-CRM's general classes (issue 33 #3: "CRM entity", "persistent item", "temporal
+#: entity", "spacetime volume", "thing" were golds of most of its items).
+CRM_ROOTS = {"E1_CRM_Entity": "CRM entity", "E2_Temporal_Entity": "temporal entity",
+             "E77_Persistent_Item": "persistent item", "E92_Spacetime_Volume": "spacetime volume",
+             "E70_Thing": "thing"}
+
+
+def test_cidoc_crm_general_classes_are_never_golds(tmp_path):
+    """A slice of CIDOC-CRM's hierarchy: none of its general classes is an answer, the
+    classes below them still are, and each is counted as a root."""
+    edges = [("E2_Temporal_Entity", "E1_CRM_Entity"), ("E77_Persistent_Item", "E1_CRM_Entity"),
+             ("E92_Spacetime_Volume", "E1_CRM_Entity"), ("E4_Period", "E2_Temporal_Entity"),
+             ("E4_Period", "E92_Spacetime_Volume"), ("E5_Event", "E4_Period"),
+             ("E7_Activity", "E5_Event"), ("E11_Modification", "E7_Activity"),
+             ("E70_Thing", "E77_Persistent_Item"), ("E71_Human-Made_Thing", "E70_Thing"),
+             ("E72_Legal_Object", "E70_Thing"), ("E18_Physical_Thing", "E72_Legal_Object")]
+    labels = {**CRM_ROOTS, "E4_Period": "period", "E5_Event": "event", "E7_Activity": "activity",
+              "E11_Modification": "modification", "E71_Human-Made_Thing": "human-made thing",
+              "E72_Legal_Object": "legal object", "E18_Physical_Thing": "physical thing"}
+    lines = [f'<{CRM}{c}> rdfs:label "{lab}" .' for c, lab in labels.items()]
+    lines += [f"<{CRM}{c}> rdfs:subClassOf <{CRM}{p}> ." for c, p in edges]
+    onto, triples = load(ttl(tmp_path, "\n".join(lines) + "\n"))
+    roots = {CRM + c for c in CRM_ROOTS}
+    assert {onto.excluded[r] for r in roots} == {ROOT}
+    answers = golds(*probes(onto, triples)[:2])
+    assert answers and not answers & roots
+    assert {CRM + "E7_Activity", CRM + "E72_Legal_Object"} <= answers
+
+
 def _tree(n: int) -> str:
     """ex:Entity above `n` classes (a chain of kinds, each with a leaf)."""
     lines = ['ex:Entity rdfs:label "entity" .']
@@ -273,3 +303,21 @@ def test_report_says_how_far_known_reaches(tmp_path):
                                           "- rdfs9 P2: known down to rank 10 (1 of 2 known)"]
     (tmp_path / "memorized.json").unlink()
     assert known_reach(tmp_path) == []
+
+
+def test_a_premise_of_two_terms_with_one_label_is_no_item(tmp_path):
+    """CIDOC-CRM's P151i and P11i are both "participated in": "Participated in implies
+    participated in" says nothing, so no item rests on it; it is counted."""
+    from kgprobe.reasoning.items import RESTATED
+
+    onto, triples = load(ttl(tmp_path, """
+ex:P12i rdfs:label "was present at" .
+ex:P11i rdfs:label "participated in" ; rdfs:subPropertyOf ex:P12i .
+ex:P151i rdfs:label "participated in" ; rdfs:subPropertyOf ex:P11i .
+ex:P99i rdfs:label "took part in" ; rdfs:subPropertyOf ex:P11i .
+"""))
+    _, items, skipped = probes(onto, triples, pseudowords=False)
+    texts = [p.text for i in items.get("rdfs5", []) for p in i.premises]
+    assert texts and "Took part in implies participated in ." in texts  # other items stay
+    assert not any(t.lower() == "participated in implies participated in ." for t in texts)
+    assert skipped[f"rdfs5: {RESTATED}"] >= 1

@@ -34,6 +34,22 @@ PROPERTIES = {
     "has SubOrganization":
         "One has to be a particular [MASK] if one has sub organization a thing .",
     "located in": "One has to be a particular [MASK] if one is located in a thing .",
+    # ORG's "registered site" and CIDOC-CRM's "used constituent": a participle before a noun
+    # is a noun phrase or a verb and its object, never "is registered site" nor "has used
+    # constituent"; OWL-Time's "interval disjoint" ends in an adjective: no noun to "have"
+    "registered site": "One has to be a particular [MASK] if one stands in the relation "
+                       '"registered site" to a thing .',
+    "used constituent": "One has to be a particular [MASK] if one stands in the relation "
+                        '"used constituent" to a thing .',
+    "interval disjoint": "One has to be a particular [MASK] if one stands in the relation "
+                         '"interval disjoint" to a thing .',
+    # BIBO's "court", Music Ontology's "time": a noun that is also a verb's base form, between
+    # two classes, is the noun ("one court something" was the wrong sentence)
+    "court": "One has to be a particular [MASK] if one has court a thing .",
+    "time": "One has to be a particular [MASK] if one has time a thing .",
+    # ORG's "subOrganization of" (camelCase inside a label, lower first letter)
+    "subOrganization of": "One has to be a particular [MASK] if one is sub organization of a "
+                          "thing .",
 }
 
 #: class label → how "[X] is a ___ ." reads it, and its disambiguator (issue 33 #2, #10).
@@ -46,6 +62,10 @@ CLASSES = {
     "Gnetophytes": ("gnetophyte", None),
     "Biomolecule": ("biomolecule", None),
     "Australian football Team": ("Australian football team", None),
+    "EMail": ("email", None),  # BIBO: one capital letter before a word
+    "archbishop": ("archbishop", None),  # no "arch bishop": a word, not two run together
+    # ENVO: a parenthetical inside the name is a disambiguator too
+    "cowpea (pulse) food product": ("cowpea food product", "pulse"),
 }
 
 
@@ -66,6 +86,17 @@ def _ontology(tmp_path: Path):
                  "rdfs:range :thing .")
     for n, label in enumerate(CLASSES):
         lines.append(f':c{n} a owl:Class ; rdfs:label "{label}" ; rdfs:subClassOf :thing .')
+    # OWL-Time's individuals: the parenthetical is a disambiguator, kept apart (issue 33 #2)
+    lines.append(':week a :c0 ; rdfs:label "Week (unit of temporal duration)" .')
+    # BIBO's document status "peer reviewed": an adjective, no subject of "[X] is a ___"
+    lines.append(':peer a :c0 ; rdfs:label "Peer reviewed" .')
+    # ENVO's grouping classes ("food material by organism") are no kind of thing
+    lines.append(':group a owl:Class ; rdfs:label "food material by organism" ; '
+                 "rdfs:subClassOf :thing .")
+    lines.append(':plantfood a owl:Class ; rdfs:label "plant food product" ; '
+                 "rdfs:subClassOf :group .")
+    lines.append(':ooze a owl:Class ; rdfs:label "sediment permeated by freshwater" ; '
+                 "rdfs:subClassOf :thing .")
     path = tmp_path / "w.ttl"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return build_ontology("w", parse_rdf(path))
@@ -99,7 +130,8 @@ def test_a_plural_looking_label_is_a_verb_between_classes_and_a_noun_before_a_va
 def test_unclear_shapes_are_counted_not_worded_wrongly():
     shapes = {label: property_shape(label) for label in PROPERTIES}
     assert [label for label, s in shapes.items() if s == "unclear"] == [
-        "interval meets", "in XSD Date-Time-Stamp"]
+        "interval meets", "in XSD Date-Time-Stamp", "registered site", "used constituent",
+        "interval disjoint"]
     assert UNCLEAR_PATTERN.startswith("[X]") and UNCLEAR_PATTERN.index("[X]") < \
         UNCLEAR_PATTERN.index("[Y]")
 
@@ -126,3 +158,34 @@ def test_adjective_filter_keeps_nouns(label):
 @pytest.mark.parametrize("label", ["viscous", "decreased", "adjacent to", "striated"])
 def test_adjective_filter_still_drops_adjectives(label):
     assert is_adjective_label(label)
+
+
+def test_an_individuals_parenthetical_is_a_field_not_part_of_the_prompt(onto):
+    """ "Week (unit of temporal duration) is a [MASK] ." (issue 33 #2) reads "Week is a …", the
+    parenthetical kept in the record's `disambiguator`."""
+    from kgprobe.reasoning.memorizing import generate_memorizing
+
+    week = onto.instances[f"{EX}week"]
+    assert (week.label, week.disambiguator) == ("Week", "unit of temporal duration")
+    record, = [r for r in generate_memorizing(onto, ["type"], train=0, dev=0)["type"]
+               if r.subject_iri == f"{EX}week"]
+    assert (record.subject, record.disambiguator) == ("Week", "unit of temporal duration")
+    prompt = load_templates()["type"].manual[0].render(text_a=record.subject)
+    assert "(" not in prompt and prompt.startswith("Week is "), prompt
+    assert "disambiguator" in record.to_json()
+
+
+def test_an_individual_labelled_by_an_adjective_phrase_is_left_out_and_counted(onto):
+    from kgprobe.ontology.exclusions import ADJECTIVE
+
+    assert f"{EX}peer" not in onto.instances
+    assert onto.excluded[f"{EX}peer"] == ADJECTIVE
+    assert f"{EX}week" in onto.instances  # a name ("Week") is no adjective phrase
+
+
+def test_a_grouping_class_is_no_answer_and_its_subclasses_keep_their_parents(onto):
+    from kgprobe.ontology.exclusions import GROUPING
+
+    assert onto.excluded[f"{EX}group"] == GROUPING
+    assert onto.classes[f"{EX}plantfood"].parents == [f"{EX}thing"]  # reconnected around it
+    assert f"{EX}ooze" in onto.classes  # a participle before "by": a kind, kept
