@@ -23,6 +23,9 @@ from kgprobe.studies.options import (
 NAME = "memorization"
 #: The columns of results.csv and predictions that name a cell (`Study.cell_columns`).
 CELL_COLUMNS = ("task", "template", "masks", "pooling", "split", "protocol")
+#: results.csv's columns of a ranking run (each control's beside them: `controls.py`).
+COLUMNS = ["task", "template", "masks", "pooling", "split", "n", "R@1", "R@5", "R@10", "MRR", "MRRa",
+           "protocol", "study_protocol", "ranking"]
 
 MASKS = ("multi", "single")
 SPLITS = ("train", "dev", "test")

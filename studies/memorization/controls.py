@@ -86,7 +86,7 @@ def write_results(out: str | Path) -> list[dict]:
     """Rewrite ``OUT/results.csv`` with every control's value and interval beside each cell
     (the controls config.json records whose folder holds results); → the rows."""
     from .generate import COLUMNS as GENERATE_COLUMNS
-    from .study import COLUMNS
+    from .config import COLUMNS
 
     out = Path(out)
     settings = run_settings(out)

@@ -23,13 +23,11 @@ from kgprobe.reasoning.memorizing_sets import (  # noqa: F401 (re-exported)
     generated_sets,
     reference_sets,
 )
-from kgprobe.studies.memorization.config import NAME, MemorizationConfig
+from kgprobe.studies.memorization.config import COLUMNS, NAME, MemorizationConfig
 from kgprobe.studies.memorization.requests import plan, record_requests, select  # noqa: F401
 from kgprobe.studies.runner import Unit, run_units
 from kgprobe.studies.settings import pin_settings
 
-COLUMNS = ["task", "template", "masks", "pooling", "split", "n", "R@1", "R@5", "R@10", "MRR", "MRRa",
-           "protocol", "study_protocol", "ranking"]
 
 
 def prompts_for(mset: MemorizingSet, records: Sequence[MemorizingRecord], templates: TemplateSet,
