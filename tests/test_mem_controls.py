@@ -112,3 +112,39 @@ def test_open_answers_take_the_generative_controls(tmp_path):
     assert "\n  frequency" in (out / "report.md").read_text(encoding="utf-8")
     with pytest.raises(StudyError, match="--controls prior"):
         run(tmp_path, "random", "gen-prior", answers="generate", controls="prior")
+
+
+# ------------------------------------------------------------------ multiple choice
+
+
+def mc(tmp_path: Path, model: str, out: str, **settings) -> Path:
+    path = tmp_path / out
+    kgprobe.run("multiple-choice", model=model, out=path, task="domain,rdfs9", limit=6,
+                threads=1, **settings)
+    return path
+
+
+def test_multiple_choice_controls_answer_the_same_questions(tmp_path):
+    """Text answers: every control beside each set, equal to its own run; letter answers:
+    copy is skipped, said in the report (the option list names every option)."""
+    out = mc(tmp_path, "random", "text", answer="text")
+    rows = table(out)
+    for control in ("frequency", "copy"):
+        alone = {r["set"] + r["task"] + r["p1"]: r
+                 for r in table(mc(tmp_path, control, f"text-{control}", answer="text",
+                                   controls="none"))}
+        for row in rows:
+            own = alone[row["set"] + row["task"] + row["p1"]]
+            assert row[f"accuracy_{control}"] == own["accuracy"]
+            assert float(row[f"accuracy_{control}_lo"]) <= float(own["accuracy"]) \
+                <= float(row[f"accuracy_{control}_hi"])
+    # a written P1 names the answer: copying finds it where the frequency prior does not
+    explicit = next(r for r in rows if r["p1"] == "explicit")
+    assert float(explicit["accuracy_copy"]) > float(explicit["accuracy_frequency"])
+    letter = mc(tmp_path, "frequency", "letter")
+    rows = table(letter)
+    assert all(r["accuracy_frequency"] == r["accuracy"] and r["accuracy_random"] for r in rows)
+    assert "accuracy_copy" not in rows[0] and not (letter / "controls" / "frequency").exists()
+    assert "copy is not run" in (letter / "report.md").read_text(encoding="utf-8")
+    with pytest.raises(StudyError, match="--controls prior"):
+        mc(tmp_path, "random", "prior", controls="prior")
