@@ -36,7 +36,7 @@ def answering(config) -> tuple[str, ...]:
     return tuple(c for c in config.controls if (c, config.answer) not in SKIPPED)
 
 
-def _settings(out: Path) -> dict:
+def run_settings(out: Path) -> dict:
     try:
         found = json.loads((out / "config.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -64,7 +64,7 @@ def write_results(out: str | Path) -> list[dict]:
     """Rewrite ``OUT/results.csv`` with every control's accuracy and interval beside each
     set (the controls config.json records whose folder holds results); → the rows."""
     out = Path(out)
-    settings = _settings(out)
+    settings = run_settings(out)
     rows = read_results(out / "results.csv")
     tables = {}
     for control in settings.get("controls") or ():
@@ -78,7 +78,7 @@ def write_results(out: str | Path) -> list[dict]:
 
 def note(out: Path) -> str:
     """report.md's lines on the controls: which answered, which could not and why."""
-    settings = _settings(Path(out))
+    settings = run_settings(Path(out))
     if "controls" not in settings:
         return ""
     ran, skipped = settings.get("controls") or [], settings.get("controls_skipped") or []

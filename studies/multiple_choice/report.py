@@ -24,9 +24,9 @@ def intervals(out: Path) -> str:
 
 
 def write_report(out: str | Path) -> Path:
-    from .controls import _settings, note, write_results
+    from .controls import note, run_settings, write_results
 
-    if _settings(Path(out)).get("controls"):  # `kgprobe report` rebuilds the controls' columns
+    if run_settings(Path(out)).get("controls"):  # `kgprobe report` rebuilds the controls' columns
         write_results(out)
     return write_table_report(out, TITLE, lambda rows: format_table(rows) + note(Path(out))
                               + intervals(Path(out)))
