@@ -41,6 +41,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections import Counter
+from functools import lru_cache
 from typing import Any, ClassVar, Iterable, Mapping, Sequence
 
 import numpy as np
@@ -146,19 +147,35 @@ class FrequencyBaseline(_NoGradients):
 _SLOT = re.compile(r"\[[^\[\]\s]*\]|<s\d+>")
 
 
-def mention(label: str, text: str) -> int | None:
+def mention(label: str, text: str, *, blanked: bool = False) -> int | None:
     """Where `text` first names `label` (a character offset), or None.
 
     Case-insensitive, on word boundaries (``person`` is not named by ``personality``), any
     run of whitespace matching a label's space (``sports team`` is named by ``Sports  team``).
     Prompt slots (``[MASK]``, ``[X]``, ``<s1>``) are blanked first: a candidate ``mask`` is
-    not named by the slot it is to fill."""
+    not named by the slot it is to fill (`blanked`: `text` is blanked already, as
+    `CopyBaseline` does once per prompt rather than once per candidate)."""
+    pattern = _label_pattern(label)
+    if pattern is None:
+        return None
+    found = pattern.search(text if blanked else blank_slots(text))
+    return found.start() if found else None
+
+
+@lru_cache(maxsize=None)
+def _label_pattern(label: str) -> re.Pattern | None:
+    """A label's pattern, compiled once: a task's hundreds of candidates overflow `re`'s own
+    cache, and recompiling them for every prompt made copy the slowest control by far."""
     words = label.split()
     if not words:
         return None
-    pattern = r"(?<!\w)" + r"\s+".join(re.escape(w) for w in words) + r"(?!\w)"
-    found = re.search(pattern, _SLOT.sub(lambda m: " " * len(m.group(0)), text), re.IGNORECASE)
-    return found.start() if found else None
+    return re.compile(r"(?<!\w)" + r"\s+".join(re.escape(w) for w in words) + r"(?!\w)",
+                      re.IGNORECASE)
+
+
+def blank_slots(text: str) -> str:
+    """`text` with its prompt slots blanked to spaces (offsets kept)."""
+    return _SLOT.sub(lambda m: " " * len(m.group(0)), text)
 
 
 class CopyBaseline(FrequencyBaseline):
@@ -180,7 +197,8 @@ class CopyBaseline(FrequencyBaseline):
         fallback[self.ranking(candidates)] = np.arange(len(candidates))
         out = np.zeros((len(prompts), len(candidates)), dtype=np.float64)
         for row, prompt in enumerate(prompts):
-            where = [mention(c, prompt) for c in candidates]
+            blank = blank_slots(prompt)
+            where = [mention(c, blank, blanked=True) for c in candidates]
             order = sorted(range(len(candidates)), key=lambda i, where=where: (
                 (0, where[i], -len(candidates[i]), int(fallback[i])) if where[i] is not None
                 else (1, 0, 0, int(fallback[i]))))

@@ -78,27 +78,41 @@ def control_folder(out: Path, control: str, model: str | None) -> Path:
     return Path(out) / FOLDER / control
 
 
+def load_control(control: str, model: str, *, device: str = "auto", dtype: str = "float32",
+                 seed: int = 0) -> Any:
+    """The control's model (`models.loading.load_model`), loaded with the run's seed, device
+    and dtype: for a study that builds its scorers itself (one per task, each trained on that
+    task's answers: memorization), exactly as it builds them from its own model."""
+    from kgprobe.models.loading import load_model
+
+    return load_model(control_model(control, model), device=device, dtype=dtype, seed=seed)
+
+
 def control_scorer(control: str, model: str, *, answers: Callable[[], Iterable],
                    device: str = "auto", dtype: str = "float32", seed: int = 0,
                    cache: bool = True) -> Any:
     """The control's ranking scorer, set up as the model's is: loaded with the run's seed,
     handed the relation's training answers (`LanguageModel.trained_on`; `answers` makes a
     fresh iterable of them), behind the score cache where the model keeps one (a prior)."""
-    from kgprobe.models.loading import load_model
     from kgprobe.models.score_cache import cached_scorer
 
-    loaded = load_model(control_model(control, model), device=device, dtype=dtype, seed=seed)
+    loaded = load_control(control, model, device=device, dtype=dtype, seed=seed)
     return cached_scorer(loaded.trained_on(answers()).scorer(masks="multi"), loaded,
                          enabled=cache)
 
 
 def run_controls(out: Path, controls: Sequence[str], model: str,
                  units_for: Callable[[Any], list], columns: Sequence[str], *,
-                 answers: Callable[[], Iterable], settings: dict, progress: bool = True
-                 ) -> dict[str, Path]:
+                 answers: Callable[[], Iterable] | None = None, settings: dict,
+                 progress: bool = True, results: bool = False) -> dict[str, Path]:
     """Score every control in its folder (`control_folder`) through the units `units_for`
-    builds around a scorer — the study's own units, only the scorer swapped. `settings`:
-    `control_scorer`'s device, dtype, seed and cache. → control → its run folder."""
+    builds — the study's own units, only the model swapped. With `answers` (a study that
+    asks one scorer for the whole run, trained on those answers) `units_for` receives the
+    control's scorer (`control_scorer`; `settings`: its device, dtype, seed and cache);
+    without, the control's loaded model (`load_control`; `settings`: device, dtype, seed),
+    from which the study builds its scorers as from its own. `results`: write each control
+    folder's ``results.csv`` (its unit rows), as a run of the control alone would.
+    → control → its run folder."""
     from kgprobe.studies.runner import run_units
 
     folders = {}
@@ -110,7 +124,52 @@ def run_controls(out: Path, controls: Sequence[str], model: str,
 
                 print(f"kgprobe: control {control_model(control, model)} on the same prompts "
                       f"({folder})", file=sys.stderr, flush=True)
-            scorer = control_scorer(control, model, answers=answers, **settings)
-            run_units(folder, units_for(scorer), columns, progress=progress, results=False)
+            if answers is None:
+                made = load_control(control, model, **settings)
+            else:
+                made = control_scorer(control, model, answers=answers, **settings)
+            run_units(folder, units_for(made), columns, progress=progress, results=results)
         folders[control] = folder
     return folders
+
+
+# ------------------------------------------------------------ the controls beside each row
+
+
+def control_columns(controls: Sequence[str], metrics: Sequence[str]) -> list[str]:
+    """results.csv's columns for the controls: ``MRR_copy``, ``MRR_copy_lo``,
+    ``MRR_copy_hi``, … per control and metric, in that order."""
+    return [f"{m}_{c}{suffix}" for c in controls for m in metrics for suffix in ("", "_lo", "_hi")]
+
+
+def beside(rows: list[dict], tables: dict[str, list[dict]], keys: Sequence[str],
+           metrics: Sequence[str]) -> list[dict]:
+    """`rows` with each control's value and interval (``M``, ``M_lo``, ``M_hi`` of its own
+    row in `tables`) in the same cell beside the model's, matched on `keys` (the cell's
+    columns that do not name the model: not its masks or pooling). A cell the control has
+    no row for is left empty, never filled from another."""
+    def key(row: dict) -> tuple:
+        return tuple(str(row.get(k) or "") for k in keys)
+
+    for control, table in tables.items():
+        by_key = {key(r): r for r in table}
+        for row in rows:
+            other = by_key.get(key(row), {})
+            for m in metrics:
+                for suffix in ("", "_lo", "_hi"):
+                    row[f"{m}_{control}{suffix}"] = other.get(f"{m}{suffix}", "")
+    return rows
+
+
+def control_view(row: dict, control: str, metrics: Sequence[str]) -> dict | None:
+    """A results.csv row's values of `control` under the metric names (``MRR``, ``MRR_lo``,
+    …), so a report formats them with the model's own cell code; None where it has none."""
+    view = {f"{m}{suffix}": row.get(f"{m}_{control}{suffix}", "")
+            for m in metrics for suffix in ("", "_lo", "_hi")}
+    return view if any(str(view[m]) != "" for m in metrics) else None
+
+
+def shown_controls(rows: Sequence[dict], metrics: Sequence[str]) -> list[str]:
+    """The controls (in `CHOICES` order) whose columns a results table holds."""
+    held = set(rows[0]) if rows else set()
+    return [c for c in CHOICES if any(f"{m}_{c}" in held for m in metrics)]

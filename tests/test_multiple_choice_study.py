@@ -66,7 +66,10 @@ def test_cli_writes_accuracy_predictions_and_resumes(tiny_llama_dir, tiny_llama,
     assert main(args) == 0
     assert "chance: 5.0%" in capsys.readouterr().out
     rows = read_rows(out / "results.csv")
-    assert list(rows[0]) == COLUMNS
+    # the model's columns, then its default controls' (copy is not run for letter answers)
+    from kgprobe.studies.controls import control_columns
+
+    assert list(rows[0]) == COLUMNS + control_columns(("frequency", "random"), ("accuracy",))
     assert [(r["set"], r["task"], r["p1"], r["answer"], r["n"]) for r in rows] == [
         ("memorizing", "type", "-", "letter", "2"), ("reasoning", "rdfs9", "explicit", "letter", "2")]
     preds = [json.loads(line) for line in (out / "predictions.jsonl").read_text().splitlines()]

@@ -74,10 +74,14 @@ def assert_asked_line_for_line(asked: list, prompts: list[dict]) -> None:
 
 # --------------------------------------------------------------------------- memorization
 
+# `--controls none`: the model's requests alone, line for line (the controls ask the very
+# same requests again: tests/test_mem_controls.py)
 MEMORIZATION = {
-    "default": ["--task", "type", "--limit", "3"],
-    "K": ["--task", "subClassOf", "--limit", "3", "--candidates", "5", "--template", "1"],
-    "paper": ["--protocol", "paper", "--task", "subClassOf", "--limit", "3", "--template", "0"],
+    "default": ["--task", "type", "--limit", "3", "--controls", "none"],
+    "K": ["--task", "subClassOf", "--limit", "3", "--candidates", "5", "--template", "1",
+          "--controls", "none"],
+    "paper": ["--protocol", "paper", "--task", "subClassOf", "--limit", "3", "--template", "0",
+              "--controls", "none"],
 }
 
 
@@ -119,7 +123,8 @@ def spanish_probes(tmp_path):
 
 def test_spanish_probes_are_asked_and_dry_run_in_spanish(tmp_path, tiny_bert_dir, recording,
                                                          spanish_probes):
-    args = ["--probes", str(spanish_probes), "--task", "subClassOf", "--template", "0"]
+    args = ["--probes", str(spanish_probes), "--task", "subClassOf", "--template", "0",
+            "--controls", "none"]
     prompts, _ = run_and_dry(tmp_path / "model", "memorization", str(tiny_bert_dir), *args)
     assert_asked_line_for_line(recording, prompts)
     assert "Adenocarcinoma estomacal es un tipo de [MASK] ." in [r["text"] for r in prompts]
@@ -188,7 +193,8 @@ def test_lm_eval_export_converts_the_memorization_runs_requests(tmp_path, tiny_b
     distractors), its targets the golds among them."""
     study = ["--protocol", protocol, "--task", "subClassOf", "--template", "0", "--limit", "4",
              "--candidates", "6"]
-    prompts, _ = run_and_dry(tmp_path, "memorization", str(tiny_bert_dir), *study)
+    prompts, _ = run_and_dry(tmp_path, "memorization", str(tiny_bert_dir), *study,
+                             "--controls", "none")
     docs = export_docs(tmp_path / "lm-eval", "--studies", "memorizing", "--protocol", protocol,
                        "--task", "subClassOf", "--template", "0", "--limit", "4",
                        "--candidates", "6")

@@ -24,6 +24,9 @@ from kgprobe.studies.options import (
 NAME = "memorization"
 #: The columns of results.csv and predictions that name a cell (`Study.cell_columns`).
 CELL_COLUMNS = ("task", "template", "masks", "pooling", "split", "protocol")
+#: results.csv's columns of a ranking run (each control's beside them: `controls.py`).
+COLUMNS = ["task", "template", "masks", "pooling", "split", "n", "R@1", "R@5", "R@10", "MRR", "MRRa",
+           "protocol", "study_protocol", "ranking"]
 
 MASKS = ("multi", "single")
 SPLITS = ("train", "dev", "test")
@@ -61,6 +64,9 @@ class MemorizationConfig:
     ranking: Ranking = "filtered"  # filtered: each gold ranked without the record's other golds
     answers: str = "rank"  # generate: the model's own answer, graded by the ontology
     max_new_tokens: int = 8  # --answers generate: the longest answer, in tokens
+    #: the controls asked the same requests and shown beside every cell (`studies.controls`,
+    #: `controls.py`); the CLI and `kgprobe.run` default to frequency,copy,random
+    controls: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         self.tasks = tuple(relation_name(t) for t in self.tasks)
@@ -86,6 +92,12 @@ class MemorizationConfig:
         if not 1 <= int(self.max_new_tokens) <= 256:
             raise StudyError(f"--max-new-tokens {self.max_new_tokens}: give 1 to 256")
         self.candidates = parse_protocol(self.candidates)
+        from kgprobe.studies.controls import parse_controls
+
+        self.controls = parse_controls(self.controls) if self.controls else ()
+        if "prior" in self.controls and self.answers == "generate":
+            raise StudyError("--controls prior: the prior control ranks candidates and writes "
+                             "no answer; drop prior from --controls with --answers generate")
         self.ranking = parse_ranking(self.ranking)
 
     @classmethod
@@ -95,6 +107,8 @@ class MemorizationConfig:
         if args.model is None and not args.dry_run:
             raise StudyError("--model: give a model (a preset, HF id, local dir, .gguf file, "
                              "frequency or random), or pass --dry-run to only write the prompts")
+        from kgprobe.studies.controls import parse_controls
+
         tasks = list(RELATIONS) if args.task == "all" else [args.task]
         source = OntologySource.from_args(args, ask=args.protocol != "paper")
         return cls(args.model, tasks=tasks, templates=args.template, masks=args.masks,
@@ -102,6 +116,7 @@ class MemorizationConfig:
                    **ModelSettings.from_args(args).fields(), candidates=args.candidates,
                    protocol=args.protocol, ranking=args.ranking, answers=getattr(args, "answers", "rank"),
                    max_new_tokens=getattr(args, "max_new_tokens", 8),
+                   controls=parse_controls(getattr(args, "controls", None)),
                    probes=source.location if source.origin == "probes" else None,
                    ontology=None if source.origin == "probes" else source)
 
@@ -185,6 +200,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-new-tokens", type=int, default=8,
                    help="--answers generate: the longest answer in tokens (it stops earlier at "
                         "the sentence's end)")
+    p.add_argument("--controls", default=None, metavar="LIST",
+                   help="controls asked the same requests and shown beside every cell: "
+                        "frequency, copy, random, prior (the model with the subject removed), "
+                        "comma-separated, or none (default: frequency,copy,random)")
     model_options(p, batch_size=64)
     p.add_argument("--out", required=True, type=Path,
                    help="the run folder: results, report and every unit written as it finishes; rerun into it to resume")

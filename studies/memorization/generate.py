@@ -153,14 +153,26 @@ def format_table(rows: Sequence[dict]) -> str:
     head = ["task", "template", "n", *METRICS, "distance"]
     lines = ["  ".join(f"{h:>22}" if i > 2 else f"{h:14}" if i == 0 else f"{h:>8}"
                        for i, h in enumerate(head))]
+    from kgprobe.studies.controls import control_view, shown_controls
+
+    controls = shown_controls(rows, METRICS)
     for row in rows:
-        cells = [f"{row.get('task', ''):14}", f"{row.get('template', ''):>8}", f"{row.get('n', ''):>8}"]
-        for m in METRICS:
-            cells.append(f"{_pct(row, m):>22}")
-        d = _number(row.get("mean_distance"))
-        cells.append(f"{'-' if d != d else f'{d:.2f}':>22}")
-        lines.append("  ".join(cells))
+        lines.append(_line(row))
+        for control in controls:  # indented under the cell: the controls' answers graded
+            view = control_view(row, control, METRICS)
+            if view is not None:
+                lines.append(_line({**view, "task": f"  {control}", "template": "",
+                                    "n": row.get("n", "")}))
     return "\n".join(lines)
+
+
+def _line(row: dict) -> str:
+    cells = [f"{row.get('task', ''):14}", f"{row.get('template', ''):>8}", f"{row.get('n', ''):>8}"]
+    for m in METRICS:
+        cells.append(f"{_pct(row, m):>22}")
+    d = _number(row.get("mean_distance"))
+    cells.append(f"{'-' if d != d else f'{d:.2f}':>22}")
+    return "  ".join(cells)
 
 
 def _number(value) -> float:

@@ -44,15 +44,46 @@ def generated(out: Path) -> bool:
         return False
 
 
+def control_intervals(rows) -> str:
+    """The controls' MRR and R@1 on each cell with their 95% intervals (results.csv's
+    ``MRR_<control>_lo`` …): what a model that reads nothing scores on the same requests."""
+    from kgprobe.studies.controls import shown_controls
+    from kgprobe.studies.stats import format_interval
+
+    def num(v) -> float:
+        try:
+            return float(v)
+        except (TypeError, ValueError):
+            return float("nan")
+
+    lines = []
+    for row in rows:
+        for c in shown_controls(rows, ("MRR", "R@1")):
+            parts = [f"{m:4s} {format_interval(*(num(row.get(f'{m}_{c}{s}')) for s in ('', '_lo', '_hi')))}"
+                     for m in ("MRR", "R@1") if row.get(f"{m}_{c}", "") != ""]
+            if parts:
+                lines.append(f"{row.get('task', ''):14s}  template {row.get('template', '')}  "
+                             f"{c:9s}  " + "  ".join(parts))
+    return ("\n\nThe controls on the same requests, 95% bootstrap intervals (records "
+            "resampled):\n" + "\n".join(lines)) if lines else ""
+
+
 def write_report(out: str | Path) -> Path:
+    from .controls import note, run_settings
+
+    settings = run_settings(Path(out))
+    if settings.get("controls"):  # `kgprobe report` rebuilds the controls' columns too
+        from .controls import write_results
+
+        write_results(out)
     if generated(Path(out)):
         from .generate import NOTE
         from .generate import format_table as generate_table
 
         return write_table_report(out, TITLE + ", open answers graded by the ontology",
-                                  lambda rows: generate_table(rows) + NOTE)
+                                  lambda rows: generate_table(rows) + NOTE + note(settings))
     return write_table_report(out, TITLE, lambda rows: format_table(rows) + ranking_note(rows)
-                              + intervals(Path(out)))
+                              + note(settings) + intervals(Path(out)) + control_intervals(rows))
 
 
 

@@ -23,14 +23,12 @@ from kgprobe.reasoning.memorizing_sets import (  # noqa: F401 (re-exported)
     generated_sets,
     reference_sets,
 )
-from kgprobe.studies.memorization.config import NAME, MemorizationConfig
+from kgprobe.studies.memorization.config import COLUMNS, NAME, MemorizationConfig
 from kgprobe.studies.memorization.requests import plan, record_requests, select  # noqa: F401
 from kgprobe.studies.options import use_chat
 from kgprobe.studies.runner import Unit, run_units
 from kgprobe.studies.settings import pin_settings
 
-COLUMNS = ["task", "template", "masks", "pooling", "split", "n", "R@1", "R@5", "R@10", "MRR", "MRRa",
-           "protocol", "study_protocol", "ranking"]
 
 
 def prompts_for(mset: MemorizingSet, records: Sequence[MemorizingRecord], templates: TemplateSet,
@@ -101,31 +99,52 @@ def run_config(config: MemorizationConfig, out: Path, *, progress: bool = True) 
     """Run (or resume) the study of one validated configuration into `out`: score exactly
     the requests `requests.plan` gives (the dry run writes the same); the persistent score
     cache (`models.score_cache`) is shared with the other studies unless ``config.cache`` is
-    off."""
-
-    protocol = config.candidates
+    off. Then each of ``config.controls`` is asked the very same units (`studies.controls`,
+    ``OUT/controls/NAME``) and results.csv gets their values beside every cell
+    (`controls.write_results`)."""
     planned = plan(config)  # every prompt, checked before the model loads
     from kgprobe.models.loading import load_model
 
     loaded = use_chat(load_model(config.model, device=config.device, dtype=config.dtype,
                                  seed=config.seed), config.chat_template, NAME)
+    columns = COLUMNS
+    if config.answers == "generate":
+        from .generate import COLUMNS as columns
+
+        # a model that cannot write answers (a masked LM) says so before the folder is pinned
+        loaded.generate([], max_new_tokens=config.max_new_tokens)
+    pin_settings(out, config.pinned(), report=recorded(config), study=NAME)
+
+    def units_for(model) -> list[Unit]:  # the run's model, or a control's: the same requests
+        return study_units(config, model, planned, progress=progress)
+
+    rows = run_units(out, units_for(loaded), columns, progress=progress)
+    if config.controls:
+        from kgprobe.studies.controls import run_controls
+
+        from .controls import write_results
+
+        run_controls(out, config.controls, config.model, units_for, columns, results=True,
+                     settings={"device": config.device, "dtype": config.dtype,
+                               "seed": config.seed}, progress=progress)
+        write_results(out)
+    return rows
+
+
+def study_units(config: MemorizationConfig, loaded, planned: list, *,
+                progress: bool = True) -> list[Unit]:
+    """The units of `planned` scored by `loaded` (the run's model or a control): ranked
+    (default or paper protocol) or, with ``--answers generate``, written and graded."""
     pooling_name = config.pooling or loaded.default_pooling
     masks_name = config.masks if loaded.fills_masks else "-"
     if config.protocol == "paper":
         from .paper import paper_units
 
-        pin_settings(out, config.pinned(), report=recorded(config), study=NAME)
-        units = paper_units(config, loaded, planned, masks_name, pooling_name, progress=progress)
-        return run_units(out, units, COLUMNS, progress=progress)
+        return paper_units(config, loaded, planned, masks_name, pooling_name, progress=progress)
     if config.answers == "generate":
-        from .generate import COLUMNS as GENERATE_COLUMNS
         from .generate import generate_units
 
-        # a model that cannot write answers (a masked LM) says so before the folder is pinned
-        loaded.generate([], max_new_tokens=config.max_new_tokens)
-        units = generate_units(config, loaded, planned, progress=progress)
-        pin_settings(out, config.pinned(), report=recorded(config), study=NAME)
-        return run_units(out, units, GENERATE_COLUMNS, progress=progress)
+        return generate_units(config, loaded, planned, progress=progress)
     units = []
     for unit in planned:
         def run(unit=unit):
@@ -134,7 +153,7 @@ def run_config(config: MemorizationConfig, out: Path, *, progress: bool = True) 
             metrics, preds = score_requests_unit(
                 scorer, unit.requests, unit.records, config.batch_size,
                 desc=f"{unit.task} template {unit.template}",
-                progress=progress, protocol=protocol,
+                progress=progress, protocol=config.candidates,
                 ranking=config.ranking)
             return {**metrics, "study_protocol": "default"}, preds
 
@@ -142,30 +161,48 @@ def run_config(config: MemorizationConfig, out: Path, *, progress: bool = True) 
                "pooling": pooling_name,
                **{k: v for k, v in unit.key.items() if k not in ("task", "template")}}
         units.append(Unit(key, run, len(unit.records)))
-    pin_settings(out, config.pinned(), report=recorded(config), study=NAME)
-    return run_units(out, units, COLUMNS, progress=progress)
+    return units
 
 
 def recorded(config: MemorizationConfig) -> dict:
     """What config.json records beside the pinned settings: the candidate protocol. Not
     pinned, as each protocol's units are their own files (a folder may hold several; the
     ``protocol`` cell column tells them apart), so it says the latest run's, and an older
-    folder that lacks it resumes; `kgprobe compare` refuses runs that record different ones."""
-    return {"candidates": config.candidates.option}
+    folder that lacks it resumes; `kgprobe compare` refuses runs that record different ones.
+    The controls never change the model's units (`studies.controls`): recorded, not pinned,
+    so a rerun with another list resumes the model's units and scores only new controls."""
+    return {"candidates": config.candidates.option, "controls": list(config.controls)}
 
 
 def format_table(rows: Sequence[dict]) -> str:
+    """The report's table; under each cell, indented, every control's values on the same
+    requests (`controls`), where results.csv holds them."""
+    from kgprobe.studies.controls import control_view, shown_controls
+
+    from .controls import RANK_METRICS
+
     keys = ["task", "template", "n", "R@1", "R@5", "R@10", "MRR", "MRRa"]
     lines = ["  ".join(f"{k:>12}" if i else f"{k:14}" for i, k in enumerate(keys))]
+    controls = shown_controls(rows, RANK_METRICS)
     for row in rows:
-        cells = []
-        empty = str(row.get("n", "")) == "0"  # an empty cell's metrics are NaN: say so
-        for i, k in enumerate(keys):
-            v = row.get(k, "")
-            if k.startswith(("R@", "MRR")):
-                v = "no items" if empty or float(v) != float(v) else f"{100 * float(v):.1f}"
-            else:
-                v = str(v)
-            cells.append(f"{v:>12}" if i else f"{v:14}")
-        lines.append("  ".join(cells))
+        lines.append(_line(row, keys))
+        for control in controls:
+            view = control_view(row, control, RANK_METRICS)
+            if view is not None:
+                lines.append(_line({**view, "task": f"  {control}", "template": "",
+                                    "n": row.get("n", "")}, keys))
     return "\n".join(lines)
+
+
+def _line(row: dict, keys: Sequence[str]) -> str:
+    cells = []
+    empty = str(row.get("n", "")) == "0"  # an empty cell's metrics are NaN: say so
+    for i, k in enumerate(keys):
+        v = row.get(k, "")
+        if k.startswith(("R@", "MRR")):
+            v = ("no items" if empty or float(v) != float(v) else f"{100 * float(v):.1f}"
+                 ) if v != "" else "-"
+        else:
+            v = str(v)
+        cells.append(f"{v:>12}" if i else f"{v:14}")
+    return "  ".join(cells)

@@ -14,6 +14,8 @@ from kgprobe.studies.options import ModelSettings, dry_run_option, model_options
 NAME = "multiple-choice"
 #: The columns of results.csv and predictions that name a cell (`Study.cell_columns`).
 CELL_COLUMNS = ("set", "task", "p1", "answer")
+#: results.csv's columns (each control's beside them: `controls.py`).
+COLUMNS = ["set", "task", "p1", "answer", "n", "accuracy", "calibrated_accuracy", "top_letter", "top_letter_share"]
 
 ANSWERS = ("letter", "text")
 
@@ -32,6 +34,9 @@ class MultipleChoiceConfig:
     dtype: str = "float32"
     cache: bool = True  # --answer text: read and write the persistent score cache
     chat_template: str = "none"  # --chat-template: sets `chat` (auto, none) or a FILE
+    #: the controls asked the same questions, shown beside every set (`controls.py`); the
+    #: CLI and `kgprobe.run` default to frequency,copy,random
+    controls: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.answer not in ANSWERS:
@@ -39,6 +44,13 @@ class MultipleChoiceConfig:
         if self.limit is not None and self.limit < 0:
             raise StudyError(f"--limit {self.limit}: give a number of questions per file (0: all)")
         self.limit = self.limit or None  # 0: all, as on every study
+        from kgprobe.studies.controls import parse_controls
+
+        self.controls = parse_controls(self.controls) if self.controls else ()
+        if "prior" in self.controls:
+            raise StudyError("--controls prior: the prior removes a cloze's subject, and a "
+                             "multiple-choice question has no such slot; use frequency, copy, "
+                             "random")
 
     @classmethod
     def from_args(cls, args) -> "MultipleChoiceConfig":
@@ -49,6 +61,7 @@ class MultipleChoiceConfig:
         chat = chat_setting(args)
         return cls(args.model, tasks=args.task, data=args.data, limit=args.limit,
                    instruction=args.instruction, chat=chat, answer=args.answer,
+                   controls=getattr(args, "controls", None) or "frequency,copy,random",
                    **ModelSettings.from_args(args).fields())
 
     def pinned(self) -> dict:
@@ -84,6 +97,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--chat", choices=["auto", "on", "off"], default="auto",
                    help="wrap the question in the tokenizer's chat template (auto: if it has one); "
                         "--chat-template auto|none|FILE says the same and wins")
+    p.add_argument("--controls", default=None, metavar="LIST",
+                   help="controls asked the same questions and shown beside every set: "
+                        "frequency, copy, random, comma-separated, or none (default: all "
+                        "three; copy is skipped for --answer letter, whose option list names "
+                        "every option)")
     model_options(p, batch_size=4, batch_help="questions scored at once")
     p.add_argument("--out", required=True, type=Path,
                    help="the run folder: results, report and every unit written as it finishes; rerun into it to resume")

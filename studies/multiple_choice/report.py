@@ -24,7 +24,12 @@ def intervals(out: Path) -> str:
 
 
 def write_report(out: str | Path) -> Path:
-    return write_table_report(out, TITLE, lambda rows: format_table(rows) + intervals(Path(out)))
+    from .controls import note, run_settings, write_results
+
+    if run_settings(Path(out)).get("controls"):  # `kgprobe report` rebuilds the controls' columns
+        write_results(out)
+    return write_table_report(out, TITLE, lambda rows: format_table(rows) + note(Path(out))
+                              + intervals(Path(out)))
 
 
 

@@ -23,7 +23,7 @@ from typing import Sequence
 
 from kgprobe.errors import KgprobeError
 from kgprobe.reasoning.memorizing import RELATIONS
-from kgprobe.studies.multiple_choice.config import NAME, MultipleChoiceConfig
+from kgprobe.studies.multiple_choice.config import COLUMNS, NAME, MultipleChoiceConfig
 from kgprobe.studies.runner import Unit, run_units
 from kgprobe.studies.settings import pin_settings
 
@@ -40,7 +40,6 @@ from .requests import (  # noqa: F401
     plan,
 )
 
-COLUMNS = ["set", "task", "p1", "answer", "n", "accuracy", "calibrated_accuracy", "top_letter", "top_letter_share"]
 
 
 def letter_bias(predictions: Sequence[str]) -> tuple[str, float]:
@@ -68,12 +67,14 @@ def training_answers(task: str):
     them, a pretrained model reads nothing. A relation with no memorizing set (rdfs7's fact)
     has none, and the frequency baseline answers by its seeded order alone."""
     from kgprobe.reasoning.items import RULE_RELATIONS
-    from kgprobe.reasoning.memorizing_sets import reference_sets
+    from kgprobe.reasoning.memorizing import load_reference
 
     relation = RULE_RELATIONS[task][2] if task in RULE_RELATIONS else task
     if relation not in RELATIONS:
         return
-    for record in reference_sets((relation,))[relation].records:
+    # the bundled set's records alone (`reference_sets` would also word every property
+    # subject, seconds per call, which the answers do not need)
+    for record in load_reference(relation):
         if record.split == "train":
             yield record.answers
 
@@ -86,54 +87,76 @@ def run_multiple_choice(model: str, out: str | Path, *, progress: bool = True,
 
 
 def run_config(config: MultipleChoiceConfig, out: Path, *, progress: bool = True) -> list[dict]:
-    """Run (or resume) the probe of one validated configuration into `out`."""
+    """Run (or resume) the probe of one validated configuration into `out`; then each of
+    its controls answers the very same questions (`studies.controls`, ``OUT/controls/NAME``)
+    and results.csv gets their accuracy beside every set (`controls.write_results`)."""
     from kgprobe.models.loading import load_model
-    from kgprobe.prompts.multiple_choice import score_multiple_choice, score_option_texts
 
-    model, answer = config.model, config.answer
+    from .controls import answering
+
+    model = config.model
     planned = plan(config)  # the questions, as the dry run writes them
     loaded = load_model(model, device=config.device, dtype=config.dtype)
-    if answer == "letter" and not loaded.answers_next_token:
+    if config.answer == "letter" and not loaded.answers_next_token:
         raise KgprobeError(f"letter answers need a causal (instruct) model; '{model}' is a masked LM: "
                            "use --answer text")
-    instruction = instruction_of(config)
+    controls = answering(config)
+    pin_settings(out, config.pinned(), study=NAME,
+                 report={"controls": list(controls), "controls_skipped": sorted(
+                     set(config.controls) - set(controls))})
 
-    def unit(planned: QuestionUnit) -> Unit:
-        q, prompts, golds = planned.set, planned.prompts, planned.golds
+    def units_for(model) -> list[Unit]:  # the run's model, or a control's: the same questions
+        return [question_unit(config, model, p) for p in planned]
 
-        def run():
-            trained = loaded.trained_on(training_answers(q.task))
-            if answer == "text":
-                from kgprobe.models.score_cache import cached_scorer
+    rows = run_units(out, units_for(loaded), COLUMNS, progress=progress)
+    if controls:
+        from kgprobe.studies.controls import run_controls
 
-                scorer = cached_scorer(trained.scorer(), loaded, enabled=config.cache)
-                result = score_option_texts(scorer, prompts, golds)
-            else:
-                result = score_multiple_choice(
-                    trained, prompts, golds, batch_size=config.batch_size,
-                    use_chat_template=_template(config.chat), instruction=instruction)
-            letter, share = letter_bias(result.predictions)
-            # Calibration removes a preference for letters; option texts have none to remove.
-            fixed = calibrated(result.scores) if answer == "letter" else None
-            preds = []
-            for k, (p, g, pred, row) in enumerate(zip(prompts, result.golds, result.predictions,
-                                                      result.scores)):
-                rec = {"prompt": p, "gold": g, "predicted": pred,
-                       "scores": {l: round(v, 4) for l, v in row.items()}}
-                if fixed is not None:
-                    rec["calibrated"] = fixed[k]
-                preds.append(rec)
-            cal_acc: float | str = "-"
+        from .controls import write_results
+
+        run_controls(out, controls, config.model, units_for, COLUMNS, results=True,
+                     settings={"device": config.device, "dtype": config.dtype},
+                     progress=progress)
+        write_results(out)
+    return rows
+
+
+def question_unit(config: MultipleChoiceConfig, loaded, planned: QuestionUnit) -> Unit:
+    """One question set's unit, answered by `loaded` (the run's model or a control)."""
+    from kgprobe.prompts.multiple_choice import score_multiple_choice, score_option_texts
+
+    answer, instruction = config.answer, instruction_of(config)
+    q, prompts, golds = planned.set, planned.prompts, planned.golds
+
+    def run():
+        trained = loaded.trained_on(training_answers(q.task))
+        if answer == "text":
+            from kgprobe.models.score_cache import cached_scorer
+
+            scorer = cached_scorer(trained.scorer(), loaded, enabled=config.cache)
+            result = score_option_texts(scorer, prompts, golds)
+        else:
+            result = score_multiple_choice(
+                trained, prompts, golds, batch_size=config.batch_size,
+                use_chat_template=_template(config.chat), instruction=instruction)
+        letter, share = letter_bias(result.predictions)
+        # Calibration removes a preference for letters; option texts have none to remove.
+        fixed = calibrated(result.scores) if answer == "letter" else None
+        preds = []
+        for k, (p, g, pred, row) in enumerate(zip(prompts, result.golds, result.predictions,
+                                                  result.scores)):
+            rec = {"prompt": p, "gold": g, "predicted": pred,
+                   "scores": {l: round(v, 4) for l, v in row.items()}}
             if fixed is not None:
-                cal_acc = sum(c == g for c, g in zip(fixed, result.golds)) / max(1, len(prompts))
-            return {"n": len(prompts), "accuracy": result.accuracy, "calibrated_accuracy": cal_acc,
-                    "top_letter": letter, "top_letter_share": share}, preds
+                rec["calibrated"] = fixed[k]
+            preds.append(rec)
+        cal_acc: float | str = "-"
+        if fixed is not None:
+            cal_acc = sum(c == g for c, g in zip(fixed, result.golds)) / max(1, len(prompts))
+        return {"n": len(prompts), "accuracy": result.accuracy, "calibrated_accuracy": cal_acc,
+                "top_letter": letter, "top_letter_share": share}, preds
 
-        return Unit({"set": q.set, "task": q.task, "p1": q.p1, "answer": answer}, run, len(prompts))
-
-    units = [unit(p) for p in planned]
-    pin_settings(out, config.pinned(), study=NAME)
-    return run_units(out, units, COLUMNS, progress=progress)
+    return Unit({"set": q.set, "task": q.task, "p1": q.p1, "answer": answer}, run, len(prompts))
 
 
 def format_table(rows: Sequence[dict]) -> str:
@@ -142,10 +165,17 @@ def format_table(rows: Sequence[dict]) -> str:
 
     lines = [f"{'set':11s} {'task':14s} {'P1':10s} {'answer':6s} {'n':>5s} {'accuracy':>9s} "
              f"{'calibrated':>11s}  most chosen letter"]
+    from kgprobe.studies.controls import shown_controls
+
+    controls = shown_controls(rows, ("accuracy",))
     for r in rows:
         lines.append(f"{r['set']:11s} {r['task']:14s} {r['p1']:10s} {r['answer']:6s} {int(r['n']):5d} "
                      f"{pct(r['accuracy']):>9s} {pct(r['calibrated_accuracy']):>11s}"
                      f"  ({r['top_letter']}) {100 * float(r['top_letter_share']):.0f}%")
+        for c in controls:  # indented under the set: the control on the same questions
+            if r.get(f"accuracy_{c}", "") != "":
+                lines.append(f"  {c:42s} {int(r['n']):5d} {pct(r[f'accuracy_{c}']):>9s}"
+                             f"  [{pct(r[f'accuracy_{c}_lo'])}, {pct(r[f'accuracy_{c}_hi'])}]")
     lines.append("chance: 5.0% with 20 options")
     return "\n".join(lines)
 
