@@ -336,6 +336,10 @@ def run_premise_ablation(config: AblationConfig, out: str | Path, *, source: Sou
 
         return run_paper(config, out, progress=progress, cache=cache)
     premises = classify_premises(setup, out, progress=progress)
+    if config.answers == "generate":  # the model completes the prompts (generate.py)
+        from .generate import run_generate
+
+        return run_generate(setup, source, premises, out, progress=progress)
     softs = {}
     if "soft" in config.templates:
         from .soft import train_soft_prompts
