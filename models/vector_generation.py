@@ -25,9 +25,9 @@ __all__ = ["greedy_generate_vectors"]
 
 def _encode(encoder, prompt: str, vectors: Mapping[str, Any], start: int | None):
     """(ids with the tokenizer's front specials, slot positions) of one prompt."""
-    from kgprobe.models.encoding import _split_slots
+    from kgprobe.models.encoding import split_slots
 
-    encoded, _, _ = encoder.encode_pieces(_split_slots(prompt, list(vectors)), at_start=True,
+    encoded, _, _ = encoder.encode_pieces(split_slots(prompt, list(vectors)), at_start=True,
                                           space_before=False)
     ids = encoder.front + encoded.ids
     if not ids and start is not None:

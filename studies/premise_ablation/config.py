@@ -297,7 +297,7 @@ def config_from_args(args: argparse.Namespace) -> AblationConfig:
     from kgprobe.studies.controls import parse_controls
 
     config.controls = parse_controls(getattr(args, "controls", None))
-    from .generate import check
+    from .answers import check
 
     config.answers, config.max_new_tokens = args.answers, args.max_new_tokens
     check(config)
@@ -372,7 +372,7 @@ def add_arguments(p: argparse.ArgumentParser, *, default_model: str | None = Non
                         "comma-separated, or none (default: frequency,copy,random)")
     candidates_option(p)
     ranking_option(p)
-    from .generate import add_options
+    from .answers import add_options
 
     add_options(p)
     p.add_argument("--preset", choices=sorted(PRESETS), default=None,

@@ -26,17 +26,17 @@ the pattern the prompts write them with).
 
 **Scope.** Manual templates of the default protocol's true grid (soft templates are trained
 to rank; chained and counterfactual cells and the paper protocol rank): other settings are
-refused in one line before anything loads (`check`).
+refused in one line before anything loads (`answers.check`).
 """
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
-from kgprobe.errors import StudyError
 from kgprobe.studies.open_answers import METRICS
+
+from .answers import check
 
 #: results.csv of a generation run: one row a cell and template, and the template average
 #: (variant "mean"), each rate with its 95 % interval over items.
@@ -44,42 +44,6 @@ COLUMNS = ["rule", "p1", "p2", "template", "variant", "n", "n_items",
            *(f"{m}{s}" for m in METRICS for s in ("", "_lo", "_hi")), "mean_distance",
            "answering", "max_new_tokens", "protocol"]
 CELL = ("rule", "p1", "p2", "template", "variant")
-ANSWERS = ("rank", "generate")
-
-
-def add_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--answers", choices=ANSWERS, default="rank",
-                   help="rank: the candidates ranked by the model's scores; generate: the model "
-                        "completes each prompt itself (greedy; pseudowords stay vectors), graded "
-                        "by the ontology as exact, entailed, wrong or unmapped "
-                        "(docs/open-answers.md)")
-    p.add_argument("--max-new-tokens", type=int, default=8,
-                   help="--answers generate: the longest answer in tokens (it stops earlier at "
-                        "the sentence's end)")
-
-
-def check(config) -> None:
-    """The settings `--answers generate` runs: one line naming the option otherwise."""
-    if config.answers not in ANSWERS:
-        raise StudyError(f"--answers {config.answers}: use one of {', '.join(ANSWERS)}")
-    if config.answers != "generate":
-        return
-    if not 1 <= int(config.max_new_tokens) <= 256:
-        raise StudyError(f"--max-new-tokens {config.max_new_tokens}: give 1 to 256")
-    if config.protocol == "paper":
-        raise StudyError("--answers generate: the paper protocol ranks candidates; drop "
-                         "--protocol paper")
-    if tuple(config.templates) != ("manual",):
-        raise StudyError("--answers generate: soft templates are trained to rank; pass "
-                         "--templates manual")
-    if config.deep or config.counterfactual:
-        raise StudyError("--answers generate: chained and counterfactual cells rank candidates; "
-                         "drop --depth, --distractors, --premise-order and --premises")
-    if "prior" in config.controls:
-        raise StudyError("--controls prior: a content-free prompt has nothing to complete; "
-                         "use frequency, copy, random or none with --answers generate")
-
-
 def taxonomies(data, source) -> dict:
     """candidates key → the `reasoning.grading.Taxonomy` an item's answer is graded by: the
     classes, or the properties (named also by the pattern middle rdfs7's prompts write), of
@@ -100,16 +64,13 @@ def taxonomies(data, source) -> dict:
     return out
 
 
-def generate_cell(setup, model, graders: dict, rule: str, p1: str, p2: str, variant: int,
-                  premises: dict) -> tuple[dict, list[dict]]:
-    """One cell's prompts completed by `model` and graded: its row and every answer."""
+def generate_cell(setup, model, graders: dict, requests: list, rule: str, p1: str, p2: str,
+                  variant: int) -> tuple[dict, list[dict]]:
+    """One cell's `requests` completed by `model` and graded: its row and every answer."""
     from kgprobe.reasoning.grading import grade, specificity
     from kgprobe.studies.open_answers import generation_prompt, grade_row
 
-    from .study import cell_requests
-
     config = setup.config
-    requests = cell_requests(setup, rule, p1, p2, "manual", premises, None, variant)
     if not requests:
         return {"n": 0, "n_items": 0}, []
     prompts = [generation_prompt(r.prompt) for r in requests]
@@ -131,8 +92,10 @@ def generate_cell(setup, model, graders: dict, rule: str, p1: str, p2: str, vari
     return row, preds
 
 
-def generate_units(setup, model, source, premises: dict) -> list:
-    """Every cell of the true grid under every manual template, as resumable units."""
+def generate_units(setup, model, source, requests_for: Callable) -> list:
+    """Every cell of the true grid under every manual template, as resumable units;
+    `requests_for(rule, p1, p2, variant)` gives a cell's requests (`study.cell_requests`,
+    handed in: the study imports this module, not the other way round)."""
     from kgprobe.studies.runner import Unit
 
     from .cells import variants
@@ -147,8 +110,9 @@ def generate_units(setup, model, source, premises: dict) -> list:
                     def run(rule=rule, p1=p1, p2=p2, variant=variant):
                         if not graders:  # the taxonomies are built once, when a unit runs
                             graders.update(taxonomies(setup.data, source))
-                        row, preds = generate_cell(setup, model, graders, rule, p1, p2,
-                                                   variant, premises)
+                        row, preds = generate_cell(setup, model, graders,
+                                                   requests_for(rule, p1, p2, variant),
+                                                   rule, p1, p2, variant)
                         return {**row, "max_new_tokens": config.max_new_tokens,
                                 "protocol": setup.data.protocol.name}, preds
 
@@ -158,7 +122,8 @@ def generate_units(setup, model, source, premises: dict) -> list:
     return units
 
 
-def run_generate(setup, source, premises: dict, out: Path, *, progress: bool) -> list[dict]:
+def run_generate(setup, source, requests_for: Callable, out: Path, *,
+                 progress: bool) -> list[dict]:
     """The model's units, then each free control's (its generative analogue, the same
     prompts, in ``OUT/controls/NAME``), then results.csv and report.md."""
     from kgprobe.studies.controls import control_folder, control_model
@@ -170,7 +135,7 @@ def run_generate(setup, source, premises: dict, out: Path, *, progress: bool) ->
     check(config)  # a configuration built in code, not by `config_from_args`
     model = setup.model.loaded.trained_on(training_answers(setup.model.memorizing))
     model.generate([], max_new_tokens=config.max_new_tokens)  # a masked LM says so here
-    rows = run_units(out, generate_units(setup, model, source, premises), COLUMNS,
+    rows = run_units(out, generate_units(setup, model, source, requests_for), COLUMNS,
                      progress=progress, results=False)
     for control in config.controls:
         folder = control_folder(out, control, config.model)
@@ -179,7 +144,7 @@ def run_generate(setup, source, premises: dict, out: Path, *, progress: bool) ->
 
             loaded = load_model(control_model(control, config.model), seed=config.seed)
             control_model_ = loaded.trained_on(training_answers(setup.model.memorizing))
-            run_units(folder, generate_units(setup, control_model_, source, premises), COLUMNS,
+            run_units(folder, generate_units(setup, control_model_, source, requests_for), COLUMNS,
                       progress=progress, results=False)
     write_generate_report(out)
     return rows

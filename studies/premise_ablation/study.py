@@ -339,7 +339,8 @@ def run_premise_ablation(config: AblationConfig, out: str | Path, *, source: Sou
     if config.answers == "generate":  # the model completes the prompts (generate.py)
         from .generate import run_generate
 
-        return run_generate(setup, source, premises, out, progress=progress)
+        return run_generate(setup, source, lambda *cell: cell_requests(
+            setup, *cell[:3], "manual", premises, None, cell[3]), out, progress=progress)
     softs = {}
     if "soft" in config.templates:
         from .soft import train_soft_prompts
