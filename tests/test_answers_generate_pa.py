@@ -169,3 +169,95 @@ def test_settings_generation_cannot_run_are_refused_in_one_line():
         with pytest.raises(StudyError, match=option) as err:
             parse("--answers", "generate", *argv)
         assert "\n" not in str(err.value)
+
+
+# ------------------------------------------------------------------ consistency
+
+
+def consistency(tmp_path, zoo, *extra: str) -> Path:
+    from kgprobe.cli import main
+
+    out = tmp_path / "C"
+    assert main(["study", "consistency", "--model", "frequency", "--answers", "generate",
+                 "--candidates", "3", "--limit", "5", "--ontology", str(zoo), "--threads", "1",
+                 "--out", str(out), *extra]) == 0
+    return out
+
+
+def test_consistency_believes_a_statement_when_its_answer_is_exact(tmp_path, zoo):
+    out = consistency(tmp_path, zoo)
+    with open(out / "statements.csv", newline="") as fh:
+        statements = list(csv.DictReader(fh))
+    assert statements and all(sum(float(r[g]) for g in GRADES) == pytest.approx(1.0, abs=1e-3)
+                              for r in statements)
+    lines = [json.loads(x) for x in (out / "predictions.jsonl").read_text().splitlines()]
+    asked = [s for p in lines for s in (*p["premises"], p["conclusion"])]
+    assert asked and all((s["rank"] == 1) == (s["grade"] == "exact") for s in asked)
+    assert all("[MASK]" not in s["prompt"] and "[MASK]" in s["cloze"] for s in asked)
+    # the frequency baseline names the commonest superclass: exact or entailed on subClassOf
+    assert {s["grade"] for s in asked if s["relation"] == "subClassOf"} >= {"exact", "entailed"}
+    with open(out / "results.csv", newline="") as fh:
+        assert {r["reference"] for r in csv.DictReader(fh)} == {"frequency"}  # no prior
+    with open(out / "controls.csv", newline="") as fh:
+        assert {r["model"] for r in csv.DictReader(fh)} == {"frequency", "copy", "random"}
+    assert "own answer is its gold" in (out / "report.md").read_text()
+    assert json.loads((out / "config.json").read_text())["answers"] == "generate"
+
+
+def test_an_entailed_answer_is_not_a_belief(zoo):
+    from kgprobe.studies.consistency.config import ConsistencyConfig
+    from kgprobe.studies.consistency.generate import generate_unit, taxonomies
+    from kgprobe.studies.consistency.study import build
+    from kgprobe.studies.open_answers import generation_prompt
+
+    setup = build(ConsistencyConfig(None, ontology=zoo, limit=None, candidates="3",
+                                    answers="generate", reference="frequency"))
+    probes = setup.probes[("subClassOf", 0)]
+    mammal = next(p for p in probes if p.statement.answer == "mammal")
+    prompt = generation_prompt(mammal.prompt)
+
+    class Answers:  # writes "an animal" for the mammal statement's question, else nothing
+        def generate(self, prompts, **kwargs):
+            return ["an animal" if p == prompt else "" for p in prompts]
+
+    graders = taxonomies(setup, {"subClassOf"})
+    _, preds = generate_unit(setup, probes, Answers(), graders["subClassOf"], desc="",
+                             progress=False)
+    same = [p for p in preds if p["prompt"] == prompt]
+    got = next(p for p in same if p["answer"] == "mammal")
+    # a true superclass: right, but a weaker statement than this one, so not believed
+    assert (got["grade"], got["distance"], got["rank"]) == ("entailed", 1, len(mammal.candidates) + 1)
+    # the same answer is the gold of the question's other statement: that one is believed
+    assert [(p["grade"], p["rank"]) for p in same if p["answer"] == "animal"] == [("exact", 1)]
+    assert all(p["grade"] == "unmapped" and p["rank"] > 1 for p in preds if p["prompt"] != prompt)
+
+
+def test_consistency_asks_exactly_the_dry_runs_generation_prompts(tmp_path, zoo, monkeypatch):
+    from kgprobe.cli import main
+    from kgprobe.models.baselines import FrequencyModel
+
+    asked: list[str] = []
+    answer = FrequencyModel.generate
+
+    def recording(self, prompts, **kwargs):
+        asked.extend(prompts)
+        return answer(self, prompts, **kwargs)
+
+    monkeypatch.setattr(FrequencyModel, "generate", recording)
+    consistency(tmp_path, zoo)
+    assert main(["study", "consistency", "--dry-run", "--answers", "generate", "--candidates",
+                 "3", "--limit", "5", "--ontology", str(zoo), "--out", str(tmp_path / "D")]) == 0
+    written = [json.loads(x)["text"] for x in (tmp_path / "D" / "prompts.jsonl").read_text().splitlines()]
+    assert asked and set(asked) == set(written)
+
+
+@pytest.mark.parametrize("extra, needle", [(["--reference", "prior"], "--reference prior"),
+                                           (["--believe-at", "2"], "--believe-at 2")])
+def test_consistency_refuses_what_generation_cannot_read(tmp_path, capsys, extra, needle):
+    from kgprobe.cli import main
+
+    code = main(["study", "consistency", "--model", "frequency", "--answers", "generate",
+                 *extra, "--out", str(tmp_path / "x")])
+    err = capsys.readouterr().err
+    assert code == 2 and needle in err and len(err.strip().splitlines()) == 1, err
+    assert not (tmp_path / "x" / "config.json").exists()
