@@ -16,7 +16,8 @@ one `generation.greedy_generate` gives (tested); a slot given no vector stays li
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from kgprobe.errors import ModelError
 

@@ -12,7 +12,8 @@ The memorization and premise-ablation studies both read this module, so they wri
 
 from __future__ import annotations
 
-from typing import Hashable, Sequence
+import math
+from collections.abc import Hashable, Sequence
 
 from kgprobe.ontology.verbalize import MASK
 
@@ -74,7 +75,7 @@ def number(value) -> float:
 def pct(row: dict, metric: str) -> str:
     """``12.0 [4.0, 26.0]``: a row's rate and interval in percent; "no items" when empty."""
     est, lo, hi = (number(row.get(f"{metric}{s}")) for s in ("", "_lo", "_hi"))
-    if est != est:
+    if math.isnan(est):
         return "no items"
     return f"{100 * est:.1f} [{100 * lo:.1f}, {100 * hi:.1f}]"
 

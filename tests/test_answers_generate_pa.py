@@ -1,6 +1,7 @@
-"""`study premise-ablation --answers generate`: each cell's prompt completed by the model,
-graded by the ontology's closure. On the zoo ontology (tests/zoo.py), with the frequency
-baseline and a tiny random causal LM whose pseudowords stay vectors."""
+"""`--answers generate` in premise ablation (each cell's prompt completed by the model, graded
+by the ontology's closure) and consistency (a statement believed when its answer is the gold).
+On the zoo ontology (tests/zoo.py), with the frequency baseline and a tiny random causal LM
+whose pseudowords stay vectors."""
 
 from __future__ import annotations
 
@@ -15,10 +16,14 @@ from kgprobe.errors import StudyError
 from kgprobe.ontology.loaders import load_rdf
 from kgprobe.reasoning.grading import GRADES, grade
 from kgprobe.studies.open_answers import METRICS
-from kgprobe.studies.premise_ablation.config import AblationConfig, add_arguments, config_from_args
+from kgprobe.studies.premise_ablation.config import (
+    AblationConfig,
+    add_arguments,
+    config_from_args,
+)
 
 sys.path.insert(0, str(Path(__file__).parent))
-from zoo import write_zoo  # noqa: E402
+from zoo import write_zoo
 
 
 @pytest.fixture(scope="module")
@@ -27,8 +32,8 @@ def zoo(tmp_path_factory):
 
 
 def config(model, **settings) -> AblationConfig:
-    base = dict(templates=("manual",), limit=None, batch_size=8, pairs=1, answers="generate",
-                max_new_tokens=3, controls=())
+    base = {"templates": ("manual",), "limit": None, "batch_size": 8, "pairs": 1,
+            "answers": "generate", "max_new_tokens": 3, "controls": ()}
     return AblationConfig(model, **{**base, **settings})
 
 
@@ -144,7 +149,7 @@ def test_pseudoword_vectors_are_placed_in_free_generation(tiny_llama):
 
 
 def test_a_tiny_causal_lm_completes_the_cells_with_its_pseudowords(tmp_path, zoo, tiny_llama_dir):
-    rows, preds, table = run(zoo, tmp_path / "run", str(tiny_llama_dir), rules=("rdfs9", "rdfs7"),
+    _, preds, table = run(zoo, tmp_path / "run", str(tiny_llama_dir), rules=("rdfs9", "rdfs7"),
                              limit=1)
     check_tables(table, preds)
     assert {p["rule"] for p in preds} == {"rdfs9", "rdfs7"}

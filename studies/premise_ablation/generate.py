@@ -31,8 +31,8 @@ refused in one line before anything loads (`answers.check`).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Callable, Sequence
 
 from kgprobe.studies.open_answers import METRICS
 
