@@ -299,7 +299,8 @@ def config_from_args(args: argparse.Namespace) -> AblationConfig:
     config.controls = parse_controls(getattr(args, "controls", None))
     from .answers import check
 
-    config.answers, config.max_new_tokens = args.answers, args.max_new_tokens
+    config.answers = getattr(args, "answers", "rank")
+    config.max_new_tokens = getattr(args, "max_new_tokens", 8)
     check(config)
     if paper:
         config.check_paper()
