@@ -157,6 +157,15 @@ def test_a_tiny_causal_lm_completes_the_cells_with_its_pseudowords(tmp_path, zoo
                                                               "is a particular")) for p in preds)
 
 
+def test_a_masked_lm_is_refused_in_one_line_before_the_folder_is_pinned(tmp_path, zoo,
+                                                                         tiny_bert_dir):
+    from kgprobe.errors import ModelError
+
+    with pytest.raises(ModelError, match="needs a causal LM") as err:
+        run(zoo, tmp_path / "run", str(tiny_bert_dir), rules=("rdfs9",), limit=1)
+    assert "\n" not in str(err.value) and not (tmp_path / "run" / "config.json").exists()
+
+
 def parse(*argv: str) -> AblationConfig:
     parser = argparse.ArgumentParser()
     add_arguments(parser)

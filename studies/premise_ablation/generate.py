@@ -134,7 +134,6 @@ def run_generate(setup, source, requests_for: Callable, out: Path, *,
     config = setup.config
     check(config)  # a configuration built in code, not by `config_from_args`
     model = setup.model.loaded.trained_on(training_answers(setup.model.memorizing))
-    model.generate([], max_new_tokens=config.max_new_tokens)  # a masked LM says so here
     rows = run_units(out, generate_units(setup, model, source, requests_for), COLUMNS,
                      progress=progress, results=False)
     for control in config.controls:

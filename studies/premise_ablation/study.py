@@ -331,6 +331,8 @@ def run_premise_ablation(config: AblationConfig, out: str | Path, *, source: Sou
         out.mkdir(parents=True, exist_ok=True)
         pin_settings(out, config.pinned(), report=config.report_settings(), study=NAME)
         setup = None if config.protocol == "paper" else build_setup(config, source, cache=cache)
+        if config.answers == "generate":  # a model that writes no answer says so, unpinned
+            setup.model.loaded.generate([], max_new_tokens=config.max_new_tokens)
     if setup is None:
         from .paper import run_paper
 
