@@ -209,8 +209,10 @@ class CopyBaseline(FrequencyBaseline):
 def baseline_answers(model: Any, prompts: Sequence[str], candidates: Sequence[Sequence[str]] | None
                      ) -> list[str]:
     """A baseline's answer per prompt: frequency the most frequent training answer (ties: the
-    first seen, as its ranking), copy the candidate the prompt names first (else frequency's
-    answer), random a seeded candidate (its ranking's first). Empty when it has none to give."""
+    first seen, as its ranking) — among the prompt's candidates where some was seen in
+    training, so a prompt asking for a property is not answered with the commonest class —,
+    copy the candidate the prompt names first (else frequency's answer), random a seeded
+    candidate (its ranking's first). Empty when it has none to give."""
     scorer = model.scorer()
     most_frequent = ""
     if isinstance(scorer, FrequencyBaseline) and scorer.counts:
@@ -223,7 +225,8 @@ def baseline_answers(model: Any, prompts: Sequence[str], candidates: Sequence[Se
             named = [(at, -len(c), c) for c in cands if (at := mention(c, prompt)) is not None]
             out.append(min(named)[2] if named else most_frequent)
         elif isinstance(scorer, FrequencyBaseline):
-            out.append(most_frequent)
+            seen = [c for c in cands if scorer.counts.get(c, 0) > 0]
+            out.append(seen[int(scorer.ranking(seen)[0])] if seen else most_frequent)
         else:
             out.append(cands[int(scorer.score([prompt], cands)[0].argmax())] if cands else "")
     return out
@@ -290,9 +293,10 @@ class Baseline:
     def generate(self, prompts: Sequence[str], *, max_new_tokens: int = 8,
                  stop: Sequence[str] = ("\n", "."), chat: bool = False,
                  candidates: Sequence[Sequence[str]] | None = None,
-                 batch_size: int = 16) -> list[str]:
+                 batch_size: int = 16, pseudowords=None) -> list[str]:
         """The baseline's own answer per prompt (`baseline_answers`): the
-        most frequent training answer, the candidate the prompt names, a seeded candidate."""
+        most frequent training answer, the candidate the prompt names, a seeded candidate.
+        Pseudoword vectors are never read (a baseline reads the text only)."""
         return baseline_answers(self, prompts, candidates)
 
     def input_embeddings(self) -> Any:

@@ -324,9 +324,7 @@ class CausalScorer(TensorScorer):
         finally:
             self.stats = saved
         expected = torch.cat([one, two]).float()
-        # A mask the model ignores moves log-probabilities by whole units; kernel order moves
-        # them by a few of the dtype's steps (bfloat16's is 2^-7, so 1e-3 would reject every
-        # bfloat16 model and silently score it one prompt at a time, 2-3x slower on a GPU).
+        # An ignored mask moves log-probs by whole units, kernel order by a few dtype steps.
         tol = max(1e-3, 8 * torch.finfo(model.get_input_embeddings().weight.dtype).eps)
         return bool(torch.allclose(torch.log_softmax(got, -1), torch.log_softmax(expected, -1), atol=tol, rtol=tol))
 

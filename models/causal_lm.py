@@ -54,10 +54,19 @@ class CausalLM(LanguageModel):
     def generate(self, prompts: Sequence[str], *, max_new_tokens: int = 8,
                  stop: Sequence[str] = ("\n", "."), chat: bool = False,
                  candidates: Sequence[Sequence[str]] | None = None,
-                 batch_size: int = 16) -> list[str]:
-        """Greedy continuations, batched with left padding (`models.generation`). A chat
-        template is not applied here: the study hands the prompt already wrapped."""
+                 batch_size: int = 16, pseudowords=None) -> list[str]:
+        """Greedy continuations, batched with left padding (`models.generation`; with
+        `pseudowords`, from input embeddings with the vectors at their slots:
+        `models.vector_generation`). A chat template is not applied here: the study hands the
+        prompt already wrapped."""
         from kgprobe.models.generation import greedy_generate
+
+        if pseudowords is not None:
+            from kgprobe.models.vector_generation import greedy_generate_vectors
+
+            return greedy_generate_vectors(self, prompts, pseudowords,
+                                           max_new_tokens=max_new_tokens, stop=stop,
+                                           batch_size=batch_size)
 
         return greedy_generate(self, prompts, max_new_tokens=max_new_tokens, stop=stop,
                                batch_size=batch_size)

@@ -117,6 +117,11 @@ def _split_slots(text: str, slot_names: Sequence[str]) -> list:
     return pieces
 
 
+def split_slots(text: str, slot_names: Sequence[str]) -> list:
+    """A text without a ``[MASK]`` (a generation prompt) split at the pseudoword slots named."""
+    return _split_slots(text, slot_names)
+
+
 class PromptEncoder:
     """Tokenises prompt pieces and candidates consistently (see module docstring)."""
 

@@ -160,12 +160,14 @@ class LanguageModel(ABC):
     def generate(self, prompts: Sequence[str], *, max_new_tokens: int = 8,
                  stop: Sequence[str] = ("\n", "."), chat: bool = False,
                  candidates: Sequence[Sequence[str]] | None = None,
-                 batch_size: int = 16) -> list[str]:
+                 batch_size: int = 16, pseudowords=None) -> list[str]:
         """The model's own answer to each prompt: its greedy continuation, at most
         `max_new_tokens` tokens, cut at the first `stop` text (`models.generation`).
         `candidates` (per prompt) are read only by the baselines (copy names one, random draws
-        one); `chat` asks for the model's chat template where it has one. Only a model that
-        continues text can answer: a masked LM says so in one line."""
+        one); `chat` asks for the model's chat template where it has one; `pseudowords` (one
+        slot → vector mapping, or one per prompt) are placed at their slots, as a scorer
+        places them. Only a model that continues text can answer: a masked LM says so in one
+        line."""
         raise ModelError(f"model '{self.name}' is a {self.kind} LM: --answers generate needs a "
                          "causal LM (a decoder such as smollm2-135m)")
 

@@ -291,13 +291,17 @@ class ServedModel:
     def generate(self, prompts: Sequence[str], *, max_new_tokens: int = 8,
                  stop: Sequence[str] = ("\n", "."), chat: bool = False,
                  candidates: Sequence[Sequence[str]] | None = None,
-                 batch_size: int = 16) -> list[str]:
+                 batch_size: int = 16, pseudowords=None) -> list[str]:
         """Greedy answers from the server (temperature 0): ``/chat/completions`` with the prompt
         as the user's turn when `chat` (the server applies its chat template), else
         ``/completions``; requests in flight bounded by the name's ``concurrency``, each with
         the client's timeout and retries. The answer is cut at `stop` here as well, since a
         server may return the text past a stop it does not honour."""
         from kgprobe.models.generation import cut
+
+        if pseudowords is not None:
+            raise ModelError(f"model '{self.name}' is served: it takes no pseudoword vectors; "
+                             "--answers generate with pseudowords needs an in-process causal LM")
 
         def one(prompt: str) -> str:
             body = {"model": self.server_model, "max_tokens": max_new_tokens, "temperature": 0,

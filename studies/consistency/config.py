@@ -44,6 +44,9 @@ class ConsistencyConfig:
     chat_template: str = "none"  # auto, none or a Jinja file (models/chat); pinned unless none
     #: whose consistency the headline subtracts (`controls.REFERENCES`): prior = prior:MODEL
     reference: str = "prior"
+    #: rank, or generate: a statement believed when the model writes its gold (`generate.py`)
+    answers: str = "rank"
+    max_new_tokens: int = 8  # --answers generate: the longest answer, in tokens
 
     def __post_init__(self) -> None:
         self.candidates = parse_protocol(self.candidates)
@@ -66,6 +69,11 @@ class ConsistencyConfig:
                              "(0: all)")
         if args.template != "all" and not str(args.template).isdigit():
             raise StudyError(f"--template {args.template}: use a template index (0, 1, …) or all")
+        from .generate import check
+
+        answers = getattr(args, "answers", "rank")
+        max_new_tokens = getattr(args, "max_new_tokens", 8)
+        reference = check(answers, max_new_tokens, args.believe_at, args.reference)
         rules = None
         if args.rules != "all":
             rules = tuple(r for r in RULES if r in comma_list(args.rules, choices=RULES,
@@ -73,7 +81,7 @@ class ConsistencyConfig:
         return cls(args.model, rules, args.limit or None, args.seed, args.template,
                    parse_protocol(args.candidates), parse_ranking(args.ranking), args.believe_at,
                    OntologySource.from_args(args), **ModelSettings.from_args(args).fields(),
-                   reference=args.reference)
+                   reference=reference, answers=answers, max_new_tokens=max_new_tokens)
 
     def pinned(self) -> dict:
         """The settings a run folder is pinned to: every one that decides which statements
@@ -83,6 +91,8 @@ class ConsistencyConfig:
                   "limit": self.limit, "seed": self.seed, "templates": self.templates,
                   "candidates": self.candidates.option, "ranking": self.ranking,
                   "ontology": "bundled" if source.bundled else source.describe()}
+        if self.answers == "generate":  # a ranking folder's settings stay as they were
+            pinned.update(answers=self.answers, max_new_tokens=self.max_new_tokens)
         if not source.bundled:  # a store's fingerprint, a file's hash: a changed one is refused
             pinned["source"] = source.pinned()
         return {**pinned, **chat_pinned(self.chat_template, NAME)}
@@ -113,9 +123,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "its candidates (default 1: ranked first)")
     p.add_argument("--template", default="0",
                    help="manual template index (relations with fewer use their first), or all")
-    p.add_argument("--reference", default="prior", choices=("prior", "frequency", "copy", "random"),
+    p.add_argument("--reference", default=None, choices=("prior", "frequency", "copy", "random"),
                    help="whose consistency the headline subtracts (default prior: the model's "
-                        "own content-free prior, prior:MODEL, scored in the same run)")
+                        "own content-free prior, prior:MODEL, scored in the same run; with "
+                        "--answers generate, frequency)")
+    p.add_argument("--answers", choices=("rank", "generate"), default="rank",
+                   help="rank: a statement is believed when its gold ranks at --believe-at; "
+                        "generate: when the model's own answer is the gold, graded by the "
+                        "ontology (docs/open-answers.md)")
+    p.add_argument("--max-new-tokens", type=int, default=8,
+                   help="--answers generate: the longest answer in tokens")
     dry_run_option(p)
     p.add_argument("--seed", type=int, default=0,
                    help="seed of the derivation sample, the distractors and the intervals")

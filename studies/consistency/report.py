@@ -149,8 +149,16 @@ def statements_table(out: Path) -> str:
     path = out / "statements.csv"
     if not path.exists():
         return ""
+    rows = read_results(path)
+    if rows and "exact" in rows[0]:  # --answers generate: believed = the answer is the gold
+        lines = ["| relation | template | statements | believed (exact) | entailed | wrong | "
+                 "unmapped |", "|---|---|---|---|---|---|---|"]
+        return "\n".join(lines + [
+            f"| {r['relation']} | {r['template']} | {r['n']} | " + " | ".join(
+                f"{100 * float(r[g]):.1f}" for g in ("exact", "entailed", "wrong", "unmapped"))
+            + " |" for r in rows])
     lines = ["| relation | template | statements | believed at rank 1 | MRR |", "|---|---|---|---|---|"]
-    for r in read_results(path):
+    for r in rows:
         lines.append(f"| {r['relation']} | {r['template']} | {r['n']} | "
                      f"{100 * float(r['R@1']):.1f} | {100 * float(r['MRR']):.1f} |")
     return "\n".join(lines)
@@ -168,8 +176,12 @@ def write_report(out: str | Path) -> Path:
                         for rule, n in counts.get("sampled", {}).items())
     text = [f"# {TITLE}", "", f"Run: `{out}`; model `{config.get('model')}`, ontology "
             f"{config.get('ontology')}, candidates {config.get('candidates')}, ranking "
-            f"{config.get('ranking')}; a statement is believed when its gold ranks ≤ "
-            f"{believe_at}.", "", f"Derivations (sampled of askable): {sampled or '—'}.", "",
+            f"{config.get('ranking')}; " + (
+                f"open answers (at most {config.get('max_new_tokens')} new tokens): a statement "
+                "is believed when the model's own answer is its gold (graded exact by the "
+                "ontology; rank 1 below, else one past the candidates)."
+                if config.get("answers") == "generate" else
+                f"a statement is believed when its gold ranks ≤ {believe_at}."), "", f"Derivations (sampled of askable): {sampled or '—'}.", "",
             "Percentages with 95 % bootstrap intervals over clusters of derivations that share "
             "a statement; consistency = P(conclusion believed | both premises believed); minus "
             "reference = consistency − the reference model's on the same derivations; matched "

@@ -54,6 +54,7 @@ class Setup:
     found: dict[str, int] = field(default_factory=dict)
     skipped: Counter = field(default_factory=Counter)
     ontology: object = None  # the ontology asked (its memorizing sets: `training_answers`)
+    triples: object = None  # its source's triples (the synonyms open answers are mapped by)
 
     @property
     def templates(self) -> list[int]:
@@ -91,7 +92,7 @@ def build(config: ConsistencyConfig) -> Setup:
     closure = item_closure(onto, source.triples)
     verb = Verbalizer(onto, templates, pseudowords=False)
     writer = Writer(onto, verb)
-    setup = Setup(config, {}, {}, config.candidates, ontology=onto)
+    setup = Setup(config, {}, {}, config.candidates, ontology=onto, triples=source.triples)
     setup.derivations = study_derivations(writer, closure, config.rules, config.limit,
                                           config.seed, setup.skipped, setup.found)
     if not any(setup.derivations.values()):
@@ -193,6 +194,8 @@ def run_config(config: ConsistencyConfig, out: Path, *, progress: bool = True) -
 
         loaded = use_chat(load_model(config.model, device=config.device, dtype=config.dtype,
                                      seed=config.seed), config.chat_template, NAME)
+        if config.answers == "generate":  # a model that writes no answer says so here
+            loaded.generate([], max_new_tokens=config.max_new_tokens)
     ranks = scored_ranks(setup, loaded, out, progress, summary=True)
     reference = reference_model(config.model, config.reference)
     others = {}
@@ -216,10 +219,15 @@ def scored_ranks(setup: Setup, loaded, out: Path, progress: bool, *,
                  summary: bool = False) -> dict[tuple[str, int], dict]:
     """Every statement's rank by `loaded`, (statement key, template) → its prediction, from
     units run (or resumed) in `out`; `summary`: also statements.csv (the run's own model)."""
-    units = units_of(setup, loaded, progress)
-    unit_rows = run_units(out, units, UNIT_COLUMNS, progress=progress, results=summary)
+    columns, units = UNIT_COLUMNS, units_of(setup, loaded, progress)
+    if setup.config.answers == "generate":  # answered and graded: `generate.py`
+        from .generate import UNIT_COLUMNS as columns
+        from .generate import generate_units
+
+        units = generate_units(setup, loaded, progress, training_answers)
+    unit_rows = run_units(out, units, columns, progress=progress, results=summary)
     if summary:
-        write_text(out / "statements.csv", rows_to_csv(unit_rows, UNIT_COLUMNS))
+        write_text(out / "statements.csv", rows_to_csv(unit_rows, columns))
     return {(p["statement"], unit.key["template"]): p for unit in units
             for p in read_unit(unit_path(out, unit))[1]}
 
@@ -299,12 +307,18 @@ def write_dry_run(config: ConsistencyConfig, out: Path) -> int:
     """``OUT/prompts.jsonl``: every prompt a run would score, in its order; no model."""
     from kgprobe.studies.dry_run import PromptRecord, chat_view, write_prompts
 
+    from kgprobe.studies.open_answers import generation_prompt
+
     setup = build(config)
     records = []
+    generate = config.answers == "generate"  # the text the model continues, not the cloze
     for (relation, t), probes in setup.probes.items():
         for (prompt, cands), golds in asked_golds(probes).items():  # as `score_unit` asks them
-            records.append(PromptRecord(STUDY, prompt, tuple(golds), len(cands), task=relation,
+            extra = {"answers": "generate", "cloze": prompt,
+                     "max_new_tokens": config.max_new_tokens} if generate else {}
+            records.append(PromptRecord(STUDY, generation_prompt(prompt) if generate else prompt,
+                                        tuple(golds), len(cands), task=relation,
                                         template=str(t),
-                                        extra={"protocol": setup.protocol.name}))
+                                        extra={"protocol": setup.protocol.name, **extra}))
     Path(out).mkdir(parents=True, exist_ok=True)
     return write_prompts(out, records, chat=chat_view(config.chat_template, config.model, STUDY))

@@ -20,24 +20,18 @@ from pathlib import Path
 from typing import Sequence
 
 from kgprobe.ontology.verbalize import MASK
+from kgprobe.studies.open_answers import (  # noqa: F401 (shared with premise ablation)
+    BLANK,
+    METRICS,
+    NOTE,
+    generation_prompt,
+)
+from kgprobe.studies.open_answers import number as _number
+from kgprobe.studies.open_answers import pct as _pct
 
-#: The metrics of a unit's row, each with ``_lo`` and ``_hi`` beside it in results.csv.
-METRICS = ("accuracy", "exact", "entailed", "wrong", "unmapped", "specificity")
 CELL_KEYS = ("task", "template", "masks", "pooling", "split", "n")
 COLUMNS = [*CELL_KEYS, *(f"{m}{s}" for m in METRICS for s in ("", "_lo", "_hi")),
            "mean_distance", "answering", "max_new_tokens", "protocol", "study_protocol"]
-#: Only punctuation after the slot: the prompt ends at the slot.
-_PUNCTUATION = set(" .,;:!?")
-BLANK = "___"
-
-
-def generation_prompt(cloze: str) -> str:
-    """The text a model continues to answer `cloze` (one ``[MASK]``): see the module docstring."""
-    before, _, after = cloze.partition(MASK)
-    head = before.rstrip()
-    if set(after) <= _PUNCTUATION:
-        return head
-    return f"{before}{BLANK}{after}".strip() + "\n" + head
 
 
 def taxonomies(config, sets: dict) -> dict:
@@ -68,23 +62,9 @@ def taxonomies(config, sets: dict) -> dict:
 
 def unit_row(grades: Sequence, *, seed: int, key: Sequence) -> dict:
     """A unit's rates over its records, each with its 95 % bootstrap interval."""
-    from kgprobe.reasoning.grading import specificity
-    from kgprobe.studies.stats import mean_interval
+    from kgprobe.studies.open_answers import grade_row
 
-    row: dict = {"n": len(grades)}
-    values = {"accuracy": [float(g.grade in ("exact", "entailed")) for g in grades],
-              **{name: [float(g.grade == name) for g in grades]
-                 for name in ("exact", "entailed", "wrong", "unmapped")},
-              "specificity": [specificity(g) for g in grades]}
-    for name, column in values.items():
-        iv = mean_interval(column, seed=seed, key=(*key, name)) if column else None
-        nan = float("nan")
-        row[name] = float(iv.estimate[0]) if iv else nan
-        row[f"{name}_lo"] = float(iv.lo[0]) if iv else nan
-        row[f"{name}_hi"] = float(iv.hi[0]) if iv else nan
-    distances = [g.distance for g in grades if g.grade == "entailed"]
-    row["mean_distance"] = sum(distances) / len(distances) if distances else float("nan")
-    return row
+    return grade_row(grades, seed=seed, key=key)
 
 
 def generate_units(config, loaded, planned: list, *, progress: bool) -> list:
@@ -173,27 +153,6 @@ def _line(row: dict) -> str:
     d = _number(row.get("mean_distance"))
     cells.append(f"{'-' if d != d else f'{d:.2f}':>22}")
     return "  ".join(cells)
-
-
-def _number(value) -> float:
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return float("nan")
-
-
-def _pct(row: dict, metric: str) -> str:
-    est, lo, hi = (_number(row.get(f"{metric}{s}")) for s in ("", "_lo", "_hi"))
-    if est != est:
-        return "no items"
-    return f"{100 * est:.1f} [{100 * lo:.1f}, {100 * hi:.1f}]"
-
-
-NOTE = ("\n\nGrades: exact (the gold), entailed (a true superclass or superproperty of the gold: "
-        "right, less specific; distance = steps above the gold), wrong (a term of the ontology "
-        "that is not true of the subject), unmapped (no term named). accuracy = exact + "
-        "entailed; specificity = 1 for exact, 1/(1+distance) for entailed, 0 otherwise; 95 % "
-        "bootstrap intervals over records in brackets.")
 
 
 def observations(out: Path, cells: Sequence[str]) -> list[dict]:

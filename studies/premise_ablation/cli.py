@@ -33,7 +33,11 @@ class PremiseAblation(Study):
         run_premise_ablation(config, out, source=source, cache=config.cache)
 
     def report(self, out: Path) -> Path:
+        from .generate import generated, write_generate_report
         from .report import write_report
+
+        if generated(out):
+            return write_generate_report(out)
 
         return write_report(out)
 
@@ -48,5 +52,10 @@ class PremiseAblation(Study):
 
     def observations(self, out: Path) -> list[dict]:
         from .cells import observations
+        from .generate import generated
+        from .generate import observations as graded
+
+        if generated(out):
+            return graded(out)
 
         return observations(out)

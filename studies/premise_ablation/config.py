@@ -126,6 +126,9 @@ class AblationConfig:
     #: the controls scored on the same requests (`studies.controls`); the CLI and
     #: `kgprobe.run` default to the free ones, a config built in code names its own
     controls: tuple[str, ...] = ()
+    #: rank, or generate: the model completes each prompt, graded by the ontology (`generate.py`)
+    answers: str = "rank"
+    max_new_tokens: int = 8  # --answers generate: the longest answer, in tokens
 
     #: Fields that say where data comes from or how it is stored, not what is computed: the
     #: ontology is pinned through ``extra`` (as given), the cache never changes a number.
@@ -189,6 +192,8 @@ class AblationConfig:
             skip += ("soft_recipe",)
         if not self.counterfactual:
             skip += ("premises",)
+        if self.answers == "rank":  # a ranking folder's settings stay as they were
+            skip += ("answers", "max_new_tokens")
         return {k: _pinned_value(k, v) for k, v in self.__dict__.items() if k not in skip}
 
     #: Settings only the report reads: a rerun with other values keeps every unit (a control
@@ -296,6 +301,11 @@ def config_from_args(args: argparse.Namespace) -> AblationConfig:
     from kgprobe.studies.controls import parse_controls
 
     config.controls = parse_controls(getattr(args, "controls", None))
+    from .answers import check
+
+    config.answers = getattr(args, "answers", "rank")
+    config.max_new_tokens = getattr(args, "max_new_tokens", 8)
+    check(config)
     if paper:
         config.check_paper()
     return config
@@ -367,6 +377,9 @@ def add_arguments(p: argparse.ArgumentParser, *, default_model: str | None = Non
                         "comma-separated, or none (default: frequency,copy,random)")
     candidates_option(p)
     ranking_option(p)
+    from .answers import add_options
+
+    add_options(p)
     p.add_argument("--preset", choices=sorted(PRESETS), default=None,
                    help="paper: every item, 10 pairs, manual templates, --candidates all "
                         "(the GPU command); demo: `kgprobe demo`'s settings (smollm2-135m, 30 "

@@ -56,6 +56,8 @@ def paper_records(config: AblationConfig) -> list[PromptRecord]:
 
 
 def default_records(config: AblationConfig) -> list[PromptRecord]:
+    from kgprobe.studies.open_answers import generation_prompt
+
     from .cells import variants
     from .study import build_data, item_requests, premise_probes
 
@@ -76,13 +78,18 @@ def default_records(config: AblationConfig) -> list[PromptRecord]:
                     s1, s2 = ("explicit" if p1 else "not"), ("explicit" if p2 else "not")
                     req = item_requests(data, blank, item, s1, s2, "manual", variant=v, pairs=[0])[0]
                     hyp = item.hypotheses[v] if item.hypotheses else item.conclusion["text"]
+                    text, extra = req.prompt, {}
+                    if config.answers == "generate":  # what the model continues (generate.py)
+                        text = generation_prompt(req.prompt)
+                        extra = {"answers": "generate", "cloze": req.prompt,
+                                 "max_new_tokens": config.max_new_tokens}
                     out.append(PromptRecord(
-                        STUDY, req.prompt, tuple(item.answers), len(req.candidates), rule=rule,
+                        STUDY, text, tuple(item.answers), len(req.candidates), rule=rule,
                         template=f"manual:{v}",
                         p1=item.premises[0].text if p1 else "",
                         p2=item.premises[1].text if p2 else "", h=hyp,
                         extra={"kind": "reasoning", "item": item.id, "protocol": "default",
-                               "pairs": config.pairs}))
+                               "pairs": config.pairs, **extra}))
     if config.deep:  # the chained cells' prompts (depth.py)
         from .depth import dry_records
 

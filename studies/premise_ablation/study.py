@@ -331,11 +331,18 @@ def run_premise_ablation(config: AblationConfig, out: str | Path, *, source: Sou
         out.mkdir(parents=True, exist_ok=True)
         pin_settings(out, config.pinned(), report=config.report_settings(), study=NAME)
         setup = None if config.protocol == "paper" else build_setup(config, source, cache=cache)
+        if config.answers == "generate":  # a model that writes no answer says so, unpinned
+            setup.model.loaded.generate([], max_new_tokens=config.max_new_tokens)
     if setup is None:
         from .paper import run_paper
 
         return run_paper(config, out, progress=progress, cache=cache)
     premises = classify_premises(setup, out, progress=progress)
+    if config.answers == "generate":  # the model completes the prompts (generate.py)
+        from .generate import run_generate
+
+        return run_generate(setup, source, lambda *cell: cell_requests(
+            setup, *cell[:3], "manual", premises, None, cell[3]), out, progress=progress)
     softs = {}
     if "soft" in config.templates:
         from .soft import train_soft_prompts
