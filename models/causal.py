@@ -311,8 +311,7 @@ class CausalScorer(TensorScorer):
         vocab = model.get_input_embeddings().weight.shape[0]
         a, b, c, d, e = [(37 * k + 11) % vocab for k in range(1, 6)]
         trie = CandidateTrie()
-        trie.add([c, 0], [])
-        trie.add([d, e, 0], [])  # nodes: c and d after the prefix, e after d
+        trie.add([c, 0], []), trie.add([d, e, 0], [])  # nodes: c and d after the prefix, e after d
         saved = dict(self.stats)
         try:
             with torch.no_grad():
