@@ -49,6 +49,7 @@ def test_a_control_model_claims_no_depth_or_counterfactual_row(tmp_path, monkeyp
             } <= labels
     assert {("counterfactual", f"{FOLLOWS} (P2 {p2})") for p2 in ("explicit", "not given")} <= labels
     assert {r["claimed"] for r in rows} == {"False"}
+    assert any(r["comparison"].endswith("model − copy") and r["n_items"] != "0" for r in rows)
     # Holm over the whole file, not per family
     p = np.array([_num(r["p"]) for r in rows])
     assert np.allclose(holm(p), [_num(r["p_holm"]) for r in rows], equal_nan=True)
@@ -57,7 +58,8 @@ def test_a_control_model_claims_no_depth_or_counterfactual_row(tmp_path, monkeyp
             assert f"control_estimate_{control}" in r and f"control_hi_{control}" in r
         # the run's model is copy: its own control, the same prompts, the same numbers
         assert _num(r["estimate"]) == pytest.approx(_num(r["control_estimate_copy"]), nan_ok=True)
-        if r["comparison"].startswith((CHAINED, FOLLOWS)) and r["n_items"] != "0":
+        if (r["comparison"].startswith((CHAINED, FOLLOWS)) or r["comparison"].endswith("model − copy")) \
+                and r["n_items"] != "0":
             assert _num(r["control_estimate_copy"]) == pytest.approx(0)  # copy minus itself
     by = {(r["family"], r["comparison"]): r for r in rows}
     follows = by[("counterfactual", f"{FOLLOWS} (P2 explicit)")]

@@ -97,7 +97,8 @@ def test_end_to_end_all_rules_settings_and_template_kinds(tmp_path, zoo, tiny_gp
                      ("both explicit vs 100", "target"),
                      # the contrasts a control cannot fake (tests/test_pa_controls.py)
                      (CONTRASTS[0], "interaction"), (CONTRASTS[1], "paired"),
-                     (CONTRASTS[2], "paired")}
+                     (CONTRASTS[2], "paired"), (CONTRASTS[3], "paired"),
+                     (CONTRASTS[4], "paired")}
     assert (tmp_path / "soft" / "vectors.pt").exists()
     report = (tmp_path / "report.md").read_text()
     assert report.count("| P1 \\ P2 |") == 2 * (len(RULES) + 1)

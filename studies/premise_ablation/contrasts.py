@@ -50,8 +50,13 @@ WRITTEN = {"P1": ("P1 written − unwritten (P2 not given), minus copy",
                   (("explicit", "not"),), (("not", "not"), ("implicit", "not"))),
            "P2": ("P2 written − unwritten (P1 not given), minus copy",
                   (("not", "explicit"),), (("not", "not"), ("not", "implicit")))}
+#: A written cell's level against copy's on the same prompts: no unwritten cell enters, so a
+#: model that starts far below frequency (copy's unwritten level) gains no room from it.
+LEVEL = {"P1": ("P1 written (P2 not given), model − copy", (("explicit", "not"),)),
+         "P2": ("P2 written (P1 not given), model − copy", (("not", "explicit"),))}
 #: The contrasts' labels, in the order comparisons.csv lists them.
-CONTRASTS = (INTERACTION, *(label for label, _, _ in WRITTEN.values()))
+CONTRASTS = (INTERACTION, *(label for label, _, _ in WRITTEN.values()),
+             *(label for label, _ in LEVEL.values()))
 #: The control every written-premise contrast subtracts.
 COPY = "copy"
 #: The chained cells' contrast: writing the premises at one depth, minus copy (`depth_report`).
@@ -162,6 +167,10 @@ def _tests(prompts: list[Prompt], copy: list[Prompt] | None, scope: str, config:
     for label, first, second in WRITTEN.values():
         found.append(minus_copy(f"{scope}/{label}", prompts, copy, set(first), set(second),
                                 config, stratified))
+    for label, cell in LEVEL.values():
+        mine = {p.match: p for p in prompts if (p.p1, p.p2) in set(cell)}
+        theirs = None if copy is None else {p.match: p for p in copy if (p.p1, p.p2) in set(cell)}
+        found.append(beyond_copy(f"{scope}/{label}", mine, theirs, config, stratified))
     return found
 
 

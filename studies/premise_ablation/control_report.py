@@ -25,6 +25,12 @@ MEANS = {
         "a written P1 helps more than copying the candidates it names does, on the same prompts",
     "P2 written − unwritten (P1 not given), minus copy":
         "a written P2 helps more than copying the candidates it names does, on the same prompts",
+    "P1 written (P2 not given), model − copy":
+        "with P1 written, the model ranks the gold higher than the copy control does on the "
+        "same prompts: it uses the premise beyond naming its candidates",
+    "P2 written (P1 not given), model − copy":
+        "with P2 written, the model ranks the gold higher than the copy control does on the "
+        "same prompts: it uses the premise beyond naming its candidates",
     CHAINED: "writing the chain of premises helps more than it helps the copy control on the "
              "same prompts (ranking the candidates the prompt names first), so more than naming "
              "the answer does; it does not show which derivation steps the model takes",
