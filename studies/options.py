@@ -219,3 +219,19 @@ def comma_list(text: str | None, *, choices: Sequence[str] | None = None,
             raise KgprobeError(f"{option} {text}: use one or more of {', '.join(choices)} "
                                "(comma-separated)")
     return items
+
+
+#: ``--answers``: rank the candidates, or let the model write its answer (docs/open-answers.md)
+ANSWERS = ("rank", "generate")
+
+
+def answers_options(parser: argparse.ArgumentParser, generate: str) -> None:
+    """``--answers rank|generate`` and ``--max-new-tokens``, the same on every study that
+    grades open answers; `generate` says what a generated answer means in that study."""
+    parser.add_argument("--answers", choices=ANSWERS, default="rank",
+                        help=f"rank: the candidates ranked by the model's scores; generate: "
+                             f"{generate}, graded by the ontology as exact, entailed (a true "
+                             "superclass), wrong or unmapped (docs/open-answers.md)")
+    parser.add_argument("--max-new-tokens", type=int, default=8,
+                        help="--answers generate: the longest answer in tokens (it stops "
+                             "earlier at the sentence's end)")

@@ -12,6 +12,7 @@ from kgprobe.reasoning.filtering import Ranking, parse_ranking
 from kgprobe.reasoning.rdfs import RULES
 from kgprobe.studies.ontology_source import OntologySource, add_ontology_options
 from kgprobe.studies.options import (
+    answers_options,
     ModelSettings,
     candidates_option,
     chat_pinned,
@@ -127,12 +128,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="whose consistency the headline subtracts (default prior: the model's "
                         "own content-free prior, prior:MODEL, scored in the same run; with "
                         "--answers generate, frequency)")
-    p.add_argument("--answers", choices=("rank", "generate"), default="rank",
-                   help="rank: a statement is believed when its gold ranks at --believe-at; "
-                        "generate: when the model's own answer is the gold, graded by the "
-                        "ontology (docs/open-answers.md)")
-    p.add_argument("--max-new-tokens", type=int, default=8,
-                   help="--answers generate: the longest answer in tokens")
+    answers_options(p, "a statement is believed when the model's own answer is its gold "
+                       "(rank: when its gold ranks at --believe-at)")
     dry_run_option(p)
     p.add_argument("--seed", type=int, default=0,
                    help="seed of the derivation sample, the distractors and the intervals")

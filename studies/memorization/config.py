@@ -12,6 +12,8 @@ from kgprobe.reasoning.filtering import Ranking, parse_ranking
 from kgprobe.reasoning.memorizing import RELATIONS, relation_name
 from kgprobe.studies.ontology_source import OntologySource, add_ontology_options
 from kgprobe.studies.options import (
+    ANSWERS,
+    answers_options,
     ModelSettings,
     candidates_option,
     chat_pinned,
@@ -32,7 +34,6 @@ MASKS = ("multi", "single")
 SPLITS = ("train", "dev", "test")
 #: `--answers`: rank the candidates, or let the model write its own answer, graded by the
 #: ontology (`reasoning.grading`, `studies/memorization/generate.py`).
-ANSWERS = ("rank", "generate")
 #: `--protocol`: kgprobe's prompts and metrics, or the paper's as its official code writes them.
 PROTOCOLS = ("default", "paper")
 
@@ -192,14 +193,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, default=0, help="seed of the distractors and baselines")
     candidates_option(p)
     ranking_option(p)
-    p.add_argument("--answers", choices=ANSWERS, default="rank",
-                   help="rank: the candidates ranked by the model's scores; generate: the model "
-                        "writes its own answer (greedy, causal LMs and baselines), graded by the "
-                        "ontology as exact, entailed (a true superclass), wrong or unmapped "
-                        "(docs/open-answers.md)")
-    p.add_argument("--max-new-tokens", type=int, default=8,
-                   help="--answers generate: the longest answer in tokens (it stops earlier at "
-                        "the sentence's end)")
+    answers_options(p, "the model writes its own answer (greedy, causal LMs and baselines)")
     p.add_argument("--controls", default=None, metavar="LIST",
                    help="controls asked the same requests and shown beside every cell: "
                         "frequency, copy, random, prior (the model with the subject removed), "

@@ -7,19 +7,13 @@ from __future__ import annotations
 import argparse
 
 from kgprobe.errors import StudyError
+from kgprobe.studies.options import ANSWERS, answers_options
 
-ANSWERS = ("rank", "generate")
 
 
 def add_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--answers", choices=ANSWERS, default="rank",
-                   help="rank: the candidates ranked by the model's scores; generate: the model "
-                        "completes each prompt itself (greedy; pseudowords stay vectors), graded "
-                        "by the ontology as exact, entailed, wrong or unmapped "
-                        "(docs/open-answers.md)")
-    p.add_argument("--max-new-tokens", type=int, default=8,
-                   help="--answers generate: the longest answer in tokens (it stops earlier at "
-                        "the sentence's end)")
+    answers_options(p, "the model completes each prompt itself (greedy; pseudowords stay "
+                       "vectors)")
 
 
 def check(config) -> None:

@@ -39,7 +39,8 @@ from typing import Any
 import numpy as np
 
 from kgprobe.studies import comparisons
-from kgprobe.studies.controls import control_folder, is_control
+from kgprobe.studies.controls import beside, control_folder, is_control
+from kgprobe.studies.controls import control_columns as generic_columns
 
 from .cells import COMPARISONS, MEAN, Prompt, compare, load_prompts, sample
 from .config import COMPARISON_COLUMNS, METRICS
@@ -79,27 +80,16 @@ def load_controls(out: Path, config: ReportSettings) -> dict[str, list[Prompt]]:
 
 def control_columns(controls) -> list[str]:
     """results.csv's columns for the controls: ``MRR_copy``, ``MRR_copy_lo``, ... per metric."""
-    return [f"{m}_{c}{suffix}" for c in controls for m in METRICS for suffix in ("", "_lo", "_hi")]
+    return generic_columns(controls, METRICS)
 
 
-def _key(row: dict) -> tuple:
-    return (*(str(row.get(k, "")) for k in ("rule", "p1", "p2", "template", "variant", "depth",
-                                           "distractors")), row.get("premises") or "true")
+#: What names a results.csv row's cell (a control's row of the same cell has the same values).
+CELL_KEYS = ("rule", "p1", "p2", "template", "variant", "depth", "distractors", "premises")
 
 
 def with_controls(rows: list[dict], tables: dict[str, list[dict]]) -> list[dict]:
     """`rows` with each control's value and interval in the same cell beside the model's."""
-    for control, table in tables.items():
-        by_key = {_key(r): r for r in table}
-        for row in rows:
-            other = by_key.get(_key(row), {})
-            for m in METRICS:
-                for suffix in ("", "_lo", "_hi"):
-                    row[f"{m}_{control}{suffix}"] = other.get(f"{m}{suffix}", "")
-    return rows
-
-
-# ------------------------------------------------------------------ the contrasts
+    return beside(rows, tables, CELL_KEYS, METRICS)
 
 
 def differences(prompts: list[Prompt], first, second) -> list[Prompt]:
