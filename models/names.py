@@ -119,3 +119,9 @@ def check_model_name(name: str, *, extra: tuple[str, ...] = (),
     why = _on_hub(name)
     if why:
         raise unknown_model(name, why, extra)
+
+
+def is_control_model(name: str | None) -> bool:
+    """Whether `name` is a model of the baseline family (a baseline, or ``prior:MODEL``): a
+    control, which knows nothing of the items, so no study claims a finding from its run."""
+    return name is not None and (name in BASELINES or prior_of(name) is not None)

@@ -57,10 +57,9 @@ def parse_controls(text: str | Sequence[str] | None) -> tuple[str, ...]:
 def is_control(model: str | None) -> bool:
     """Whether `model` is itself a control (a baseline or a prior): its run can show no
     reasoning, so nothing it scores is claimed. Decided by the model family's registry."""
-    from kgprobe.models.baselines import BASELINES
-    from kgprobe.models.prior import prior_of
+    from kgprobe.models.names import is_control_model
 
-    return model is not None and (model in BASELINES or prior_of(model) is not None)
+    return is_control_model(model)
 
 
 def control_model(control: str, model: str) -> str:

@@ -107,7 +107,7 @@ def test_multiple_choice_letters_are_asked_after_the_dry_runs_text(tmp_path, tin
     next letter is scored after) and chooses among as many letters, the gold among them."""
     from transformers import AutoTokenizer
 
-    prompts, _ = run_and_dry(tmp_path, "multiple-choice", str(tiny_llama_dir), "--task",
+    prompts, _ = run_and_dry(tmp_path, "multiple-choice", str(tiny_llama_dir), "--controls", "none", "--task",
                              "type,rdfs9-12", "--limit", "2", "--chat", "off")
     letters, rows = of_kind(recording, "letters"), of_kind(recording, "row")
     assert len(letters) == len(rows) == len(prompts) == 4
@@ -126,7 +126,7 @@ def test_multiple_choice_option_texts_are_the_dry_runs(tmp_path, tiny_bert_dir, 
                  {"prompt": "What is Paris? (a) a city, (b) a river, (c) a sport", "gold": "(a) a city"},
                  {"prompt": "What is Y? (a) work, (b) place", "gold": "(b) place"}]
     (data / "reasoning" / "rdfs9-22.jsonl").write_text("".join(json.dumps(q) + "\n" for q in questions))
-    prompts, _ = run_and_dry(tmp_path, "multiple-choice", str(tiny_bert_dir), "--answer", "text",
+    prompts, _ = run_and_dry(tmp_path, "multiple-choice", str(tiny_bert_dir), "--controls", "none", "--answer", "text",
                              "--data", str(data), "--limit", "2")
     asked = of_kind(recording, "score")
     assert [text for text, _ in asked] == [r["text"] for r in prompts]
