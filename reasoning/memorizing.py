@@ -43,7 +43,10 @@ class MemorizingRecord:
     disambiguator: str | None = None
 
     def to_json(self) -> dict:
-        return {k: v for k, v in asdict(self).items() if v is not None}
+        # "" for no disambiguator: every file has the same string column (datasets reads them
+        # as one table; a column null in one file and a string in another cannot be joined).
+        out = {k: v for k, v in asdict(self).items() if v is not None}
+        return {**out, "disambiguator": self.disambiguator or ""}
 
 
 def relation_name(task: str) -> str:
