@@ -272,19 +272,12 @@ def _mend_xref_clause(value: str) -> str:
 
 def escape_id(ident: str) -> str:
     """An identifier with its whitespace and OBO delimiters escaped (``a b`` → ``a\\ b``)."""
-    out, i = [], 0
-    while i < len(ident):
-        c = ident[i]
-        if c == "\\" and i + 1 < len(ident):
-            out.append(ident[i:i + 2])
-            i += 2
-            continue
-        out.append("\\ " if c.isspace() else f"\\{c}" if c in _ID_SPECIALS else c)
-        i += 1
-    return "".join(out)
+    return _escape_unescaped(ident, _ID_SPECIALS, spaces=True)
 
 
-def _escape_unescaped(text: str, chars: str) -> str:
+def _escape_unescaped(text: str, chars: str, *, spaces: bool = False) -> str:
+    """`text` with each of `chars` (and, with `spaces`, each whitespace) not already escaped
+    given a backslash; an existing escape pair is kept as it is."""
     out, i = [], 0
     while i < len(text):
         c = text[i]
@@ -292,6 +285,6 @@ def _escape_unescaped(text: str, chars: str) -> str:
             out.append(text[i:i + 2])
             i += 2
             continue
-        out.append(f"\\{c}" if c in chars else c)
+        out.append("\\ " if spaces and c.isspace() else f"\\{c}" if c in chars else c)
         i += 1
     return "".join(out)

@@ -38,6 +38,16 @@ CHOICES = (*FREE, "prior")
 FOLDER = "controls"
 
 
+def controls_option(parser, note: str = "") -> None:
+    """``--controls LIST``, the same on every study that runs controls beside its model
+    (`parse_controls` reads it); `note` adds what the study does differently."""
+    parser.add_argument("--controls", default=None, metavar="LIST",
+                        help="controls scored on the same prompts and shown beside every cell: "
+                             "frequency, copy, random, prior (the model with the content "
+                             "removed), comma-separated, or none (default: frequency,copy,random)"
+                             + (f"; {note}" if note else ""))
+
+
 def parse_controls(text: str | Sequence[str] | None) -> tuple[str, ...]:
     """``--controls frequency,copy`` → the names in `CHOICES` order; ``none`` → no control;
     None → `FREE`. Anything else is one line naming the choices."""

@@ -11,6 +11,7 @@ from kgprobe.reasoning.distractors import Protocol, parse_protocol
 from kgprobe.reasoning.filtering import Ranking, parse_ranking
 from kgprobe.reasoning.memorizing import RELATIONS, relation_name
 from kgprobe.studies.ontology_source import OntologySource, add_ontology_options
+from kgprobe.studies.controls import controls_option
 from kgprobe.studies.options import (
     ANSWERS,
     answers_options,
@@ -194,10 +195,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     candidates_option(p)
     ranking_option(p)
     answers_options(p, "the model writes its own answer (greedy, causal LMs and baselines)")
-    p.add_argument("--controls", default=None, metavar="LIST",
-                   help="controls asked the same requests and shown beside every cell: "
-                        "frequency, copy, random, prior (the model with the subject removed), "
-                        "comma-separated, or none (default: frequency,copy,random)")
+    controls_option(p)
     model_options(p, batch_size=64)
     p.add_argument("--out", required=True, type=Path,
                    help="the run folder: results, report and every unit written as it finishes; rerun into it to resume")

@@ -8,6 +8,7 @@ from pathlib import Path
 import argparse
 
 from kgprobe.errors import StudyError
+from kgprobe.studies.controls import controls_option
 from kgprobe.studies.options import ModelSettings, dry_run_option, model_options
 
 #: `kgprobe study multiple-choice`: the name its run folders' config.json records (`pin_settings`).
@@ -97,11 +98,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--chat", choices=["auto", "on", "off"], default="auto",
                    help="wrap the question in the tokenizer's chat template (auto: if it has one); "
                         "--chat-template auto|none|FILE says the same and wins")
-    p.add_argument("--controls", default=None, metavar="LIST",
-                   help="controls asked the same questions and shown beside every set: "
-                        "frequency, copy, random, comma-separated, or none (default: all "
-                        "three; copy is skipped for --answer letter, whose option list names "
-                        "every option)")
+    controls_option(p, "multiple choice skips copy for --answer letter, whose option list "
+                       "names every option, and refuses prior")
     model_options(p, batch_size=4, batch_help="questions scored at once")
     p.add_argument("--out", required=True, type=Path,
                    help="the run folder: results, report and every unit written as it finishes; rerun into it to resume")

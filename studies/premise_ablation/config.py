@@ -13,6 +13,7 @@ from kgprobe.reasoning.distractors import Protocol, parse_protocol
 from kgprobe.reasoning.filtering import Ranking, parse_ranking
 from kgprobe.reasoning.rdfs import RULES
 from kgprobe.studies.ontology_source import OntologySource, add_ontology_options
+from kgprobe.studies.controls import controls_option
 from kgprobe.studies.options import (
     candidates_option,
     comma_list,
@@ -371,10 +372,7 @@ def add_arguments(p: argparse.ArgumentParser, *, default_model: str | None = Non
                    help="estimate each relation's known/not-known threshold from a seeded sample "
                         "of N of its premises and classify only the evaluated items' premises "
                         "(a quick trial; default: classify the whole population)")
-    p.add_argument("--controls", default=None, metavar="LIST",
-                   help="controls scored on the same prompts and shown beside every cell: "
-                        "frequency, copy, random, prior (the model with the content removed), "
-                        "comma-separated, or none (default: frequency,copy,random)")
+    controls_option(p)
     candidates_option(p)
     ranking_option(p)
     from .answers import add_options
