@@ -81,12 +81,60 @@ class PaperItem:
     golds: tuple[str, ...]
     candidates: str
     probes: dict[str, PaperPrompt] = field(default_factory=dict)  # P1/P2 → memorizing probe
+    soft: dict[str, str] = field(default_factory=dict)  # the soft form's parts ({soft} kept)
 
     def text(self, p1: bool = True, p2: bool = True) -> str:
         """The prompt with P1 and/or P2 written (the paper's explicit setting) or left out."""
         parts = [self.p1 if p1 else "", self.p2 if p2 else "", wording()["conjunction"],
                  self.hypothesis, MASK, self.end]
         return collapse(" ".join(parts))
+
+    def soft_text(self, p1: bool = True, p2: bool = True) -> str:
+        """The prompt in the official code's soft form (§3.2.1's soft conjunctions): each
+        written premise followed by a conjunction token ([conj~0] after P1 when P2 follows,
+        [conj~1] before the hypothesis; [conj~1] alone when neither is written), the soft
+        template's tokens at [p1~i], [p2~i], [h~i]."""
+        written = [fill_soft(self.soft[k], k) for k, on in (("p1", p1), ("p2", p2)) if on]
+        if len(written) == 2:
+            written.insert(1, CONJ[0])
+        parts = [*written, CONJ[1], fill_soft(self.soft["hypothesis"], "h"), MASK, self.soft["end"]]
+        return collapse(" ".join(parts))
+
+
+#: soft tokens per soft template (the official code's three {"soft"}), and the conjunctions
+SOFT_TOKENS = 3
+CONJ = ("[conj~0]", "[conj~1]")
+
+
+def soft_slots(position: str) -> list[str]:
+    """The slot names of one soft template's tokens: a reasoning position (p1, p2, h) or a
+    memorizing relation."""
+    return [f"[{position}~{i}]" for i in range(SOFT_TOKENS)]
+
+
+def fill_soft(text: str, position: str) -> str:
+    return text.replace("{soft}", " ".join(soft_slots(position)))
+
+
+def soft_relations(rule_name: str) -> dict[str, str]:
+    """position (p1, p2, h) → the memorizing relation whose soft template starts its tokens
+    (only the positions that have soft tokens)."""
+    names = wording()["rules"][rule_name]["soft"]["relations"]
+    return {pos: rel for pos, rel in zip(("p1", "p2", "h"), names) if rel}
+
+
+def soft_init_words(relation: str) -> tuple[str, ...]:
+    return tuple(wording()["memorizing"][relation]["soft_init"])
+
+
+def soft_memorizing_prompt(record: PaperRecord) -> PaperPrompt:
+    """The record's prompt under its relation's soft template (data.py's fs mode), the
+    tokens at [RELATION~i]."""
+    spec = wording()["memorizing"][record.relation]
+    subject = _punct(record.subject) if spec.get("subject") == "normalized" else record.subject
+    text = spec["soft"].format(Subject=subject.capitalize(), subject=record.subject,
+                               soft=" ".join(soft_slots(record.relation)))
+    return PaperPrompt(collapse(text), _golds(record.answers), spec["candidates"], record.index)
 
 
 def collapse(text: str) -> str:
@@ -233,9 +281,11 @@ def paper_item(rule_name: str, record: PaperRecord, n: int) -> PaperItem:
     # the rule's scripts name (the last, "is a particular", for TP/SCO).
     probes = {"P1": memorizing_prompt(record, n_templates(record.relation) - 1),
               "P2": _p2_probe(rule, record)}
+    soft = {k: collapse(v.format(**fields, soft="{soft}")) for k, v in rule["soft"].items()
+            if k != "relations"}
     return PaperItem(f"{rule_name}-paper-{n:05d}", rule_name, record,
                      collapse(rule["p1"].format(**fields)), collapse(rule["p2"].format(**fields)),
-                     rule["hypothesis"], rule["end"], golds, rule["candidates"], probes)
+                     rule["hypothesis"], rule["end"], golds, rule["candidates"], probes, soft)
 
 
 def p2_population(rule_name: str) -> list[PaperPrompt]:
