@@ -174,10 +174,10 @@ class AblationConfig:
         if self.memorized_fraction != 0.5:
             raise StudyError("--fraction: the paper protocol splits by --memorized top-half|rank1; "
                              "drop --fraction")
-        if tuple(self.templates) != ("manual",):
-            raise StudyError("--protocol paper: soft templates on the paper's items are not "
-                             "reproduced yet; pass --templates manual (Appendix A's recipe runs "
-                             "on the default protocol: --templates manual,soft --soft-recipe paper)")
+        if "soft" in self.templates and self.soft_recipe != "paper":
+            raise StudyError(f"--soft-recipe {self.soft_recipe}: --protocol paper trains soft "
+                             "templates by the paper's recipe (Appendix A); pass --soft-recipe "
+                             "paper")
 
     def unit_columns(self) -> list[str]:
         """A unit row's columns: with chained items, `depth` and `distractors` after `variant`;
@@ -227,10 +227,11 @@ def template_kinds(text: str) -> tuple[str, ...]:
 
 
 
-#: ``--preset paper``: the paper-scale study (OntoProbe §3: every item, 10 pairs, the manual
-#: templates, every candidate): the GPU command. It overrides these options.
+#: ``--preset paper``: the paper-scale study (OntoProbe §3: every item, 10 pairs, every
+#: candidate, manual and soft templates side by side as its Table 4 reports them, soft ones
+#: by Appendix A's recipe): the GPU command. It fills the options left at their defaults.
 #: ``--preset demo``: `kgprobe demo`'s settings, so the study command resumes its folder.
-PRESETS = {"paper": {"limit": 0, "pairs": 10, "templates": "manual", "candidates": "all",
+PRESETS = {"paper": {"limit": 0, "pairs": 10, "templates": "manual,soft", "candidates": "all",
                      "soft_recipe": "paper"},
            "demo": {"model": "smollm2-135m", "limit": 30, "pairs": 1, "templates": "manual",
                     "candidates": "20", "soft_epochs": 5}}
@@ -293,7 +294,7 @@ def config_from_args(args: argparse.Namespace) -> AblationConfig:
                          "the manual templates of the default protocol; pass --templates manual "
                          "(and no --protocol paper)")
     config.memorized_sample = memorized_sample(args, paper)
-    config.soft_recipe, config.soft_epochs = soft_recipe(args, config.templates)
+    config.soft_recipe, config.soft_epochs = soft_recipe(args, config.templates, paper)
     config.premises = premises_option(args, paper)
     config.distractor_kind = getattr(args, "distractor_kind", None) or "naming"
     if config.distractor_kind not in DISTRACTOR_KINDS:
@@ -335,7 +336,8 @@ def add_arguments(p: argparse.ArgumentParser, *, default_model: str | None = Non
     dry_run_option(p)
     p.add_argument("--rules", default=",".join(RULES), help="comma-separated rules to study")
     p.add_argument("--templates", default=None,
-                   help="manual, soft, or manual,soft (default: manual,soft; paper: manual)")
+                   help="manual, soft, or manual,soft (default: manual,soft; --protocol "
+                        "paper: manual, its official prompts one for one)")
     p.add_argument("--limit", type=int, default=None,
                    help="items per rule (0: all; default 10, with --protocol paper all)")
     p.add_argument("--pairs", type=int, default=None,
@@ -351,10 +353,11 @@ def add_arguments(p: argparse.ArgumentParser, *, default_model: str | None = Non
     p.add_argument("--min-items", type=int, default=10,
                    help="cells with fewer items are shown but flagged")
     p.add_argument("--soft-epochs", type=int, default=30, help="soft templates: training epochs")
-    p.add_argument("--soft-recipe", choices=["default", "paper"], default="default",
+    p.add_argument("--soft-recipe", choices=["default", "paper"], default=None,
                    help="soft templates' training: default (sampled softmax, lr 0.05, fits a "
                         "CPU) or paper (Appendix A: BCE over every candidate, AdamW lr 0.5 with "
-                        "linear decay, batch 8, best dev MRRa; --preset paper sets it, 100 epochs)")
+                        "linear decay, batch 8, best dev MRRa; --preset paper and --protocol "
+                        "paper use it, 100 epochs)")
     p.add_argument("--depth", default="1",
                    help="derivation steps of the chained items, e.g. 1,2,3 (default 1: the study "
                         "alone); depth k writes k + 1 premises (docs/depth.md)")
@@ -379,8 +382,8 @@ def add_arguments(p: argparse.ArgumentParser, *, default_model: str | None = Non
 
     add_options(p)
     p.add_argument("--preset", choices=sorted(PRESETS), default=None,
-                   help="paper: every item, 10 pairs, manual templates, --candidates all "
-                        "(the GPU command); demo: `kgprobe demo`'s settings (smollm2-135m, 30 "
+                   help="paper: every item, 10 pairs, manual and soft templates (soft by "
+                        "Appendix A's recipe), --candidates all (the GPU command); demo: `kgprobe demo`'s settings (smollm2-135m, 30 "
                         "items a rule, 1 pair, manual templates, K = 20); a preset fills the "
                         "options left at their defaults")
     model_options(p, batch_size=64)

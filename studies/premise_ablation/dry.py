@@ -5,7 +5,11 @@ premise probes, so the dry run writes what does not: every premise probe (``extr
 "premise probe", ``extra.role`` P1/P2), and every reasoning prompt under each way of writing
 the premises (both, P1 only, P2 only, neither; ``p1``/``p2`` empty when not written). One
 line per text: the pseudoword pairs (``extra.pairs``) change the vectors, not the text.
-Soft templates are trained, so only the manual prompts are written. Every line is a request
+Soft templates are trained, so the default protocol writes only the manual prompts; under
+``--protocol paper`` with soft templates the soft prompts are written too (their slots named,
+their vectors trained by the run), and every request their training scores (``extra.kind``
+"soft training", ``extra.training`` naming the training, ``extra.split`` train or dev).
+Every line is a request
 the run builds with the same functions (`study.item_requests`, `study.premise_probes`,
 `depth.chain_requests`, and the paper protocol's `paper.p1_requests`, `p2_requests`,
 `item_request`), so the run asks no prompt this file lacks.
@@ -43,16 +47,47 @@ def paper_records(config: AblationConfig) -> list[PromptRecord]:
                                         "kind": "premise probe", "role": role, "item": item_id,
                                         "record": probe.record, "protocol": "paper",
                                         "pairs": config.pairs}))
-        for item in study.evaluated(rule):
-            for p1, p2 in WRITTEN:
-                req = item_request(study, rule, item, p1, p2, 0)
-                out.append(PromptRecord(
-                    STUDY, req.prompt, item.golds, len(req.candidates), rule=rule,
-                    template="manual", p1=item.p1 if p1 else "", p2=item.p2 if p2 else "",
-                    h=f"{item.hypothesis} [MASK] {item.end}",
-                    extra={"kind": "reasoning", "item": item.id, "record": item.record.index,
-                           "protocol": "paper", "pairs": config.pairs}))
+        for kind in config.templates:
+            for item in study.evaluated(rule):
+                for p1, p2 in WRITTEN:
+                    req = item_request(study, rule, item, p1, p2, 0, kind)
+                    parts = _parts(item, kind)
+                    out.append(PromptRecord(
+                        STUDY, req.prompt, item.golds, len(req.candidates), rule=rule,
+                        template=kind, p1=parts[0] if p1 else "", p2=parts[1] if p2 else "",
+                        h=parts[2],
+                        extra={"kind": "reasoning", "item": item.id, "record": item.record.index,
+                               "protocol": "paper", "pairs": config.pairs}))
+    if "soft" in config.templates:
+        out += soft_training_records(study)
     return out
+
+
+def _parts(item, kind: str) -> tuple[str, str, str]:
+    """An item's P1, P2 and hypothesis as its `kind` of prompt writes them."""
+    if kind == "manual":
+        return item.p1, item.p2, f"{item.hypothesis} [MASK] {item.end}"
+    from kgprobe.reasoning.paper_items import fill_soft
+
+    soft = item.soft
+    return (fill_soft(soft["p1"], "p1"), fill_soft(soft["p2"], "p2"),
+            f"{fill_soft(soft['hypothesis'], 'h')} [MASK] {soft['end']}")
+
+
+def soft_training_records(study) -> list[PromptRecord]:
+    """Every request the paper protocol's soft trainings score (`paper_soft.training_requests`
+    with the run's builders)."""
+    from .paper import has_slot, item_request, probe_requests
+    from .paper_soft import training_requests
+
+    return [PromptRecord(STUDY, req.prompt, tuple(req.candidates[g] for g in req.golds),
+                         len(req.candidates), template="soft",
+                         task="" if ":" in label else label, rule=label.split(":")[0] if ":" in label else "",
+                         extra={"kind": "soft training", "training": label, "split": split,
+                                "item": req.item, "protocol": "paper"})
+            for label, split, req in training_requests(study, probe_requests=probe_requests,
+                                                       item_request=item_request,
+                                                       has_slot=has_slot)]
 
 
 def default_records(config: AblationConfig) -> list[PromptRecord]:

@@ -7,12 +7,16 @@ of the record, P2 by the official code's P2 probe (per pseudoword pair where it 
 split by the paper's rule (top half by reciprocal rank; the official code's get_memorized) or,
 for P1, the official code's rank-1 rule (``--memorized rank1``). A cell's numbers are the mean
 over pseudoword pairs of the paper's metrics over the cell's items (Appendix A).
+
+With ``--templates manual,soft`` every cell is also scored in the official code's soft form
+(soft templates and conjunctions trained by Appendix A's recipe: `paper_soft.py`), on the
+items the manual cell scores: the soft cells take the manual probes' split.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -37,6 +41,7 @@ from kgprobe.studies.options import use_chat
 from kgprobe.studies.runner import Unit
 
 from .config import NAME, SETTINGS, AblationConfig
+from .paper_soft import soft_key
 
 SLOTS = ("[X0]", "[Y0]")  # the official code's pseudoword tokens (PW_NUM = 1)
 
@@ -48,6 +53,7 @@ class PaperStudy:
     loaded: object
     scorer: object
     pseudowords: list[dict]  # one {"[X0]": v, "[Y0]": v} per pair
+    soft: dict = field(default_factory=dict)  # paper_soft.soft_key → trained soft vectors
 
     def evaluated(self, rule: str) -> list[PaperItem]:
         """The items a cell scores: the first `limit` (all by default)."""
@@ -123,14 +129,34 @@ def p2_requests(study: PaperStudy, rule: str, n: int) -> list[ProbeRequest]:
                           f"{rule} P2 probes (pair {n})")
 
 
+def has_slot(text: str) -> bool:
+    """Whether a prompt holds a pseudoword (its numbers then depend on the pair)."""
+    return any(s in text for s in SLOTS)
+
+
 def item_request(study: PaperStudy, rule: str, item: PaperItem, p1: bool, p2: bool,
-                 n: int) -> ProbeRequest:
-    """An item's reasoning prompt with P1, P2 written or not, under pseudoword pair `n`."""
-    pool = [g for i in study.items[rule] for g in i.golds]
-    text = item.text(p1, p2)
+                 n: int, kind: str = "manual") -> ProbeRequest:
+    """An item's reasoning prompt with P1, P2 written or not, under pseudoword pair `n`: the
+    official prompt, or (`kind` "soft") its soft form with the trained vectors of that form
+    and pair (`paper_soft.py`; none yet while training, or in the dry run)."""
+    pool = [g for i in study.items[rule] for g in i.golds] + list(item.golds)
+    text = item.text(p1, p2) if kind == "manual" else item.soft_text(p1, p2)
+    soft = {}
+    if kind == "soft":
+        soft = study.soft.get(soft_key(rule, p1, p2, n if has_slot(text) else None), {})
     cands = _candidates(study, item.candidates, pool, item.golds, item.id)
-    return ProbeRequest(text, cands, vectors_for(text, study.pseudowords[n]), item=item.id,
-                        golds=tuple(paper_gold_indices(cands, item.golds)), setting={"pair": n})
+    return ProbeRequest(text, cands, vectors_for(text, {**study.pseudowords[n], **soft}),
+                        item=item.id, golds=tuple(paper_gold_indices(cands, item.golds)),
+                        setting={"pair": n})
+
+
+def train_soft(study: PaperStudy, out: Path, *, progress: bool = False) -> None:
+    """Train (or reload) the soft templates and conjunctions into `study.soft`."""
+    from .paper_soft import train_paper_soft
+
+    study.soft = train_paper_soft(study, out, probe_requests=probe_requests,
+                                  item_request=item_request, has_slot=has_slot,
+                                  progress=progress)
 
 
 def _reciprocal_ranks(study: PaperStudy, requests: list[ProbeRequest], desc: str,
@@ -165,9 +191,9 @@ def classify_paper_premises(study: PaperStudy, out: Path, *, progress: bool = Fa
         entry = {"P1": _split(rr1, [i.record.index for i in items],
                               study.config.memorized == "rank1"), "P2": []}
         probes = p2_population(rule)
-        has_slot = any(s in p.text for p in probes for s in SLOTS)
+        per_pair = any(has_slot(p.text) for p in probes)
         for n, pair in enumerate(study.pseudowords):
-            if n and not has_slot:  # no pseudoword in the probe: every pair ranks alike
+            if n and not per_pair:  # no pseudoword in the probe: every pair ranks alike
                 entry["P2"].append(entry["P2"][0])
                 continue
             rr2 = _reciprocal_ranks(study, p2_requests(study, rule, n),
@@ -197,7 +223,7 @@ def cell_records(premises: dict, p1: str, p2: str, n: int) -> set[int]:
 
 
 def run_paper_cell(study: PaperStudy, rule: str, p1: str, p2: str, premises: dict,
-                   progress: bool = False) -> tuple[dict, list[dict]]:
+                   progress: bool = False, kind: str = "manual") -> tuple[dict, list[dict]]:
     items = study.evaluated(rule)
     if not items:
         return {"n": 0}, []
@@ -207,12 +233,13 @@ def run_paper_cell(study: PaperStudy, rule: str, p1: str, p2: str, premises: dic
         chosen = [(k, i) for k, i in enumerate(items) if i.record.index in keep]
         if not chosen:
             continue
-        requests = [item_request(study, rule, i, p1 == "explicit", p2 == "explicit", n)
+        requests = [item_request(study, rule, i, p1 == "explicit", p2 == "explicit", n, kind)
                     for _, i in chosen]
         texts = [r.prompt for r in requests]
         lists = [r.candidates for r in requests]
         rows = score_requests(study.scorer, requests, batch_size=study.config.batch_size,
-                              desc=f"{rule} P1 {p1} P2 {p2} pair {n}", progress=progress)
+                              desc=f"{rule} P1 {p1} P2 {p2} pair {n} ({kind})",
+                              progress=progress)
         golds = [list(r.golds) for r in requests]
         per_pair.append(paper_evaluate(rows, golds, ks=(1, 5)))
         for (_, item), text, row, gold, cands in zip(chosen, texts, rows, golds, lists):
@@ -232,15 +259,17 @@ def paper_units(study: PaperStudy, premises: dict, *, progress: bool = False) ->
     name = study.config.candidates.name
     units = []
     for rule in study.config.rules:
-        for p1 in SETTINGS:
-            for p2 in SETTINGS:
-                def run(rule=rule, p1=p1, p2=p2):
-                    metrics, preds = run_paper_cell(study, rule, p1, p2, premises, progress)
-                    return {**metrics, "protocol": name, "study_protocol": "paper"}, preds
+        for kind in study.config.templates:
+            for p1 in SETTINGS:
+                for p2 in SETTINGS:
+                    def run(rule=rule, p1=p1, p2=p2, kind=kind):
+                        metrics, preds = run_paper_cell(study, rule, p1, p2, premises, progress,
+                                                        kind)
+                        return {**metrics, "protocol": name, "study_protocol": "paper"}, preds
 
-                key = {"rule": rule, "p1": p1, "p2": p2, "template": "manual", "variant": 0,
-                       "study_protocol": "paper"}
-                units.append(Unit(key, run, len(study.evaluated(rule)) * study.config.pairs))
+                    key = {"rule": rule, "p1": p1, "p2": p2, "template": kind, "variant": 0,
+                           "study_protocol": "paper"}
+                    units.append(Unit(key, run, len(study.evaluated(rule)) * study.config.pairs))
     return units
 
 
@@ -253,6 +282,8 @@ def run_paper(config: AblationConfig, out: Path, *, progress: bool = True,
     from .report import write_report
 
     study = build_paper_study(config, cache=cache)
+    if "soft" in config.templates:  # first: a model with no gradients says so at once
+        train_soft(study, out, progress=progress)
     premises = classify_paper_premises(study, out, progress=progress)
     def units_for(scorer=None) -> list[Unit]:  # a control's scorer: the same requests
         scored = study if scorer is None else replace(study, scorer=scorer)

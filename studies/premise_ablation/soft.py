@@ -28,7 +28,7 @@ from kgprobe.reasoning.items import RULE_RELATIONS, ReasoningItem
 from kgprobe.reasoning.memorizing import RELATIONS
 from tqdm import tqdm
 
-from .build import AblationData, AblationModel, AblationSetup
+from .build import AblationData, AblationSetup
 
 
 CONJ = ("[conj~0]", "[conj~1]")
@@ -72,8 +72,10 @@ def soft_reasoning_prompt(data: AblationData, item: ReasoningItem, p1: str, p2: 
     return f"{text} {CONJ[1]} {hyp}".strip()
 
 
-def _init_vectors(model: AblationModel, names: list[str], seed: int) -> dict[str, torch.Tensor]:
-    matrix = model.loaded.input_embeddings().detach().float()
+def init_vectors(loaded, names: list[str], seed: int) -> dict[str, torch.Tensor]:
+    """Trainable vectors drawn (seeded) from the input embeddings' per-dimension mean and
+    spread, so they start at the scale the model's first layer expects."""
+    matrix = loaded.input_embeddings().detach().float()
     mean, std = matrix.mean(0), matrix.std(0)
     gen = torch.Generator().manual_seed(seed)
     return {n: (mean + std * torch.randn(matrix.shape[1], generator=gen)).requires_grad_(True)
@@ -206,13 +208,13 @@ def train_soft_prompts(setup: AblationSetup, out: Path, *, lr: float = 0.05, neg
     log: dict[str, dict] = {}
     for i, relation in enumerate(sorted(needed)):
         names = soft_names(relation, setup.data.templates[relation].soft[0].n_soft)
-        rel_params = _init_vectors(setup.model, names, cfg.seed * 1000 + i)
+        rel_params = init_vectors(setup.model.loaded, names, cfg.seed * 1000 + i)
         if relation in RELATIONS:
             log[relation] = _fit(setup, rel_params, _memorizing_examples(setup, relation, "train"),
                                  _memorizing_examples(setup, relation, "dev"), lr=lr,
                                  negatives=negatives, label=relation, progress=progress)
         params.update(rel_params)
-    params.update(_init_vectors(setup.model, list(CONJ), cfg.seed * 1000 + 999))
+    params.update(init_vectors(setup.model.loaded, list(CONJ), cfg.seed * 1000 + 999))
     train, dev = held_out_items(setup.data)
     log["conjunction"] = _fit(setup, params, _reasoning_examples(setup, train),
                               _reasoning_examples(setup, dev), lr=lr, negatives=negatives,
