@@ -271,7 +271,8 @@ def test_lm_eval_export_under_the_paper_protocol(tmp_path):
 
 @pytest.mark.parametrize("argv,named", [
     (["--memorized", "rank1"], "--memorized"),  # a paper option under the default protocol
-    (["--protocol", "paper", "--templates", "soft"], "--templates manual"),
+    # soft templates under the paper protocol train by Appendix A's recipe only
+    (["--protocol", "paper", "--templates", "soft", "--soft-recipe", "default"], "--soft-recipe"),
     (["--protocol", "paper", "--fraction", "0.3"], "--fraction"),
     (["--protocol", "paper", "--ontology", "x.ttl"], "--ontology"),
 ])

@@ -10,7 +10,10 @@ def test_preset_paper_is_the_paper_scale_study():
     args = build_parser().parse_args(["study", "premise-ablation", "--model", "m", "--out", "o",
                                       "--preset", "paper"])
     apply_preset(args)
-    assert (args.limit, args.pairs, args.templates, args.candidates) == (0, 10, "manual", "all")
+    # manual and soft side by side, as the paper's Table 4 reports every model
+    assert (args.limit, args.pairs, args.templates, args.candidates) == (0, 10, "manual,soft",
+                                                                         "all")
+    assert args.soft_recipe == "paper"
     assert (args.device, args.dtype, args.no_cache) == ("auto", "float32", False)
 
 
@@ -18,7 +21,8 @@ def test_a_preset_fills_only_the_options_left_at_their_defaults():
     args = build_parser().parse_args(["study", "premise-ablation", "--model", "m", "--out", "o",
                                       "--limit", "3", "--candidates", "20", "--preset", "paper"])
     apply_preset(args)
-    assert (args.limit, args.pairs, args.templates, args.candidates) == (3, 10, "manual", "20")
+    assert (args.limit, args.pairs, args.templates, args.candidates) == (3, 10, "manual,soft",
+                                                                         "20")
     args = build_parser().parse_args(["study", "premise-ablation", "--out", "o", "--preset",
                                       "demo"])
     apply_preset(args)
@@ -62,8 +66,12 @@ def test_soft_recipe_paper_trains_a_hundred_epochs_and_is_pinned_only_where_used
     assert config("--templates", "soft", "--soft-recipe", "paper",
                   "--soft-epochs", "3").soft_epochs == 3
     # --preset paper asks for the recipe; a manual run trains nothing and pins what it did
-    manual = config("--preset", "paper")
+    manual = config("--preset", "paper", "--templates", "manual")
     assert manual.soft_recipe == "default" and "soft_recipe" not in manual.pinned()
-    assert config("--preset", "paper", "--templates", "manual,soft").soft_recipe == "paper"
+    assert config("--preset", "paper").soft_recipe == "paper"
     default = config("--templates", "soft")
     assert (default.soft_recipe, default.soft_epochs) == ("default", 30)
+    # the paper protocol trains its soft templates by the paper's recipe, 100 epochs
+    paper = config("--protocol", "paper", "--templates", "manual,soft")
+    assert (paper.soft_recipe, paper.soft_epochs) == ("paper", 100)
+    assert config("--protocol", "paper").templates == ("manual",)  # the official prompts alone

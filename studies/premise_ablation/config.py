@@ -174,6 +174,11 @@ class AblationConfig:
         if self.memorized_fraction != 0.5:
             raise StudyError("--fraction: the paper protocol splits by --memorized top-half|rank1; "
                              "drop --fraction")
+        from kgprobe.studies.controls import is_control
+
+        if "soft" in self.templates and self.model and is_control(self.model):
+            raise StudyError(f"--templates soft: {self.model} is a control, with no gradients to "
+                             "train soft templates; pass --templates manual")
         if "soft" in self.templates and self.soft_recipe != "paper":
             raise StudyError(f"--soft-recipe {self.soft_recipe}: --protocol paper trains soft "
                              "templates by the paper's recipe (Appendix A); pass --soft-recipe "

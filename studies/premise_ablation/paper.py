@@ -296,8 +296,15 @@ def run_paper(config: AblationConfig, out: Path, *, progress: bool = True,
 
     from .build import training_answers
 
+    answers: list = []  # built once (the reference sets take seconds), read by every control
+
+    def train() -> list:
+        if not answers:
+            answers.extend(training_answers(reference_sets()))
+        return answers
+
     run_controls(out, config.controls, config.model, units_for, columns, progress=progress,
-                 answers=lambda: training_answers(reference_sets()),
+                 answers=train,
                  settings={"device": config.device, "dtype": config.dtype, "seed": config.seed,
                            "cache": cache})
     write_report(out)

@@ -129,6 +129,17 @@ def _position_vectors(relations: dict[str, dict], rule: str, text: str) -> dict:
     return out
 
 
+def _check_gradients(study, score: Callable, probe_requests: Callable) -> None:
+    """Score one phase-1 example before any training starts: a model with no gradients (a
+    baseline) says so in one line, before a progress bar or a file."""
+    import torch
+
+    relation = relations_needed(study.config.rules)[0]
+    first = probe_requests(study, memorizing_probes(relation, "train")[:1], None, "check")[0]
+    with torch.no_grad():
+        score(first, _word_vectors(study.loaded, relation, 0))
+
+
 def train_paper_soft(study, out: Path, *, probe_requests: Callable, item_request: Callable,
                      has_slot: Callable[[str], bool], progress: bool = False) -> dict:
     """Train (or reload) every soft vector the run's rules need; returns phase-2 key →
@@ -160,6 +171,7 @@ def train_paper_soft(study, out: Path, *, probe_requests: Callable, item_request
             torch.save(store, tmp)
         write_json(log_path, log)
 
+    _check_gradients(study, score, probe_requests)
     for n, relation in enumerate(relations_needed(cfg.rules)):
         if relation not in store["relations"]:
             examples = {s: probe_requests(study, memorizing_probes(relation, s), None,
