@@ -90,7 +90,16 @@ def test_paper_soft_run_trains_by_the_recipe_and_scores_what_the_dry_run_lists(
     assert labels[0] == "subPropertyOf"
     assert set(labels[1:]) == {
         f"rdfs7:{s}:pair{n}" for s in ("P1P2", "P1-", "-P2", "--") for n in (0, 1)}
-    assert all(len(c["train"]) == len(c["dev"]) == 10 for c in calls)  # records 0–9, 10–19
+    by_label = {c["label"]: c for c in calls}
+    records = P.load_records("subPropertyOf")  # phase 1: records 0–9 train, 10–19 dev
+    assert by_label["subPropertyOf"]["train"] == [P.soft_memorizing_prompt(r).text
+                                                  for r in records[:10]]
+    assert by_label["subPropertyOf"]["dev"] == [P.soft_memorizing_prompt(r).text
+                                                for r in records[10:20]]
+    # phase 2, as the official fs mode: the first 10 test items train, the next 10 select
+    items = P.paper_items(["rdfs7"])["rdfs7"]
+    assert by_label["rdfs7:P1-:pair0"]["train"] == [i.soft_text(True, False) for i in items[:10]]
+    assert by_label["rdfs7:P1-:pair0"]["dev"] == [i.soft_text(True, False) for i in items[10:20]]
     assert all(c["kwargs"]["epochs"] == 2 and "lr" not in c["kwargs"] for c in calls)
     assert widths and set(widths) == {5}  # every loss row: the request's whole candidate list
 

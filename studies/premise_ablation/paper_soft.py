@@ -10,11 +10,13 @@ dev records (10–19).
 Phase 2, per rule, per way of writing the premises (both, P1 only, P2 only, neither) and per
 pseudoword pair where the soft prompt has a pseudoword slot: the conjunction tokens (started
 from the input embeddings' spread) and a copy of each position's phase-1 tokens (P1's, P2's,
-the hypothesis's: `relations` in the toml), all trained together on the rule's train items
-(records 0–9 written that way), kept at the best dev MRRa (records 10–19). The official code
-fine-tunes its whole soft embedding the same way, the loaded templates with the conjunctions.
-The cells that write their premises alike share one training, as the official runs of those
-cells see the same training prompts.
+the hypothesis's: `relations` in the toml), all trained together on the rule's first 10 test
+items (records 20–29) written that way, kept at the best MRRa on the next 10 (records 30–39).
+So the official code does: in its fs mode `select_premise` puts the first 20 *test* records
+before the cell's selection and `load_data` trains on 10 and selects on the next 10 of them,
+which are scored again in any cell whose split keeps them. It fine-tunes its whole soft
+embedding, the loaded templates with the conjunctions. The cells that write their premises
+alike share one training, as the official runs of those cells train on the same prompts.
 
 Both phases run `soft_recipe.train_recipe` (Appendix A: 100 epochs, AdamW lr 0.5 decaying
 linearly, batches of 8, BCE over every candidate, best dev MRRa). Every training is saved to
@@ -28,24 +30,22 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
 
 from kgprobe.reasoning.paper_items import (
     CONJ,
     PaperItem,
     load_records,
-    paper_item,
     soft_init_words,
     soft_memorizing_prompt,
     soft_relations,
     soft_slots,
-    wording,
 )
 
 #: (P1 written, P2 written): the four soft forms of a rule's prompt
 SHAPES = ((True, True), (True, False), (False, True), (False, False))
 SPLITS = ("train", "dev")
+TRAIN = 10  # data.py's FEWSHOT_TRAIN_NUM (= FEWSHOT_VAL_NUM)
 
 
 def soft_key(rule: str, p1: bool, p2: bool, pair: int | None) -> str:
@@ -64,19 +64,17 @@ def memorizing_probes(relation: str, split: str):
     return [soft_memorizing_prompt(r) for r in load_records(relation) if r.split == split]
 
 
-def training_items(rule: str, split: str) -> list[PaperItem]:
-    """The rule's items built from its train or dev records, as from its test records."""
-    relation = wording()["rules"][rule]["records"]
-    return [replace(paper_item(rule, r, r.index), id=f"{rule}-paper-{split}-{r.index:05d}")
-            for r in load_records(relation) if r.split == split]
+def training_items(items: list[PaperItem], split: str) -> list[PaperItem]:
+    """A rule's phase-2 train or dev items: its first 10 test items, or the next 10."""
+    return items[:TRAIN] if split == "train" else items[TRAIN:2 * TRAIN]
 
 
-def phase_two(rules, pairs: int, has_slot: Callable[[str], bool]):
+def phase_two(items: dict[str, list[PaperItem]], pairs: int, has_slot: Callable[[str], bool]):
     """Every phase-2 training: (key, rule, p1, p2, pair); `pair` None where the rule's soft
     form (judged on its first item) has no pseudoword slot."""
     out = []
-    for rule in rules:
-        sample = training_items(rule, "train")[0]
+    for rule, rule_items in items.items():
+        sample = rule_items[0]
         for p1, p2 in SHAPES:
             per_pair = has_slot(sample.soft_text(p1, p2))
             for pair in (range(pairs) if per_pair else [None]):
@@ -179,11 +177,11 @@ def train_paper_soft(study, out: Path, *, probe_requests: Callable, item_request
             params = _word_vectors(study.loaded, relation, cfg.seed * 1000 + n)
             store["relations"][relation] = fit(relation, params, examples["train"], examples["dev"])
             save()
-    for key, rule, p1, p2, pair in phase_two(cfg.rules, len(study.pseudowords), has_slot):
+    for key, rule, p1, p2, pair in phase_two(study.items, len(study.pseudowords), has_slot):
         if key in store["shapes"]:
             continue
         examples = {s: [item_request(study, rule, i, p1, p2, pair or 0, "soft")
-                        for i in training_items(rule, s)] for s in SPLITS}
+                        for i in training_items(study.items[rule], s)] for s in SPLITS}
         text = examples["train"][0].prompt
         params = _position_vectors(store["relations"], rule, text)
         conj = [c for c in CONJ if c in text]
@@ -201,7 +199,7 @@ def training_requests(study, *, probe_requests: Callable, item_request: Callable
             for req in probe_requests(study, memorizing_probes(relation, s), None,
                                       f"{relation} soft {s}"):
                 yield relation, s, req
-    for key, rule, p1, p2, pair in phase_two(study.config.rules, len(study.pseudowords), has_slot):
+    for key, rule, p1, p2, pair in phase_two(study.items, len(study.pseudowords), has_slot):
         for s in SPLITS:
-            for item in training_items(rule, s):
+            for item in training_items(study.items[rule], s):
                 yield key, s, item_request(study, rule, item, p1, p2, pair or 0, "soft")
