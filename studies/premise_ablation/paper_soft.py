@@ -94,12 +94,11 @@ def _word_vectors(loaded, relation: str, seed: int) -> dict:
     tokenizer = getattr(loaded, "tokenizer", None)
     if tokenizer is None:
         return init_vectors(loaded, names, seed)
-    matrix = loaded.input_embeddings().detach().float()
+    matrix = loaded.input_embeddings().detach().float().cpu()
     out = {}
     for name, word in zip(names, soft_init_words(relation)):
         ids = tokenizer(" " + word, add_special_tokens=False)["input_ids"]
-        out[name] = matrix[torch.tensor(ids, device=matrix.device)].mean(0).clone().cpu()
-        out[name].requires_grad_(True)
+        out[name] = matrix[torch.tensor(ids)].mean(0).clone().requires_grad_(True)
     return out
 
 

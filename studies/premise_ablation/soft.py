@@ -74,8 +74,9 @@ def soft_reasoning_prompt(data: AblationData, item: ReasoningItem, p1: str, p2: 
 
 def init_vectors(loaded, names: list[str], seed: int) -> dict[str, torch.Tensor]:
     """Trainable vectors drawn (seeded) from the input embeddings' per-dimension mean and
-    spread, so they start at the scale the model's first layer expects."""
-    matrix = loaded.input_embeddings().detach().float()
+    spread, so they start at the scale the model's first layer expects. On the CPU, as the
+    seeded draw is: the scorer moves them to the model's device when it places them."""
+    matrix = loaded.input_embeddings().detach().float().cpu()
     mean, std = matrix.mean(0), matrix.std(0)
     gen = torch.Generator().manual_seed(seed)
     return {n: (mean + std * torch.randn(matrix.shape[1], generator=gen)).requires_grad_(True)
