@@ -169,36 +169,39 @@ def train_paper_soft(study, out: Path, *, probe_requests: Callable, item_request
         write_json(log_path, log)
 
     _check_gradients(study, score, probe_requests)
-    for n, relation in enumerate(relations_needed(cfg.rules)):
-        if relation not in store["relations"]:
-            examples = {s: probe_requests(study, memorizing_probes(relation, s), None,
-                                          f"{relation} soft {s}") for s in SPLITS}
-            params = _word_vectors(study.loaded, relation, cfg.seed * 1000 + n)
-            store["relations"][relation] = fit(relation, params, examples["train"], examples["dev"])
-            save()
-    for key, rule, p1, p2, pair in phase_two(study.items, len(study.pseudowords), has_slot):
-        if key in store["shapes"]:
+    builders = {"probe_requests": probe_requests, "item_request": item_request,
+                "has_slot": has_slot}
+    for n, (label, rule, examples) in enumerate(trainings(study, **builders)):
+        if label in store["relations"] or label in store["shapes"]:
             continue
-        examples = {s: [item_request(study, rule, i, p1, p2, pair or 0, "soft")
-                        for i in training_items(study.items[rule], s)] for s in SPLITS}
-        text = examples["train"][0].prompt
-        params = _position_vectors(store["relations"], rule, text)
-        conj = [c for c in CONJ if c in text]
-        params.update(init_vectors(study.loaded, conj, cfg.seed * 1000 + 999))
-        store["shapes"][key] = fit(key, params, examples["train"], examples["dev"])
+        if rule is None:  # phase 1: a relation's soft template
+            params = _word_vectors(study.loaded, label, cfg.seed * 1000 + n)
+            store["relations"][label] = fit(label, params, examples["train"], examples["dev"])
+        else:  # phase 2: a rule's form, the conjunctions with copies of the templates
+            text = examples["train"][0].prompt
+            params = _position_vectors(store["relations"], rule, text)
+            params.update(init_vectors(study.loaded, [c for c in CONJ if c in text],
+                                       cfg.seed * 1000 + 999))
+            store["shapes"][label] = fit(label, params, examples["train"], examples["dev"])
         save()
     return store["shapes"]
 
 
-def training_requests(study, *, probe_requests: Callable, item_request: Callable,
-                      has_slot: Callable[[str], bool]):
-    """Every request the trainings above score, as (label, split, request): the dry run's."""
+def trainings(study, *, probe_requests: Callable, item_request: Callable,
+              has_slot: Callable[[str], bool]):
+    """Every training the run's rules need, phase 1's first: (label, rule — None for a
+    relation's template —, {"train": requests, "dev": requests})."""
     for relation in relations_needed(study.config.rules):
-        for s in SPLITS:
-            for req in probe_requests(study, memorizing_probes(relation, s), None,
-                                      f"{relation} soft {s}"):
-                yield relation, s, req
+        yield relation, None, {s: probe_requests(study, memorizing_probes(relation, s), None,
+                                                 f"{relation} soft {s}") for s in SPLITS}
     for key, rule, p1, p2, pair in phase_two(study.items, len(study.pseudowords), has_slot):
-        for s in SPLITS:
-            for item in training_items(study.items[rule], s):
-                yield key, s, item_request(study, rule, item, p1, p2, pair or 0, "soft")
+        yield key, rule, {s: [item_request(study, rule, i, p1, p2, pair or 0, "soft")
+                              for i in training_items(study.items[rule], s)] for s in SPLITS}
+
+
+def training_requests(study, **builders):
+    """Every request the trainings score, as (label, split, request): the dry run's."""
+    for label, _, examples in trainings(study, **builders):
+        for split in SPLITS:
+            for req in examples[split]:
+                yield label, split, req
