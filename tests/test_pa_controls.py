@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import math
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import kgprobe
@@ -113,6 +114,35 @@ def test_the_table_claims_the_interaction_only_beyond_its_controls():
     rows, _ = comparison_table(model, controls, ReportSettings(**{
         **SETTINGS.__dict__, "model": "frequency"}))
     assert not any(r["claimed"] for r in rows)
+
+
+def test_an_unpaired_row_is_claimed_only_beside_the_models_own_prior():
+    """Two cells' different items differ by the model's preference for their answers: a
+    difference no free control shows is still no claim until the prior is run beside it."""
+    from kgprobe.studies.premise_ablation.control_report import claimed_lines
+
+    model = grid(0.0, 0.0, n=20)  # known items 0.4 higher, the same text in both cells
+    level = [replace(p, values=(0.3,) * 4) for p in model]  # ranks every item alike
+    label = "P1 implicit vs not given (P2 not given)"
+
+    def row(controls):
+        settings = ReportSettings(**{**SETTINGS.__dict__, "controls": tuple(controls)})
+        rows, _ = comparison_table(model, controls, settings)
+        return next(r for r in rows if r["rule"] == "mean" and r["comparison"] == label), settings
+
+    free, settings = row({"frequency": level, "copy": level})
+    assert free["test"] == "unpaired" and free["finding"] == "yes" and free["claimed"] is False
+    text = "\n".join(claimed_lines([{k: str(v) for k, v in free.items()}], settings))
+    assert "Not claimed without the model's own prior" in text and label in text
+    assert "--controls frequency,copy,prior" in text
+    # The prior ranks like the model: it shows the same difference, so nothing is claimed.
+    same, _ = row({"frequency": level, "copy": level, "prior": model})
+    assert same["claimed"] is False and same["control_estimate_prior"] == pytest.approx(0.4)
+    # A prior that does not prefer the known items: the row is claimed, and not held back.
+    beaten, settings = row({"frequency": level, "copy": level, "prior": level})
+    assert beaten["claimed"] is True
+    text = "\n".join(claimed_lines([{k: str(v) for k, v in beaten.items()}], settings))
+    assert "Not claimed without" not in text
 
 
 @pytest.mark.parametrize("model", ["frequency", "copy", "random"])

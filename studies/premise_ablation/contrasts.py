@@ -25,7 +25,10 @@ Every comparison of the report (these and `cells.COMPARISONS`) is also computed 
 control's prompts (the same requests, `studies.controls`); a row is **claimed** when its
 interval excludes 0, its Holm p (over the whole file) is below 0.05 and its estimate exceeds
 every control's upper bound (`comparisons.claimed`) — never for a run whose model is itself a
-control.
+control. An **unpaired** row (two cells' different items, e.g. P1 implicit vs not given) is
+claimed only beside the ``prior`` control: its difference can be the model's own preference
+for some items' answers, which only the model's content-free prior reproduces (a prior gives
+gemma3-270m's +28 point "known P1" row +19 of it on the bundled ontology, docs/validity.md).
 """
 
 from __future__ import annotations
@@ -60,6 +63,8 @@ CONTRASTS = (INTERACTION, *(label for label, _, _ in WRITTEN.values()),
              *(label for label, _ in LEVEL.values()))
 #: The control every written-premise contrast subtracts.
 COPY = "copy"
+#: The control an unpaired row must be read against to be claimed (the model's own prior).
+PRIOR = "prior"
 #: The chained cells' contrast: writing the premises at one depth, minus copy (`depth_report`).
 CHAINED = "written − unwritten, minus copy"
 #: The counterfactual cells' contrast: the false P1 followed beyond copying
@@ -229,6 +234,7 @@ def comparison_table(prompts: list[Prompt], controls: dict[str, list[Prompt]],
             beside.append({c: others[c].get(_row_key(key)) for c in others})
     comparisons.adjust(found)
     control_model = is_control(config.model)
+    with_prior = PRIOR in names
     rows = []
     nan = comparisons.Comparison("", "", *([math.nan] * 4), "0")
     for key, c, other in zip(keys, found, beside):
@@ -241,7 +247,8 @@ def comparison_table(prompts: list[Prompt], controls: dict[str, list[Prompt]],
             o = other.get(name) or nan
             row[f"control_estimate_{name}"], row[f"control_hi_{name}"] = o.estimate, o.hi
             bounds.append(o.hi)
-        row["claimed"] = comparisons.claimed(c, bounds, control_model=control_model)
+        row["claimed"] = (comparisons.claimed(c, bounds, control_model=control_model)
+                          and (with_prior or c.test != "unpaired"))
         rows.append(row)
     columns = ["family", *COMPARISON_COLUMNS, "estimate", "lo", "hi",
                *[f"control_{what}_{c}" for c in names for what in ("estimate", "hi")], "claimed"]

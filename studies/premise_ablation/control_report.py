@@ -13,7 +13,7 @@ import math
 
 from kgprobe.studies.controls import CHOICES, is_control
 
-from .contrasts import CHAINED, FOLLOWS, INTERACTION
+from .contrasts import CHAINED, FOLLOWS, INTERACTION, PRIOR
 from .settings import ReportSettings
 
 #: What a claimed row shows, by its comparison (the design's reach, not more).
@@ -92,12 +92,13 @@ def claimed_lines(comparisons: list[dict], config: ReportSettings) -> list[str]:
         return lines + [("Nothing: no controls were run (`--controls none`), so no difference "
                         "can be read against what a model that cannot reason scores."), ""]
     claimed = [c for c in comparisons if _claimed(c)]
+    held = held_for_prior(comparisons, config)
     if not claimed:
         return lines + [(f"Nothing: no row of comparisons.csv ({len(comparisons)} rows: "
                         f"{', '.join(_families(comparisons))}) has its 95% interval off zero, "
                         "a Holm-adjusted p below 0.05 (over the whole file) and an estimate "
                         "above every control's upper bound "
-                        f"({', '.join(config.controls)})."), ""]
+                        f"({', '.join(config.controls)})."), "", *held]
     lines += [("The rows of comparisons.csv whose interval excludes zero, whose Holm-adjusted p "
               "is below 0.05 and whose estimate exceeds every control's upper bound:"), ""]
     for c in claimed:
@@ -107,4 +108,28 @@ def claimed_lines(comparisons: list[dict], config: ReportSettings) -> list[str]:
                      f"{100 * float(c['hi']):+.1f}], Holm-adjusted p = {float(c['p_holm']):.3g}, "
                      f"controls at most {100 * max(map(float, bounds)):+.1f}.")
     return lines + ["", ("A claim says the model does better than the controls on this design; "
-                    "it does not say the inference is valid for other items or wordings."), ""]
+                    "it does not say the inference is valid for other items or wordings."), "",
+                    *held]
+
+
+def held_for_prior(comparisons: list[dict], config: ReportSettings) -> list[str]:
+    """A paragraph naming the unpaired rows that pass every other test but are not claimed
+    because the ``prior`` control did not run (`contrasts`: two cells' different items can
+    differ by the model's own preference for their answers); none when it ran."""
+    if PRIOR in config.controls:
+        return []
+    held = []
+    for c in comparisons:
+        bounds = [v for k, v in c.items() if k.startswith("control_hi_")]
+        if (c.get("test") == "unpaired" and c.get("finding") == "yes" and not _claimed(c)
+                and bounds and all((b := number(v)) is not None and float(c["estimate"]) > b
+                                   for v in bounds)):
+            held.append(f"{where(c)}: {c['comparison']} "
+                        f"({100 * float(c['estimate']):+.1f} points)")
+    if not held:
+        return []
+    return [("Not claimed without the model's own prior as a control, though above the other "
+             "controls: " + "; ".join(held) + ". These rows compare different items, whose "
+             "answers the model may simply prefer; rerun with `--controls "
+             f"{','.join((*config.controls, PRIOR))}` to read them against its content-free "
+             "prior."), ""]
