@@ -14,7 +14,13 @@ import numpy as np
 import pytest
 from kgprobe.studies.comparisons import holm
 from kgprobe.studies.premise_ablation.cells import Prompt
-from kgprobe.studies.premise_ablation.contrasts import CHAINED, FOLLOWS, Family, comparison_table
+from kgprobe.studies.premise_ablation.contrasts import (
+    CHAINED,
+    CHAINED_LEVEL,
+    FOLLOWS,
+    Family,
+    comparison_table,
+)
 from kgprobe.studies.premise_ablation.counterfactual_report import counterfactual_tests
 from kgprobe.studies.premise_ablation.settings import ReportSettings
 
@@ -45,8 +51,8 @@ def test_a_control_model_claims_no_depth_or_counterfactual_row(tmp_path, monkeyp
     rows = _read(out / "comparisons.csv")
     assert {r["family"] for r in rows} == {"grid", "depth", "counterfactual"}
     labels = {(r["family"], r["comparison"]) for r in rows}
-    assert {("depth", f"{CHAINED} (depth {d}, {n} distractors)") for d in (1, 2) for n in (0, 2)
-            } <= labels
+    assert {("depth", f"{label} (depth {d}, {n} distractors)") for d in (1, 2) for n in (0, 2)
+            for label in (CHAINED, CHAINED_LEVEL)} <= labels
     assert {("counterfactual", f"{FOLLOWS} (P2 {p2})") for p2 in ("explicit", "not given")} <= labels
     assert {r["claimed"] for r in rows} == {"False"}
     assert any(r["comparison"].endswith("model − copy") and r["n_items"] != "0" for r in rows)
@@ -58,7 +64,8 @@ def test_a_control_model_claims_no_depth_or_counterfactual_row(tmp_path, monkeyp
             assert f"control_estimate_{control}" in r and f"control_hi_{control}" in r
         # the run's model is copy: its own control, the same prompts, the same numbers
         assert _num(r["estimate"]) == pytest.approx(_num(r["control_estimate_copy"]), nan_ok=True)
-        if (r["comparison"].startswith((CHAINED, FOLLOWS)) or r["comparison"].endswith("model − copy")) \
+        if (r["comparison"].startswith((CHAINED, CHAINED_LEVEL, FOLLOWS))
+                or r["comparison"].endswith("model − copy")) \
                 and r["n_items"] != "0":
             assert _num(r["control_estimate_copy"]) == pytest.approx(0)  # copy minus itself
     by = {(r["family"], r["comparison"]): r for r in rows}
@@ -117,3 +124,30 @@ def test_following_a_false_premise_beyond_copy_is_claimed_and_only_then():
     rows = table(_data(0.5, 0.2))
     assert not rows[f"{FOLLOWS} (P2 explicit)"]["claimed"]
     assert not rows["counterfactual P1 written vs unwritten (P2 explicit)"]["claimed"]
+
+
+def test_a_written_chained_cell_above_copy_on_the_same_prompts_is_claimed():
+    """With naming distractors copy misses the gold; a model that picks it on the same prompts
+    is claimed by the level row (no unwritten cell in it), one at copy's level is not."""
+    from kgprobe.studies.premise_ablation.depth_report import depth_tests
+
+    config = ReportSettings(model="some-lm", rules=("rdfs9",), templates=("manual",),
+                            resamples=1000, controls=("copy",), depth=(1,), distractors=(0, 2))
+
+    def chained(written2: float, n: int = 20):
+        out = []
+        for i in range(n):
+            noise = 0.01 * (i - (n - 1) / 2)
+            for k, p1, v in ((0, "not", 0.3), (0, "explicit", 1.0), (2, "explicit", written2 + noise)):
+                out.append((1, k, Prompt("rdfs9", p1, "explicit", "manual", 0, f"i{i}", 0, (v,) * 4)))
+        return out
+
+    copy = chained(0.5)
+    label = f"{CHAINED_LEVEL} (depth 1, 2 distractors)"
+    for model, expected in ((chained(0.9), True), (chained(0.5), False)):
+        family = Family("depth", model, {"copy": copy}, lambda mine, c: depth_tests(mine, c, config))
+        rows, _ = comparison_table([], {"copy": []}, config, families=[family])
+        row = next(r for r in rows if r["comparison"] == label)
+        assert row["estimate"] == pytest.approx(0.9 - 0.5 if expected else 0.0, abs=1e-9)
+        assert row["control_estimate_copy"] == pytest.approx(0.0)
+        assert row["claimed"] is expected

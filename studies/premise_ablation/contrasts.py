@@ -67,6 +67,9 @@ COPY = "copy"
 PRIOR = "prior"
 #: The chained cells' contrast: writing the premises at one depth, minus copy (`depth_report`).
 CHAINED = "written − unwritten, minus copy"
+#: The chained cells' level against copy's on the same prompts (`depth_report`): with naming
+#: distractors copy no longer ranks the gold first, so a model can exceed it without a gain.
+CHAINED_LEVEL = "written, model − copy"
 #: The counterfactual cells' contrast: the false P1 followed beyond copying
 #: (`counterfactual_report`).
 FOLLOWS = "false P1 written − unwritten, minus copy"
@@ -255,5 +258,5 @@ def comparison_table(prompts: list[Prompt], controls: dict[str, list[Prompt]],
     return rows, columns
 
 
-__all__ = ["CHAINED", "CONTRASTS", "FOLLOWS", "INTERACTION", "Family", "beyond_copy", "comparison_table", "gains", "control_columns",
+__all__ = ["CHAINED", "CHAINED_LEVEL", "CONTRASTS", "FOLLOWS", "INTERACTION", "Family", "beyond_copy", "comparison_table", "gains", "control_columns",
            "interaction", "load_controls", "minus_copy", "with_controls"]

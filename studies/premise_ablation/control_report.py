@@ -13,7 +13,7 @@ import math
 
 from kgprobe.studies.controls import CHOICES, is_control
 
-from .contrasts import CHAINED, FOLLOWS, INTERACTION, PRIOR
+from .contrasts import CHAINED, CHAINED_LEVEL, FOLLOWS, INTERACTION, PRIOR
 from .settings import ReportSettings
 
 #: What a claimed row shows, by its comparison (the design's reach, not more).
@@ -34,6 +34,11 @@ MEANS = {
     CHAINED: "writing the chain of premises helps more than it helps the copy control on the "
              "same prompts (ranking the candidates the prompt names first), so more than naming "
              "the answer does; it does not show which derivation steps the model takes",
+    CHAINED_LEVEL: "with the chain of premises written, the model ranks the gold higher than "
+                   "the copy control does on the same prompts: among the candidates the "
+                   "premises name it picks the entailed one more often than copying them in "
+                   "order does; it does not show which derivation steps the model takes (a "
+                   "heuristic that follows repeated terms from premise to premise would too)",
     FOLLOWS: "the model follows a written false premise to the term it entails more than "
              "copying the candidates the prompt names does, on the same prompts: it uses the "
              "premise, not only its recall; it does not show valid reasoning on true premises",

@@ -11,7 +11,10 @@ depth (the same items: paired); written against unwritten at each depth (paired)
 model use the premises at all at that depth; and that gain (written minus unwritten, item by
 item) at depth d against depth 1 (unpaired): do the premises help less as the chain grows, with
 each depth's answer prior taken out; and at each depth and number of distractors the gain
-from writing the premises minus the copy control's on the same prompts. They are rows of
+from writing the premises minus the copy control's on the same prompts, and the written
+cell's own MRR minus copy's on the same prompts (with distractors that name candidates,
+copying in order no longer ranks the gold first, so a level above copy's is a contrast with
+the text fixed and no unwritten cell in it). They are rows of
 comparisons.csv (``family`` "depth", `depth_family`), computed on every control's prompts too
 and Holm-adjusted with every other row of the file.
 """
@@ -28,7 +31,7 @@ from kgprobe.studies.runner import read_results
 
 from .cells import MEAN, Prompt, cell_row, prompt_values, sample, variants
 from .config import METRICS, UNWRITTEN, WRITTEN, chained_cells
-from .contrasts import CHAINED
+from .contrasts import CHAINED, CHAINED_LEVEL
 from .control_report import control_text
 from .settings import ReportSettings
 
@@ -153,6 +156,13 @@ def depth_tests(prompts: list[Chained], copy: list[Chained] | None,
 
             found.append(beyond_copy(f"{CHAINED} (depth {depth}, {n} distractors)",
                                      gain(prompts), None if copy is None else gain(copy),
+                                     config, True))
+        for n in counts:  # the written cell itself against copy, prompt by prompt
+            def level(ps: list[Chained], n=n, depth=depth):
+                return {p.match: p for p in _of(ps, depth, n, WRITTEN)}
+
+            found.append(beyond_copy(f"{CHAINED_LEVEL} (depth {depth}, {n} distractors)",
+                                     level(prompts), None if copy is None else level(copy),
                                      config, True))
     return [({"template": "manual", "rule": MEAN, "comparison": c.name}, c) for c in found]
 
@@ -293,5 +303,10 @@ def depth_section(out: Path, config: ReportSettings, finding, tests: list[dict])
                    "makes is no evidence of chaining the premises. Above copy's bound it shows "
                    "the model uses the written chain better than naming alone does; it cannot "
                    "show which steps the model takes, and where copying is already at the "
-                   "ceiling no model can exceed it."), ""]
+                   "ceiling no model can exceed it. *Written, model − copy* compares the "
+                   "written cell itself with copy's on the same prompts: with distractors "
+                   "that name candidates copying in order misses the gold, and a model above "
+                   "copy's bound picks the entailed candidate among those named; a heuristic "
+                   "that follows repeated terms from premise to premise would too, so it does "
+                   "not show which steps the model takes."), ""]
     return lines + ["![depth](depth.png)", ""]
