@@ -27,20 +27,30 @@ class Results:
     path: Path
     study: str
     config: dict
-    frame: "pandas.DataFrame"
+    _frame: "pandas.DataFrame | None" = field(default=None, repr=False)
     _observations: "pandas.DataFrame | None" = field(default=None, repr=False)
 
     @classmethod
     def from_path(cls, run: str | Path) -> "Results":
-        import pandas
-
         from kgprobe.studies.settings import require_study
 
         run = Path(run)
         name = require_study(run)
         config = json.loads((run / "config.json").read_text(encoding="utf-8"))
-        frame = pandas.read_csv(run / "results.csv", keep_default_na=False, na_values=[""])
-        return cls(run, name, config, frame)
+        if not (run / "results.csv").is_file():
+            raise StudyError(f"{run}: no results.csv; run the study into this folder first")
+        return cls(run, name, config)
+
+    @property
+    def frame(self) -> "pandas.DataFrame":
+        """``results.csv`` as a DataFrame, read on first use: pandas is imported only by code
+        that asks for a frame, so a command-line run (which returns a `Results`) needs none."""
+        if self._frame is None:
+            import pandas
+
+            self._frame = pandas.read_csv(self.path / "results.csv", keep_default_na=False,
+                                          na_values=[""])
+        return self._frame
 
     # -- the study behind the folder ----------------------------------------------------------
 

@@ -234,6 +234,23 @@ def test_the_demo_preset_resumes_the_demo_folder_without_rescoring(tmp_path, tin
     assert "other settings" in capsys.readouterr().err
 
 
+def test_the_demo_needs_no_pandas(tmp_path, tiny_gpt2_dir):
+    """`make demo` installs kgprobe alone: a command-line run returns its `Results` without
+    reading a DataFrame, so a machine without pandas runs it to the end (pandas is imported
+    by the code that asks for a frame)."""
+    import subprocess
+
+    out = tmp_path / "demo"
+    code = ("import sys; sys.modules['pandas'] = None; from kgprobe.cli import main; "
+            f"sys.exit(main(['demo', '--model', {str(tiny_gpt2_dir)!r}, '--limit', '1', "
+            f"'--out', {str(out)!r}, '--threads', '1']))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert (out / "results.csv").is_file() and "Traceback" not in done.stderr
+    assert Results.from_path(out).frame.shape[0] > 0  # the frame, where pandas is there
+
+
 #: Where each registered study reads its data, so a config can be built without a model run.
 SETTINGS = {"consistency": {}, "memorization": {}, "premise-ablation": {"ontology": "bundled"},
             "multiple-choice": {}, "copen": {"method": "zero-shot", "data": "d"},
