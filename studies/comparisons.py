@@ -166,12 +166,18 @@ def against_target(name: str, sample: Clustered, target: float, *, seed: int,
 
 
 def claimed(comparison: Comparison, control_upper: Sequence[float], *,
-            control_model: bool = False, alpha: float = 1 - CONFIDENCE) -> bool:
+            control_model: bool = False, with_prior: bool = False,
+            alpha: float = 1 - CONFIDENCE) -> bool:
     """Whether a comparison is a claim: `supported` (interval off 0, Holm p below alpha) and
     its estimate above every control's upper bound on the same contrast. Never with no
     control to read it against, a control whose bound is unknown, or when the model is itself
-    a control (`control_model`): a model that cannot reason shows no reasoning."""
+    a control (`control_model`): a model that cannot reason shows no reasoning. An unpaired
+    comparison (different items on each side) also needs the model's own content-free prior
+    among the controls (`with_prior`): the model may simply prefer one side's answers, which
+    only its prior reproduces."""
     if control_model or not len(control_upper) or not comparison.supported(alpha):
+        return False
+    if comparison.test == "unpaired" and not with_prior:
         return False
     return all(math.isfinite(hi) and comparison.estimate > hi for hi in control_upper)
 

@@ -89,6 +89,9 @@ def test_claimed_needs_the_interval_holm_and_every_control_below():
     assert not claimed(c, [0.05], control_model=True)
     assert not claimed(Comparison("x", "paired", 0.2, -0.01, 0.3, 1e-4, "24", 0.001), [0.0])
     assert not claimed(Comparison("x", "paired", 0.2, 0.1, 0.3, 1e-4, "24", 0.06), [0.0])
+    # different items on each side: a claim only beside the model's own prior
+    apart = Comparison("x", "unpaired", 0.20, 0.10, 0.30, 1e-4, "12 vs 12", 0.001)
+    assert not claimed(apart, [0.05]) and claimed(apart, [0.05], with_prior=True)
 
 
 def test_the_table_claims_the_interaction_only_beyond_its_controls():

@@ -27,8 +27,8 @@ interval excludes 0, its Holm p (over the whole file) is below 0.05 and its esti
 every control's upper bound (`comparisons.claimed`) — never for a run whose model is itself a
 control. An **unpaired** row (two cells' different items, e.g. P1 implicit vs not given) is
 claimed only beside the ``prior`` control: its difference can be the model's own preference
-for some items' answers, which only the model's content-free prior reproduces (a prior gives
-gemma3-270m's +28 point "known P1" row +19 of it on the bundled ontology, docs/validity.md).
+for some items' answers, which only the model's content-free prior reproduces
+(docs/validity.md shows it doing so).
 """
 
 from __future__ import annotations
@@ -250,8 +250,8 @@ def comparison_table(prompts: list[Prompt], controls: dict[str, list[Prompt]],
             o = other.get(name) or nan
             row[f"control_estimate_{name}"], row[f"control_hi_{name}"] = o.estimate, o.hi
             bounds.append(o.hi)
-        row["claimed"] = (comparisons.claimed(c, bounds, control_model=control_model)
-                          and (with_prior or c.test != "unpaired"))
+        row["claimed"] = comparisons.claimed(c, bounds, control_model=control_model,
+                                             with_prior=with_prior)
         rows.append(row)
     columns = ["family", *COMPARISON_COLUMNS, "estimate", "lo", "hi",
                *[f"control_{what}_{c}" for c in names for what in ("estimate", "hi")], "claimed"]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 
+from kgprobe.studies.comparisons import Comparison, claimed
 from kgprobe.studies.controls import CHOICES, is_control
 
 from .contrasts import CHAINED, CHAINED_LEVEL, FOLLOWS, INTERACTION, PRIOR
@@ -117,6 +118,16 @@ def claimed_lines(comparisons: list[dict], config: ReportSettings) -> list[str]:
                     *held]
 
 
+def _comparison(row: dict) -> Comparison:
+    """A comparisons.csv row back as the `Comparison` it was written from."""
+    def value(key: str) -> float:
+        found = number(row.get(key))
+        return math.nan if found is None else found
+
+    return Comparison(row["comparison"], row["test"], value("estimate"), value("lo"),
+                      value("hi"), value("p"), row.get("n_items", ""), value("p_holm"))
+
+
 def held_for_prior(comparisons: list[dict], config: ReportSettings) -> list[str]:
     """A paragraph naming the unpaired rows that pass every other test but are not claimed
     because the ``prior`` control did not run (`contrasts`: two cells' different items can
@@ -125,10 +136,9 @@ def held_for_prior(comparisons: list[dict], config: ReportSettings) -> list[str]
         return []
     held = []
     for c in comparisons:
-        bounds = [v for k, v in c.items() if k.startswith("control_hi_")]
-        if (c.get("test") == "unpaired" and c.get("finding") == "yes" and not _claimed(c)
-                and bounds and all((b := number(v)) is not None and float(c["estimate"]) > b
-                                   for v in bounds)):
+        bounds = [number(v) for k, v in c.items() if k.startswith("control_hi_")]
+        if not _claimed(c) and claimed(_comparison(c), [math.nan if b is None else b
+                                                       for b in bounds], with_prior=True):
             held.append(f"{where(c)}: {c['comparison']} "
                         f"({100 * float(c['estimate']):+.1f} points)")
     if not held:
