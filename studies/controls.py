@@ -88,24 +88,30 @@ def control_folder(out: Path, control: str, model: str | None) -> Path:
 
 
 def load_control(control: str, model: str, *, device: str = "auto", dtype: str = "float32",
-                 seed: int = 0) -> Any:
+                 seed: int = 0, chat_template: str = "none", study: str = "") -> Any:
     """The control's model (`models.loading.load_model`), loaded with the run's seed, device
-    and dtype: for a study that builds its scorers itself (one per task, each trained on that
-    task's answers: memorization), exactly as it builds them from its own model."""
+    and dtype and wrapped in the run's chat template for `study` (`options.use_chat`: a
+    ``prior:MODEL`` reads the same wrapped prompts as the model): for a study that builds its
+    scorers itself (one per task, each trained on that task's answers: memorization),
+    exactly as it builds them from its own model."""
     from kgprobe.models.loading import load_model
+    from kgprobe.studies.options import use_chat
 
-    return load_model(control_model(control, model), device=device, dtype=dtype, seed=seed)
+    return use_chat(load_model(control_model(control, model), device=device, dtype=dtype,
+                               seed=seed), chat_template, study)
 
 
 def control_scorer(control: str, model: str, *, answers: Callable[[], Iterable],
                    device: str = "auto", dtype: str = "float32", seed: int = 0,
-                   cache: bool = True) -> Any:
-    """The control's ranking scorer, set up as the model's is: loaded with the run's seed,
-    handed the relation's training answers (`LanguageModel.trained_on`; `answers` makes a
-    fresh iterable of them), behind the score cache where the model keeps one (a prior)."""
+                   cache: bool = True, chat_template: str = "none", study: str = "") -> Any:
+    """The control's ranking scorer, set up as the model's is: loaded with the run's seed
+    and chat wrap, handed the relation's training answers (`LanguageModel.trained_on`;
+    `answers` makes a fresh iterable of them), behind the score cache where the model keeps
+    one (a prior)."""
     from kgprobe.models.score_cache import cached_scorer
 
-    loaded = load_control(control, model, device=device, dtype=dtype, seed=seed)
+    loaded = load_control(control, model, device=device, dtype=dtype, seed=seed,
+                          chat_template=chat_template, study=study)
     return cached_scorer(loaded.trained_on(answers()).scorer(masks="multi"), loaded,
                          enabled=cache)
 

@@ -92,7 +92,11 @@ def prediction_record(prediction, record: MemorizingRecord) -> dict:
 
 def run_memorization(model: str, out: str | Path, *, progress: bool = True, **settings) -> list[dict]:
     """Run (or resume) the study and return the result rows (`settings`: `MemorizationConfig`)."""
-    return run_config(MemorizationConfig(model, **settings), Path(out), progress=progress)
+    rows = run_config(MemorizationConfig(model, **settings), Path(out), progress=progress)
+    from .controls import write_results
+
+    write_results(out)  # the controls' columns, as the report writes them after a CLI run
+    return rows
 
 
 def run_config(config: MemorizationConfig, out: Path, *, progress: bool = True) -> list[dict]:
@@ -100,8 +104,8 @@ def run_config(config: MemorizationConfig, out: Path, *, progress: bool = True) 
     the requests `requests.plan` gives (the dry run writes the same); the persistent score
     cache (`models.score_cache`) is shared with the other studies unless ``config.cache`` is
     off. Then each of ``config.controls`` is asked the very same units (`studies.controls`,
-    ``OUT/controls/NAME``) and results.csv gets their values beside every cell
-    (`controls.write_results`)."""
+    ``OUT/controls/NAME``); their values join results.csv once, when the report is written
+    (`report.write_report` → `controls.write_results`)."""
     planned = plan(config)  # every prompt, checked before the model loads
     from kgprobe.models.loading import load_model
 
@@ -122,12 +126,10 @@ def run_config(config: MemorizationConfig, out: Path, *, progress: bool = True) 
     if config.controls:
         from kgprobe.studies.controls import run_controls
 
-        from .controls import write_results
-
         run_controls(out, config.controls, config.model, units_for, columns, results=True,
                      settings={"device": config.device, "dtype": config.dtype,
-                               "seed": config.seed}, progress=progress)
-        write_results(out)
+                               "seed": config.seed, "chat_template": config.chat_template,
+                               "study": NAME}, progress=progress)
     return rows
 
 

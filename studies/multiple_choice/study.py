@@ -83,13 +83,18 @@ def run_multiple_choice(model: str, out: str | Path, *, progress: bool = True,
                         **settings) -> list[dict]:
     """Run (or resume) the probe; return one row per question set (`settings`:
     `MultipleChoiceConfig`)."""
-    return run_config(MultipleChoiceConfig(model, **settings), Path(out), progress=progress)
+    rows = run_config(MultipleChoiceConfig(model, **settings), Path(out), progress=progress)
+    from .controls import write_results
+
+    write_results(out)  # the controls' columns, as the report writes them after a CLI run
+    return rows
 
 
 def run_config(config: MultipleChoiceConfig, out: Path, *, progress: bool = True) -> list[dict]:
     """Run (or resume) the probe of one validated configuration into `out`; then each of
     its controls answers the very same questions (`studies.controls`, ``OUT/controls/NAME``)
-    and results.csv gets their accuracy beside every set (`controls.write_results`)."""
+    whose accuracy joins results.csv once, when the report is written (`report.write_report`
+    → `controls.write_results`)."""
     from kgprobe.models.loading import load_model
 
     from .controls import answering
@@ -112,12 +117,9 @@ def run_config(config: MultipleChoiceConfig, out: Path, *, progress: bool = True
     if controls:
         from kgprobe.studies.controls import run_controls
 
-        from .controls import write_results
-
         run_controls(out, controls, config.model, units_for, COLUMNS, results=True,
                      settings={"device": config.device, "dtype": config.dtype},
                      progress=progress)
-        write_results(out)
     return rows
 
 

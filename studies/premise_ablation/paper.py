@@ -306,6 +306,6 @@ def run_paper(config: AblationConfig, out: Path, *, progress: bool = True,
     run_controls(out, config.controls, config.model, units_for, columns, progress=progress,
                  answers=train,
                  settings={"device": config.device, "dtype": config.dtype, "seed": config.seed,
-                           "cache": cache})
+                           "cache": cache, "chat_template": config.chat_template, "study": NAME})
     write_report(out)
     return rows

@@ -360,7 +360,7 @@ def run_premise_ablation(config: AblationConfig, out: str | Path, *, source: Sou
     run_controls(out, config.controls, config.model, units_for, config.unit_columns(),
                  answers=lambda: training_answers(setup.model.memorizing), progress=progress,
                  settings={"device": config.device, "dtype": config.dtype, "seed": config.seed,
-                           "cache": cache})
+                           "cache": cache, "chat_template": config.chat_template, "study": NAME})
     from kgprobe.studies.premise_ablation.report import write_report
     write_report(out)  # results.csv: the cells, template and rule averages, intervals
     return rows
