@@ -20,6 +20,7 @@ Light on purpose (no torch): the studies' option parsing imports it.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -84,9 +85,11 @@ class ChatWrap:
         return self.header(tok, prompt) + prompt
 
 
+@functools.lru_cache(maxsize=8)
 def _adds_bos(tok: Any) -> bool:
     """Whether the tokenizer puts its BOS token before a text itself (Llama's does; SmolLM2's
-    BOS is ``<|im_start|>``, which only the template writes)."""
+    BOS is ``<|im_start|>``, which only the template writes); asked once per tokenizer, not
+    once per wrapped prompt."""
     ids = tok("x", add_special_tokens=True)["input_ids"]
     return bool(ids) and ids[0] == getattr(tok, "bos_token_id", None)
 

@@ -6,6 +6,8 @@ sub-command, and a study must never import the layer above it.
 
 from __future__ import annotations
 
+import functools
+
 import argparse
 from dataclasses import dataclass
 from pathlib import Path
@@ -78,6 +80,7 @@ def model_options(parser: argparse.ArgumentParser, *, batch_size: int | None = 6
 CHAT_FILE = Path(__file__).resolve().parent.parent / "prompts" / "chat.toml"
 
 
+@functools.cache
 def chat_instruction(study: str) -> str:
     """The user turn's instruction `study` asks under ``--chat-template`` (``prompts/chat.toml``,
     its section, else ``default``)."""

@@ -37,8 +37,6 @@ class Results:
         run = Path(run)
         name = require_study(run)
         config = json.loads((run / "config.json").read_text(encoding="utf-8"))
-        if not (run / "results.csv").is_file():
-            raise StudyError(f"{run}: no results.csv; run the study into this folder first")
         return cls(run, name, config)
 
     @property

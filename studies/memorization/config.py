@@ -33,8 +33,6 @@ COLUMNS = ["task", "template", "masks", "pooling", "split", "n", "R@1", "R@5", "
 
 MASKS = ("multi", "single")
 SPLITS = ("train", "dev", "test")
-#: `--answers`: rank the candidates, or let the model write its own answer, graded by the
-#: ontology (`reasoning.grading`, `studies/memorization/generate.py`).
 #: `--protocol`: kgprobe's prompts and metrics, or the paper's as its official code writes them.
 PROTOCOLS = ("default", "paper")
 

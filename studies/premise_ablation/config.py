@@ -176,13 +176,13 @@ class AblationConfig:
                              "drop --fraction")
         from kgprobe.studies.controls import is_control
 
-        if "soft" in self.templates and self.model and is_control(self.model):
-            raise StudyError(f"--templates soft: {self.model} is a control, with no gradients to "
-                             "train soft templates; pass --templates manual")
         if "soft" in self.templates and self.soft_recipe != "paper":
             raise StudyError(f"--soft-recipe {self.soft_recipe}: --protocol paper trains soft "
                              "templates by the paper's recipe (Appendix A); pass --soft-recipe "
                              "paper")
+        if "soft" in self.templates and self.model and is_control(self.model):
+            raise StudyError(f"--templates soft: {self.model} is a control, with no gradients to "
+                             "train soft templates; pass --templates manual")
 
     def unit_columns(self) -> list[str]:
         """A unit row's columns: with chained items, `depth` and `distractors` after `variant`;

@@ -258,5 +258,5 @@ def comparison_table(prompts: list[Prompt], controls: dict[str, list[Prompt]],
     return rows, columns
 
 
-__all__ = ["CHAINED", "CHAINED_LEVEL", "CONTRASTS", "FOLLOWS", "INTERACTION", "Family", "beyond_copy", "comparison_table", "gains", "control_columns",
+__all__ = ["CHAINED", "CHAINED_LEVEL", "CONTRASTS", "FOLLOWS", "INTERACTION", "LEVEL", "PRIOR", "WRITTEN", "Family", "beyond_copy", "comparison_table", "gains", "control_columns",
            "interaction", "load_controls", "minus_copy", "with_controls"]

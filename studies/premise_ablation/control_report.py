@@ -14,7 +14,7 @@ import math
 from kgprobe.studies.comparisons import Comparison, claimed
 from kgprobe.studies.controls import CHOICES, is_control
 
-from .contrasts import CHAINED, CHAINED_LEVEL, FOLLOWS, INTERACTION, PRIOR
+from .contrasts import CHAINED, CHAINED_LEVEL, FOLLOWS, INTERACTION, LEVEL, PRIOR, WRITTEN
 from .settings import ReportSettings
 
 #: What a claimed row shows, by its comparison (the design's reach, not more).
@@ -22,14 +22,14 @@ MEANS = {
     INTERACTION: "the model uses a P1 it knows together with a written P2: writing P2 helps "
                  "more on the items whose P1 it knows than on those whose P1 it does not, each "
                  "item compared with itself, so which answers the items have cancels out",
-    "P1 written − unwritten (P2 not given), minus copy":
+    WRITTEN["P1"][0]:
         "a written P1 helps more than copying the candidates it names does, on the same prompts",
-    "P2 written − unwritten (P1 not given), minus copy":
+    WRITTEN["P2"][0]:
         "a written P2 helps more than copying the candidates it names does, on the same prompts",
-    "P1 written (P2 not given), model − copy":
+    LEVEL["P1"][0]:
         "with P1 written, the model ranks the gold higher than the copy control does on the "
         "same prompts: it uses the premise beyond naming its candidates",
-    "P2 written (P1 not given), model − copy":
+    LEVEL["P2"][0]:
         "with P2 written, the model ranks the gold higher than the copy control does on the "
         "same prompts: it uses the premise beyond naming its candidates",
     CHAINED: "writing the chain of premises helps more than it helps the copy control on the "

@@ -14,13 +14,11 @@ def soft_recipe(args: argparse.Namespace, templates: tuple[str, ...],
                 paper: bool = False) -> tuple[str, int]:
     """``--soft-recipe`` and the epochs: "paper" only where a soft template trains (a manual
     run pins what it always did), with Appendix A's 100 epochs unless ``--soft-epochs`` is
-    given. Under ``--protocol paper`` soft templates train by Appendix A's recipe only."""
+    given. Under ``--protocol paper`` the recipe defaults to Appendix A's (`AblationConfig.check_paper`
+    refuses another)."""
     recipe = getattr(args, "soft_recipe", None) or ("paper" if paper else "default")
     if "soft" not in templates:
         return "default", args.soft_epochs
-    if paper and recipe != "paper":
-        raise StudyError(f"--soft-recipe {recipe}: --protocol paper trains soft templates by "
-                         "the paper's recipe (Appendix A); drop --soft-recipe")
     if recipe == "paper" and args.soft_epochs == 30:  # the option's default
         return recipe, 100
     return recipe, args.soft_epochs
