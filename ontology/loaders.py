@@ -38,8 +38,18 @@ def bundled_ontology_dir() -> Path:
 
 def bundled_source(word: bool = False) -> Source:
     """The default ontology, loaded into the graph named 'ontoprobe' (`word`: labels worded
-    for prompts, see `load_ontoprobe`)."""
-    return load_ontoprobe(bundled_ontology_dir(), name="ontoprobe", word=word)
+    for prompts, see `load_ontoprobe`, its proper names kept as `bundled_names.toml` lists
+    them; off: as its files write them, which the paper protocol and the paper's sets read)."""
+    return load_ontoprobe(bundled_ontology_dir(), name="ontoprobe", word=word,
+                          names=bundled_names() if word else ())
+
+
+def bundled_names() -> tuple[str, ...]:
+    """The proper names the bundled ontology's labels write (`bundled_names.toml`)."""
+    from kgprobe.ontology.data_files import bundled_data_file, read_toml
+
+    path = bundled_data_file("bundled_names.toml")
+    return tuple(read_toml(path, OntologyError, "name list", path.name)["names"])
 
 
 def load_source(path: str | Path, fmt: str | None = None, *, lazy: bool = False,

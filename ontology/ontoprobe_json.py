@@ -48,7 +48,8 @@ def _as_list(value) -> list:
     return list(value) if isinstance(value, (list, tuple)) else [value]
 
 
-def load_ontoprobe(directory: str | Path, name: str | None = None, word: bool = False) -> Source:
+def load_ontoprobe(directory: str | Path, name: str | None = None, word: bool = False,
+                   names: tuple[str, ...] = ()) -> Source:
     """Load the OntoProbe pair (`class.json`, `property.json`).
 
     `class.json` lists each class's whole superclass chain, specific → general. Only the
@@ -57,7 +58,8 @@ def load_ontoprobe(directory: str | Path, name: str | None = None, word: bool = 
     `word`: labels as an English prompt writes them (`wording.word_labels`); off by default,
     as the files write them: an OntoProbe folder is curated prompt text, and the paper's
     reference sets, its memorizing records and the score cache every study shares are
-    written in those labels.
+    written in those labels. `names`: phrases worded labels keep as written
+    (`wording.keep_names`).
     """
     directory = Path(directory)
     classes_raw = _read_json(directory / "class.json")
@@ -71,7 +73,7 @@ def load_ontoprobe(directory: str | Path, name: str | None = None, word: bool = 
                             "OntoProbe class.json/property.json schema") from None
     check_cycles(onto)
     if word:  # the triples below carry the labels as prompts write them
-        word_labels(onto)
+        word_labels(onto, names)
     return Source(onto.name, str(directory), onto, list(onto.triples()))
 
 

@@ -214,12 +214,16 @@ def label_words(label: str, lower_words: frozenset[str] = frozenset()) -> str:
     return " ".join(word_case(w, lower_words) for w in label.split())
 
 
-def class_label(label: str, lower_words: frozenset[str] = frozenset()) -> tuple[str, str | None]:
+def class_label(label: str, lower_words: frozenset[str] = frozenset(),
+                names: tuple[str, ...] = ()) -> tuple[str, str | None]:
     """A class label as "[X] is a ___" needs it, and its disambiguator (a trailing
     parenthetical, kept apart): words cased as mid-sentence (`label_words`; a word the
     lexicon does not know is lowered where the tagger reads it, as written, as a common
     noun: "Biomolecule", not "Loire"), and a plural head made singular ("Gnetophytes" →
-    "gnetophyte", "asterids" → "asterid"), since one instance is one of a kind."""
+    "gnetophyte", "asterids" → "asterid"), since one instance is one of a kind. The head is
+    the word before a preposition where there is one ("collection of valuables" stays); a
+    head inside one of `names` stays as the name writes it ("Olympics").
+    `names`: phrases kept as written where the label writes them (`keep_names`)."""
     base, disambiguator = split_disambiguator(normalize_spaces(label))
     words = label_words(base, lower_words).split()
     if not words:
@@ -228,13 +232,38 @@ def class_label(label: str, lower_words: frozenset[str] = frozenset()) -> tuple[
     for n, w in enumerate(words):
         if w[:1].isupper() and w[1:].islower() and cased.get(w) in ("NN", "NNS"):
             words[n] = w.lower()
-    head = words[-1]
-    if head.islower() and head.isalpha() and _is_plural(head, cased.get(head, cased.get(
+    at = next((n - 1 for n, w in enumerate(words) if n and w in _HEAD_ENDS), len(words) - 1)
+    head = words[at]
+    named = {w.lower() for name in names if _name_pattern(name).search(base) for w in name.split()}
+    if head.islower() and head.isalpha() and head not in named and _is_plural(head, cased.get(head, cased.get(
             head.capitalize(), ""))):
         from kgprobe.ontology.labels import inflect_engine
 
-        words[-1] = inflect_engine().singular_noun(head) or head
-    return " ".join(words), disambiguator
+        words[at] = inflect_engine().singular_noun(head) or head
+    return keep_names(" ".join(words), base, names), disambiguator
+
+
+#: Prepositions after a noun phrase's head ("member of a resistance movement"): the noun
+#: before the first one is the head, the words after it its complement.
+_HEAD_ENDS = frozenset("of in on at for from by with about".split())
+
+
+def keep_names(worded: str, label: str, names: tuple[str, ...]) -> str:
+    """`worded` with each of `names` the original `label` writes (word for word, in any case)
+    written as the list writes it: proper names made of common words ("Latter Day Saint",
+    "Supreme Court of the United States") and proper adjectives ("American", also where a
+    label wrote "american football Team"), which no lexicon or tagger tells from a Title Case
+    common noun ("Legal Case"), listed by an ontology that knows them
+    (`ontology/bundled_names.toml` for the bundled one)."""
+    for name in names:
+        if _name_pattern(name).search(label):
+            worded = _name_pattern(name).sub(name, worded)
+    return worded
+
+
+@lru_cache(maxsize=None)
+def _name_pattern(name: str) -> re.Pattern:
+    return re.compile(rf"(?<![\w']){re.escape(name)}(?![\w'])", re.IGNORECASE)
 
 
 def _is_plural(word: str, tag: str) -> bool:
@@ -249,11 +278,12 @@ def _is_plural(word: str, tag: str) -> bool:
         and not word.endswith(("ss", "us", "is"))
 
 
-def word_labels(onto) -> None:
+def word_labels(onto, names: tuple[str, ...] = ()) -> None:
     """Word an English ontology's class and property labels for prompts, in place: each
     class label by `class_label` (its parenthetical kept in `OntClass.disambiguator`), each
     individual's trailing parenthetical kept apart likewise ("Week (unit of temporal
-    duration)" → "Week"), each property label by `label_words`. Every label is tagged in one batch first."""
+    duration)" → "Week"), each property label by `label_words`. Every label is tagged in one
+    batch first. `names`: phrases class labels keep as written (`keep_names`)."""
     from kgprobe.ontology.labels import lowered_words
 
     terms = [t for t in (*onto.classes.values(), *onto.properties.values()) if t.label]
@@ -262,7 +292,7 @@ def word_labels(onto) -> None:
             if c.label)
     for c in onto.classes.values():
         if c.label:
-            c.label, c.disambiguator = class_label(c.label, lower)
+            c.label, c.disambiguator = class_label(c.label, lower, names)
     for i in onto.instances.values():  # a name keeps its case; only its parenthetical goes
         if i.label:
             i.label, i.disambiguator = split_disambiguator(normalize_spaces(i.label))

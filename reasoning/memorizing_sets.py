@@ -74,6 +74,33 @@ def reference_sets(tasks: Sequence[str] = RELATIONS) -> dict[str, MemorizingSet]
     return out
 
 
+def worded_reference_sets(tasks: Sequence[str] = RELATIONS) -> dict[str, MemorizingSet]:
+    """The paper's sets in the labels the default protocol writes the bundled ontology in
+    (`bundled_source(word=True)`): each subject, gold and candidate that names a class or
+    property by its label as the files write it is renamed to its worded label, term by
+    term, so soft templates train on the words the items ask about and the frequency
+    baseline counts the golds under the names its candidates carry."""
+    from dataclasses import replace
+
+    plain, worded = bundled_source(word=False).ontology, bundled_source(word=True).ontology
+    rename = {normalize_label(term.label): normalize_label(other[iri].label)
+              for terms, other in ((plain.classes, worded.classes),
+                                   (plain.properties, worded.properties))
+              for iri, term in terms.items() if term.label and iri in other}
+
+    def new(label: str) -> str:
+        return rename.get(label, label)
+
+    out = {}
+    for relation, mset in reference_sets(tasks).items():
+        records = [replace(r, subject=r.subject if relation == "type" else new(r.subject),
+                           answers=[new(a) for a in r.answers]) for r in mset.records]
+        out[relation] = replace(mset, records=records,
+                                candidates=list(dict.fromkeys(new(c) for c in mset.candidates)),
+                                metas=_property_metas(records, worded))
+    return out
+
+
 def generated_sets(directory: str | Path, tasks: Sequence[str] = RELATIONS) -> dict[str, MemorizingSet]:
     """Sets written by `kgprobe generate memorizing`."""
     directory = Path(directory)

@@ -66,6 +66,8 @@ CLASSES = {
     "archbishop": ("archbishop", None),  # no "arch bishop": a word, not two run together
     # ENVO: a parenthetical inside the name is a disambiguator too
     "cowpea (pulse) food product": ("cowpea food product", "pulse"),
+    # the head is the noun before a preposition: no "collection of valuable"
+    "collection of valuables": ("collection of valuables", None),
 }
 
 

@@ -114,7 +114,7 @@ def build_data(config: AblationConfig, source: Source | None = None) -> Ablation
     reads the one the options name), their candidates and templates: every prompt and
     candidate list the run would score (``--dry-run`` writes them). A K above every pool the
     items rank fails here, before any model loads."""
-    source = source or bundled_source()
+    source = source or bundled_source(word=True)
     onto = source.ontology
     templates = load_templates(lang=config.source.language())  # --lang: its templates
     closure = item_closure(onto, source.triples)
@@ -135,17 +135,19 @@ def build_data(config: AblationConfig, source: Source | None = None) -> Ablation
 def load_ablation_model(config: AblationConfig, source: Source | None = None, *,
                         cache: bool = True) -> AblationModel:
     """The model, its scorer behind the score cache, its pseudowords. On the bundled ontology
-    (`source` None) soft templates train on the paper's memorizing sets; on any other, on
+    (`source` None) soft templates train on the paper's memorizing sets (in its worded
+    labels, as `build_data` reads it); on any other, on
     memorizing sets generated from it (seeded split)."""
     from kgprobe.models.loading import load_model
     from kgprobe.models.score_cache import cached_scorer
     from kgprobe.pseudowords.sampler import sample_pseudoword_sets
     from kgprobe.reasoning.memorizing_sets import (
         generated_memorizing_sets,
-        reference_sets,
+        worded_reference_sets,
     )
 
-    memorizing = (reference_sets() if source is None else generated_memorizing_sets(
+    # the paper's sets renamed to the worded labels `build_data` reads the bundled ontology in
+    memorizing = (worded_reference_sets() if source is None else generated_memorizing_sets(
         source.ontology, seed=config.seed, lang=config.source.language()))
     loaded = use_chat(load_model(config.model, device=config.device, dtype=config.dtype,
                                  seed=config.seed), config.chat_template, NAME)
