@@ -37,7 +37,8 @@ def label_changes(plain, worded) -> dict:
 
 
 def _key(item) -> tuple:
-    return (item.rule, tuple(tuple(p.triple) for p in item.premises), tuple(item.conclusion["triple"]))
+    return (item.rule, tuple(tuple(p.triple) for p in item.premises),
+            tuple(item.conclusion["triple"]))
 
 
 def _texts(item) -> tuple:
@@ -99,7 +100,8 @@ def main() -> None:
         out["dry-run prompts"] = prompt_file_changes(*args.files)
     print(json.dumps(out))
     rng = random.Random(args.seed)
-    for title, pairs, n in (("changed", changed, args.sample), ("unchanged", same, args.sample // 2)):
+    for title, pairs, n in (("changed", changed, args.sample),
+                            ("unchanged", same, args.sample // 2)):
         for b, a in rng.sample(pairs, min(n, len(pairs))):
             print(f"--- {title} {b.rule}")
             for tb, ta in zip(_texts(b) + (b.answers,), _texts(a) + (a.answers,)):

@@ -235,8 +235,8 @@ def class_label(label: str, lower_words: frozenset[str] = frozenset(),
     at = next((n - 1 for n, w in enumerate(words) if n and w in _HEAD_ENDS), len(words) - 1)
     head = words[at]
     named = {w.lower() for name in names if _name_pattern(name).search(base) for w in name.split()}
-    if head.islower() and head.isalpha() and head not in named and _is_plural(head, cased.get(head, cased.get(
-            head.capitalize(), ""))):
+    tag = cased.get(head, cased.get(head.capitalize(), ""))
+    if head.islower() and head.isalpha() and head not in named and _is_plural(head, tag):
         from kgprobe.ontology.labels import inflect_engine
 
         words[at] = inflect_engine().singular_noun(head) or head

@@ -137,7 +137,10 @@ def _reasoning(settings: ExportSettings) -> dict[str, list[ClozeDoc]]:
     from kgprobe.reasoning.memorizing import candidate_sets
     from kgprobe.reasoning.rdfs import RULES
 
-    source = settings.source.load() if settings.source is not None else bundled_source()
+    # the bundled ontology worded, as the premise-ablation study's default protocol reads it,
+    # so the export asks the same items in the same words
+    source = (settings.source.load() if settings.source is not None and not settings.source.bundled
+              else bundled_source(word=True))
     templates = load_templates(lang=settings.source.language() if settings.source else None)
     rules = settings.rules or RULES
     closure = item_closure(source.ontology, source.triples)
