@@ -131,7 +131,7 @@ def fresh_reader(args: argparse.Namespace):
                            "on the store behind the endpoint instead")
     with (open_store(args, write=True) if args.reason else open_reader(args)) as kg:
         if args.reason and kg.inferred_state() == "stale":
-            print_reason(kg)
+            print_reason(kg, skos=getattr(args, "skos", "auto"))
         if not getattr(args, "endpoint", None):
             kg.stale_fix = "run `kgprobe reason` (or pass --reason)"
             if not kg.asserted_graphs():  # every source removed: nothing to generate from

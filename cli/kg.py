@@ -114,7 +114,7 @@ def cmd_kg_load(args: argparse.Namespace) -> int:
                   f"{len(o.classes)} classes, {len(o.properties)} properties, "
                   f"{len(o.instances)} instances")
         if args.reason:
-            print_reason(kg)
+            print_reason(kg, skos=args.skos)
         elif kg.inferred_state() == "stale":
             print("inferences are now stale; run `kgprobe reason` before generating probes")
         print(f"store {kg.path}: {kg.count()} triples")
@@ -237,7 +237,7 @@ def print_reason(kg: KnowledgeGraph, rules=None, provenance: Path | None = None,
     `provenance` is written after the inferences are stored, at most `max_provenance` bytes."""
     from kgprobe.reasoning.materialize import materialize, reason_again
 
-    report = reason_again(kg) if rules is None else materialize(
+    report = reason_again(kg, skos=skos) if rules is None else materialize(
         kg, rules, owl=owl, ignore_imports=ignore_imports, skos=skos, owl_timeout=owl_timeout)
     for line in report.warnings:
         warn(line)

@@ -8,6 +8,7 @@ DBpedia's reasoning answers), so items whose only answer is one of them measure 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
@@ -32,6 +33,10 @@ HEADER = "ontology header"
 #: DOLCE's particular, CIDOC-CRM's E1), or a class with no kept superclass above
 #: `ROOT_SHARE` of a `ROOT_MIN_CLASSES`-class ontology (`share_roots`).
 ROOT = "root"
+#: ... a class declared a subclass of a vocabulary type (skos:Concept): its members are the
+#: terms of a code list or thesaurus, not things (GeoNames' feature codes, "Palm grove is a
+#: code"), as the vocabulary type itself is (`meta`).
+VOCABULARY_CLASS = "vocabulary class"
 #: Reasons the user can turn back on (`--keep-annotations`, `--keep-deprecated`,
 #: `--keep-roots`).
 KEEPABLE = (ANNOTATION, DEPRECATED, ROOT)
@@ -44,6 +49,11 @@ ROOT_SHARE = 0.9
 #: ... in an ontology of at least this many classes: a toy taxonomy's single root ("animal"
 #: above dog and cat) is its subject, not an upper level.
 ROOT_MIN_CLASSES = 20
+#: Head nouns of upper-level categories: a class with no kept superclass named by one ("plant
+#: anatomical entity", "spatial thing", SEM's "core") is a root whatever its share and the
+#: ontology's size, since it names no kind of thing a question could be about.
+ROOT_HEADS = frozenset({"entity", "thing", "core", "continuant", "occurrent", "endurant",
+                        "perdurant", "particular", "resource"})
 #: Why each reason leaves a term out, as the warning says it.
 WHY = {ID_LIKE: "no label usable as words (an ID-like name)",
        "datatype": "datatypes are not classes of things",
@@ -56,7 +66,8 @@ WHY = {ID_LIKE: "no label usable as words (an ID-like name)",
        ADJECTIVE: "adjective labels do not fit '[X] is a ___'",
        GROUPING: "grouping classes ('food material by organism') are no kind of thing",
        HEADER: "the ontology document's own header (owl:Ontology), about the file, not "
-               "the world"}
+               "the world",
+       VOCABULARY_CLASS: "subclasses of skos:Concept hold vocabulary terms (codes), not things"}
 
 _OWL = "http://www.w3.org/2002/07/owl#"
 _RDF_TYPE = "http://www.w3.org/1999/02/22-rdf-syntax-ns#type"
@@ -124,25 +135,52 @@ def header_nodes(triples) -> set[str]:
     return out
 
 
-def share_roots(parents: dict[str, list[str]], excluded: Iterable[str]) -> set[str]:
+def share_roots(parents: dict[str, list[str]], excluded: Iterable[str],
+                labels: dict[str, str] | None = None,
+                listed: Iterable[str] = ()) -> set[str]:
     """The classes of `parents` (class → its named superclasses) that no kept class lies
     above and that have at least `ROOT_SHARE` of the kept classes below them, in an ontology
-    of at least `ROOT_MIN_CLASSES` kept classes. An excluded class in between (an ID-like BFO
-    term, owl:Thing) is looked through: its kept ancestors are the class's."""
+    of at least `ROOT_MIN_CLASSES` kept classes, or (any size) two kept classes below them, a
+    label (`labels`: class → label) whose last word is one of `ROOT_HEADS` and no parent
+    among the `listed` roots (BFO's "material entity", right below its listed roots, is the
+    middle of an upper ontology, not an ontology's own top). An excluded class in between
+    (an ID-like BFO term, owl:Thing) is looked through: its kept ancestors are the class's."""
     import networkx as nx
 
     from kgprobe.ontology.hierarchy import nearest_kept
 
-    gone = set(excluded)
+    gone, listed = set(excluded), set(listed)
     kept = [c for c in parents if c not in gone]
-    if len(kept) < ROOT_MIN_CLASSES:
-        return set()
     above = nearest_kept(parents, gone)
     tops = [c for c in kept if not any(
         p != c and (p not in gone and p in parents or above.get(p)) for p in parents[c])]
     graph = nx.DiGraph((p, c) for c, ps in parents.items() for p in ps)
-    return {c for c in tops if c in graph and sum(
-        d not in gone for d in nx.descendants(graph, c)) >= ROOT_SHARE * len(kept)}
+    out = set()
+    for c in tops:
+        below = sum(d not in gone for d in nx.descendants(graph, c)) if c in graph else 0
+        words = re.sub(r"(?<=[a-z])(?=[A-Z])", " ", (labels or {}).get(c, "")).lower().split()
+        if (len(kept) >= ROOT_MIN_CLASSES and below >= ROOT_SHARE * len(kept)) or (
+                below >= 2 and words and words[-1] in ROOT_HEADS
+                and not set(parents[c]) & listed):
+            out.add(c)
+    return out
+
+
+def vocabulary_classes(parents: dict[str, list[str]], vocabulary: Iterable[str]) -> set[str]:
+    """The classes of `parents` that lie below one of `vocabulary` (skos:Concept and its
+    kin): their members are terms of a code list, so "X is a code" states no kind of X."""
+    vocab, out = set(vocabulary), set()
+    for c in parents:
+        seen, stack = set(), list(parents[c])
+        while stack:
+            p = stack.pop()
+            if p in vocab:
+                out.add(c)
+                break
+            if p not in seen and p != c:
+                seen.add(p)
+                stack.extend(parents.get(p, ()))
+    return out
 
 
 @dataclass(frozen=True)

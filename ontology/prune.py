@@ -17,13 +17,16 @@ from kgprobe.ontology.exclusions import (
     DEPRECATED,
     ID_LIKE,
     ROOT,
+    VOCABULARY_CLASS,
     WHY,
     Exclusions,
     share_roots,
+    vocabulary_classes,
 )
 from kgprobe.ontology.hierarchy import nearest_kept
 from kgprobe.ontology.labels import is_adjective_label, is_grouping_label
 from kgprobe.ontology.model import OWL_OBJECT_PROPERTY, Ontology
+from kgprobe.ontology.skos import VOCABULARY_TYPES
 
 #: A property declared an object property is a relation, even when it is an annotation
 #: property too (punning: PROV-O's wasRevisionOf). A datatype property the list calls an
@@ -68,8 +71,13 @@ def _excluded_terms(onto: Ontology, types: dict[str, set[str]], exclusions: Excl
             if reason is not None:
                 out.setdefault(iri, reason)
     _spread_datatypes(onto, out)
+    parents = {i: c.parents for i, c in onto.classes.items()}
+    for iri in vocabulary_classes(parents, VOCABULARY_TYPES):
+        out.setdefault(iri, VOCABULARY_CLASS)
     if ROOT not in kept:  # a root above nearly every class answers nearly every question
-        for iri in share_roots({i: c.parents for i, c in onto.classes.items()}, out):
+        labels = {i: c.label for i, c in onto.classes.items() if c.label}
+        listed = {i for i, why in out.items() if why == ROOT}
+        for iri in share_roots(parents, out, labels, listed):
             out[iri] = ROOT
     return out
 

@@ -206,12 +206,12 @@ def scheme_kind(read: _Read) -> SchemeKind:
     if read.not_generic:
         return SchemeKind(False, "iso-thes", f"{read.not_generic} iso-thes partitive/"
                           "instantial relations and no generic ones")
-    heads = {iri: _head(_english(values)) for iri, values in read.labels.items()}
-    pairs = [(heads[a], heads[b]) for a, b in read.up if heads.get(a) and heads.get(b)]
+    heads = {iri: _heads(_english(values)) for iri, values in read.labels.items()}
+    pairs = [(heads[a][0], heads[b]) for a, b in read.up if heads.get(a) and heads.get(b)]
     if not pairs:
         return SchemeKind(False, "labels", "no labels to tell a taxonomy from a topical "
                           "scheme", 0.0)
-    share = sum(a.endswith(b) for a, b in pairs) / len(pairs)
+    share = sum(any(a.endswith(h) for h in b) for a, b in pairs) / len(pairs)
     taxonomic = share >= TAXONOMIC_SHARE
     return SchemeKind(taxonomic, "labels", (
         f"{share:.0%} of {len(pairs)} labelled broader edges name a kind of their broader "
@@ -226,6 +226,12 @@ def _english(values: list[tuple[str, str | None]]) -> str:
             if (tag or None) == want or (want and tag and tag.lower().startswith("en")):
                 return text
     return values[0][0] if values else ""
+
+
+def _heads(label: str) -> tuple[str, ...]:
+    """The head nouns of a label's alternatives ("Rock or sediment" → rock, sediment: a
+    narrower "Rock" names a kind of it); () for no head."""
+    return tuple(h for h in (_head(part) for part in re.split(r"\s+or\s+", label)) if h)
 
 
 def _head(label: str) -> str:

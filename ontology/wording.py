@@ -139,6 +139,20 @@ def normalize_spaces(text: str) -> str:
     return re.sub(r"\s+", " ", text).strip()
 
 
+#: A UML multiplicity in a label ("seeks (0..*)", "has next (0..1)", "value float 1..1"): a
+#: constraint on the property, written for the schema's reader, no word of its name.
+_MULTIPLICITY = re.compile(r"\s*[(\[]?(?<![\w.])\d+\s*\.\.\s*(?:\d+|\*|n)(?![\w.])[)\]]?")
+#: A plural marker glued to a word ("plain(s)", "marsh(es)"): the name is the singular.
+_PLURAL_MARK = re.compile(r"(?<=[A-Za-z])\((?:s|es)\)(?!\w)")
+
+
+def strip_marks(label: str) -> str:
+    """`label` without the marks a schema writes into names and no sentence reads: UML
+    multiplicities and glued plural markers ("plain(s)" → "plain", not "plain" with the
+    disambiguator "s")."""
+    return normalize_spaces(_PLURAL_MARK.sub("", _MULTIPLICITY.sub(" ", label)))
+
+
 # ------------------------------------------------------------------------------ class labels
 
 _PAREN = re.compile(r"\s*\(([^()]*)\)\s*$")
@@ -164,6 +178,8 @@ def _is_acronym(word: str) -> bool:
     vowel ("html") or three consonants running together ("isrc")."""
     w = word.lower()
     if not (2 <= len(w) <= 5 and w.isalpha() and word.islower()) or parts_of_speech(w):
+        return False
+    if w.endswith("th"):  # an ordinal the lexicon does not list: "sixth", "fifth", "nth"
         return False
     return not re.search(r"[aeiouy]", w) or bool(re.search(r"[^aeiouy]{3}", w)
                                                 and not re.search(r"(sch|str|spr|scr|thr|chr|ght|nth|rst)", w))
@@ -286,6 +302,9 @@ def word_labels(onto, names: tuple[str, ...] = ()) -> None:
     batch first. `names`: phrases class labels keep as written (`keep_names`)."""
     from kgprobe.ontology.labels import lowered_words
 
+    for t in (*onto.classes.values(), *onto.instances.values(), *onto.properties.values()):
+        if t.label:
+            t.label = strip_marks(t.label) or t.label
     terms = [t for t in (*onto.classes.values(), *onto.properties.values()) if t.label]
     lower = lowered_words(t.label for t in terms)
     tag_all(split_disambiguator(normalize_spaces(c.label))[0] for c in onto.classes.values()

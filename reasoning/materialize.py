@@ -120,15 +120,18 @@ def materialize(kg: KnowledgeGraph, rules: Iterable[str] = RULES, *,
                         time.perf_counter() - start, result, hermit, unsatisfiable, warnings)
 
 
-def reason_again(kg: KnowledgeGraph, progress=None) -> ReasonReport:
+def reason_again(kg: KnowledgeGraph, progress=None, skos: str = "auto") -> ReasonReport:
     """`--reason`: re-run reasoning as the store was last reasoned (its rules; HermiT when
     that was `reason --owl`), or every RDFS rule when it never was.  Imports that are not
     loaded are ignored, as `reason --owl` had them (its check already ran; `kg load --reason`
-    has no --ignore-imports to offer)."""
+    has no --ignore-imports to offer). `skos`: the `--skos` the load was given; a mode other
+    than ``auto`` wins over the stored one, so `kg load --skos classes --reason` stores the
+    subclass edges that `generate --skos classes` reads."""
     last = kg.reasoned_with()
     rules = [r for r in last if r != PROVENANCE and not r.startswith(SKOS_MARK)] or RULES
+    mode = skos if skos != "auto" else stored_skos_mode(kg) or "auto"
     return materialize(kg, rules, owl=PROVENANCE in last, ignore_imports=True,
-                       skos=stored_skos_mode(kg) or "auto", progress=progress)
+                       skos=mode, progress=progress)
 
 
 def clear(kg: KnowledgeGraph) -> int:

@@ -129,9 +129,9 @@ def test_cidoc_crm_general_classes_are_never_golds(tmp_path):
     assert {CRM + "E7_Activity", CRM + "E72_Legal_Object"} <= answers
 
 
-def _tree(n: int) -> str:
-    """ex:Entity above `n` classes (a chain of kinds, each with a leaf)."""
-    lines = ['ex:Entity rdfs:label "entity" .']
+def _tree(n: int, top: str = "animal") -> str:
+    """ex:Entity, labelled `top`, above `n` classes (a chain of kinds, each with a leaf)."""
+    lines = [f'ex:Entity rdfs:label "{top}" .']
     for k in range(n // 2):
         lines.append(f'ex:Kind{k} rdfs:subClassOf ex:Entity ; rdfs:label "kind {k}" .')
         lines.append(f'ex:Leaf{k} rdfs:subClassOf ex:Kind{k} ; rdfs:label "leaf {k}" .')
@@ -144,6 +144,18 @@ def test_a_root_above_nearly_every_class_is_one_in_a_large_ontology_only(tmp_pat
     assert "skipped 1 class: upper-level roots answer" in " ".join(onto.warnings)
     small = load(ttl(tmp_path, _tree(10)))[0]  # a toy taxonomy's root is its subject
     assert "http://ex.org/own/Entity" in small.classes
+
+
+@pytest.mark.parametrize("top", ["entity", "plant anatomical entity", "spatial thing", "Core",
+                                 "SpatialThing"])
+def test_a_top_named_as_an_upper_level_category_is_a_root_at_any_size(tmp_path, top):
+    """SEM's "core", W3C geo's "spatial thing", PO's "plant anatomical entity": a top whose
+    head noun names no kind of thing is no answer, even above ten classes; "animal" is."""
+    onto, triples = load(ttl(tmp_path, _tree(10, top)))
+    assert onto.excluded.get("http://ex.org/own/Entity") == ROOT
+    records, items, _ = probes(onto, triples)
+    assert "http://ex.org/own/Entity" not in golds(records, items)
+    assert "http://ex.org/own/Kind0" in golds(records, items)  # the kinds below still are
 
 
 # ----------------------------------------------------------------------------- namespace

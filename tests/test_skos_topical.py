@@ -151,6 +151,20 @@ def test_reason_stores_what_generate_reasons_with(tmp_path, capsys):
     assert query_count(store, INFERRED_SUBCLASS, capsys) > skos["subclass_edges"] + skos["derived_subclass"]
 
 
+def test_kg_load_reason_reads_the_skos_mode_it_was_given(tmp_path, capsys):
+    """`kg load --skos classes --reason` stores what `generate --skos classes` reads (a
+    materials scheme the labels call topical: "Frozen water" under "Natural solid material")."""
+    path = write(tmp_path, "materials.ttl", thesaurus(
+        [("Natural solid material", "Material"), ("Frozen water", "Natural solid material"),
+         ("Rock", "Natural solid material"), ("Granite", "Rock")]))
+    store = tmp_path / "store"
+    assert main(["kg", "load", str(path), "--store", str(store), "--reason",
+                 "--skos", "classes"]) == 0
+    assert query_count(store, INFERRED_SUBCLASS, capsys) > 0
+    assert main(["kg", "load", str(path), "--store", str(tmp_path / "auto"), "--reason"]) == 0
+    assert query_count(tmp_path / "auto", INFERRED_SUBCLASS, capsys) == 0
+
+
 def test_a_topical_store_reasons_to_nothing_and_generate_refuses(tmp_path, capsys):
     path = write(tmp_path, "uat.ttl", thesaurus(TOPICAL))
     store = tmp_path / "store"
