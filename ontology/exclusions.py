@@ -54,6 +54,9 @@ ROOT_MIN_CLASSES = 20
 #: ontology's size, since it names no kind of thing a question could be about.
 ROOT_HEADS = frozenset({"entity", "thing", "core", "continuant", "occurrent", "endurant",
                         "perdurant", "particular", "resource"})
+#: ... but "entity" after other words is a root only above this share of the kept classes:
+#: GoodRelations' "business entity" (a person or an organization) is a kind of thing.
+ROOT_ENTITY_SHARE = 0.5
 #: Why each reason leaves a term out, as the warning says it.
 WHY = {ID_LIKE: "no label usable as words (an ID-like name)",
        "datatype": "datatypes are not classes of things",
@@ -159,9 +162,12 @@ def share_roots(parents: dict[str, list[str]], excluded: Iterable[str],
     for c in tops:
         below = sum(d not in gone for d in nx.descendants(graph, c)) if c in graph else 0
         words = re.sub(r"(?<=[a-z])(?=[A-Z])", " ", (labels or {}).get(c, "")).lower().split()
+        generic = bool(words) and words[-1] in ROOT_HEADS and (
+            # "business entity", "legal entity" are kinds; an "entity" above half the ontology
+            # (PO's "plant anatomical entity") or the bare word is its top
+            words[-1] != "entity" or len(words) == 1 or below >= ROOT_ENTITY_SHARE * len(kept))
         if (len(kept) >= ROOT_MIN_CLASSES and below >= ROOT_SHARE * len(kept)) or (
-                below >= 2 and words and words[-1] in ROOT_HEADS
-                and not set(parents[c]) & listed):
+                below >= 2 and generic and not set(parents[c]) & listed):
             out.add(c)
     return out
 

@@ -38,6 +38,11 @@ LABEL_PROPERTIES = (
     "http://purl.obolibrary.org/obo/IAO_0000118",  # alternative term
     "http://www.geneontology.org/formats/oboInOwl#hasExactSynonym",
     "http://www.w3.org/2004/02/skos/core#altLabel",
+    # a name where a vocabulary gives no label: GeoNames' "Marc Wick" (foaf:name), not the
+    # local name "Marc-Wick" read as "marc wick"
+    "http://xmlns.com/foaf/0.1/name",
+    "http://schema.org/name",
+    "https://schema.org/name",
 )
 
 _DIGIT_EDGE = re.compile(r"(?<=[A-Za-z])(?=[0-9])|(?<=[0-9])(?=[A-Za-z])")

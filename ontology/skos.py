@@ -291,13 +291,18 @@ def singular_label(label: str) -> str:
     """A thesaurus's English plural label as a singular noun phrase for "is a" templates
     (UNESCO's "Public libraries" → "Public library"); labels that are not plural, coordinated
     plurals ("Arts and crafts") and words ending like mass nouns ("Mathematics") stay."""
-    head = label.split(" of ", 1)[0].split()  # "Sciences of education": the head noun
+    # "Sciences of education": the head noun is before a preposition; "Carpenter, General": before
+    # the comma (inflect reads that label as "False General", so only the head is inflected)
+    phrase = re.split(r"\s(?:of|for|in|on|to|with|by|from|at|about)\s", label.split(",", 1)[0])[0]
+    head = phrase.split()
     if not head or " and " in f" {label.lower()} " or _KEEP.search(head[-1]):
         return label
     from kgprobe.ontology.labels import inflect_engine
 
-    singular = inflect_engine().singular_noun(label)
-    return singular if isinstance(singular, str) and singular else label
+    singular = inflect_engine().singular_noun(head[-1])
+    if not isinstance(singular, str) or not singular:
+        return label
+    return label[:len(phrase) - len(head[-1])] + singular + label[len(phrase):]
 
 
 def singular_labels(labels: dict[str, str | None], concepts: set[str]) -> dict[str, str | None]:

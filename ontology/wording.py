@@ -97,6 +97,9 @@ def property_shape(label: str) -> str:
     words = [w.lower() for w, _ in toks]
     tag = [t for _, t in toks]
     i = 1 if tag[0] == "RB" and len(tag) > 1 else 0  # an adverb first: "biotically interacts"
+    if words[0] in ("has", "have") and len(words) > 1 and tag[-1] not in _NOUNS | {"VBG"}:
+        # "has" before no noun: "has next", "has previous" (GoodRelations) read as nothing
+        return "unclear"
     if tag[i] in _FINITE:
         return "verb"
     if tag[i] == "VBN":

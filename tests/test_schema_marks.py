@@ -6,7 +6,9 @@
 * an ordinal the lexicon does not list ("sixth order inflorescence axis") is no acronym;
 * a class declared below skos:Concept holds codes, not things: "Palm grove is a code" is
   never written (GeoNames' gn:Code), as its rdfs9 items already were not;
-* a broader term "Rock or sediment" has two heads: "Rock" names a kind of it.
+* a broader term "Rock or sediment" has two heads: "Rock" names a kind of it;
+* "has" before no noun ("has next") gets the conservative pattern; foaf:name is a label;
+  "business entity" is a kind, not a root; "Carpenter, General" keeps its words.
 """
 
 from __future__ import annotations
@@ -76,8 +78,29 @@ def test_no_prompt_writes_a_multiplicity(tmp_path):
     items = reasoning_items(onto, item_closure(onto, triples), load_templates(None),
                             pseudowords=False)
     texts = [p.text for rule in items.values() for i in rule for p in i.premises]
-    assert any("Monday has next Tuesday" in t for t in texts)  # rdfs2/rdfs3 items were made
+    # rdfs2/rdfs3 items were made; "has" before an adjective reads as no sentence, so the
+    # conservative pattern names the relation
+    assert any('Monday stands in the relation "has next" to Tuesday' in t for t in texts)
     assert texts and not any(".." in t or "(" in t for t in texts)
+
+
+def test_a_name_is_read_where_a_vocabulary_gives_no_label(tmp_path):
+    onto, _ = load(tmp_path, """@prefix foaf: <http://xmlns.com/foaf/0.1/> .
+ex:Marc-Wick a foaf:Person ; foaf:name "Marc Wick" .
+foaf:Person a owl:Class ; rdfs:label "Person" .
+""")
+    assert onto.instances["http://ex.org/gr/Marc-Wick"].label == "Marc Wick"
+
+
+def test_an_entity_that_is_a_kind_stays_an_answer(tmp_path):
+    """GoodRelations' "business entity" (a person or an organization) is a top with classes
+    below it, but a kind of thing, unlike an "entity" above most of an ontology."""
+    onto, _ = load(tmp_path, """
+ex:BusinessEntity a owl:Class ; rdfs:label "Business entity" .
+ex:Person rdfs:subClassOf ex:BusinessEntity ; rdfs:label "Person" .
+ex:Organization rdfs:subClassOf ex:BusinessEntity ; rdfs:label "Organization" .
+""" + "".join(f'ex:C{k} a owl:Class ; rdfs:label "offering {k}" .\n' for k in range(5)))
+    assert "http://ex.org/gr/BusinessEntity" in onto.classes
 
 
 CODES = """
@@ -105,3 +128,13 @@ def test_a_code_list_class_is_no_answer_and_its_codes_no_subjects(tmp_path):
 def test_a_broader_term_with_alternatives_has_a_head_for_each():
     assert _heads("Rock or sediment") == ("rock", "sediment")
     assert _heads("Public libraries") == ("library",)
+
+
+def test_a_thesaurus_label_with_a_comma_keeps_its_words():
+    """HISCO's "Carpenter, General": inflect singularizes the whole label to "False General";
+    only the head, before a comma or preposition, is made singular."""
+    from kgprobe.ontology.skos import singular_label
+
+    assert singular_label("Carpenter, General") == "Carpenter, General"
+    assert singular_label("Physicists, general") == "Physicist, general"
+    assert singular_label("Libraries for the blind") == "Library for the blind"

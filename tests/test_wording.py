@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from kgprobe.ontology.from_triples import build_ontology
+from kgprobe.ontology.from_triples import BuildOptions, build_ontology
 from kgprobe.ontology.labels import is_adjective_label
 from kgprobe.ontology.loaders import parse_rdf
 from kgprobe.ontology.verbalize import load_templates
@@ -30,7 +30,9 @@ PROPERTIES = {
     "currently holds": "One has to be a particular [MASK] if one currently holds a thing .",
     "in XSD Date-Time-Stamp": "One has to be a particular [MASK] if one stands in the relation "
                               '"in XSD date time stamp" to a thing .',
-    "has member During": "One has to be a particular [MASK] if one has member during a thing .",
+    # "has" before no noun phrase: the conservative pattern ("has member during" names a time)
+    "has member During": ('One has to be a particular [MASK] if one stands in the relation '
+                          '"has member during" to a thing .'),
     "has SubOrganization":
         "One has to be a particular [MASK] if one has sub organization a thing .",
     "located in": "One has to be a particular [MASK] if one is located in a thing .",
@@ -101,7 +103,9 @@ def _ontology(tmp_path: Path):
                  "rdfs:subClassOf :thing .")
     path = tmp_path / "w.ttl"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return build_ontology("w", parse_rdf(path))
+    # "thing", above every class, would be a root (tests/test_roots_homonyms.py); kept here
+    # as the one range every pattern names
+    return build_ontology("w", parse_rdf(path), BuildOptions(keep_roots=True))
 
 
 @pytest.fixture(scope="module")
@@ -132,8 +136,8 @@ def test_a_plural_looking_label_is_a_verb_between_classes_and_a_noun_before_a_va
 def test_unclear_shapes_are_counted_not_worded_wrongly():
     shapes = {label: property_shape(label) for label in PROPERTIES}
     assert [label for label, s in shapes.items() if s == "unclear"] == [
-        "interval meets", "in XSD Date-Time-Stamp", "registered site", "used constituent",
-        "interval disjoint"]
+        "interval meets", "in XSD Date-Time-Stamp", "has member During", "registered site",
+        "used constituent", "interval disjoint"]
     assert UNCLEAR_PATTERN.startswith("[X]") and UNCLEAR_PATTERN.index("[X]") < \
         UNCLEAR_PATTERN.index("[Y]")
 
