@@ -38,6 +38,7 @@ TINY: dict = {
         ["compare", "{tmp}/out", "{tmp}/out"]],
     "backends.py": ["--model", "{gpt2}", "--served", "none", "--task", "type", "--limit", "2",
                     "--candidates", "3"],
+    "bundled_wording.py": [],  # the bundled ontology read twice: about 10 s
     "chains.py": ["--depths", "5,10"],
     "compare_coverage.py": ["--reps", "3", "--resamples", "20"],
     "copen_generation.py": ["--repeat", "1", "--source", "{repo}/tests/data/ontologies/wine.ttl"],
@@ -61,6 +62,7 @@ MODULES = {"scoring_suffix.py": "scoring.py"}
 KEYS = {
     "backends.py": {"bench", "probes", "export_mismatches", "pairs", "metrics", "tolerance"},
     "behaviour_check.py": {"bench", "mode", "identical", "files", "differences"},
+    "bundled_wording.py": {"labels", "candidate pools (before, after)", "reasoning items"},
     "compare_coverage.py": {"bench", "reps", "accuracy", "mrr", "mrr_skewed"},
     "copen_generation.py": {"bench", "reasoned_s", "unreasoned_s", "closure_model_s", "items", "same_items"},
     "gpu.py": {"bench", "device", "models", "matmul_tflops", "paper_scale"},

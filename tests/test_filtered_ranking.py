@@ -193,7 +193,7 @@ def test_lm_eval_reasoning_docs_rank_what_the_study_ranks(tmp_path, k):
 
     export_lm_eval(tmp_path, ExportSettings(studies=("reasoning",), rules=("rdfs9",),
                                             candidates=k, limit=8, seed=3))
-    src = bundled_source()
+    src = bundled_source(word=True)  # as premise ablation reads it, and so the export
     templates = load_templates()
     closure = item_closure(src.ontology, src.triples)
     items = {i.id: i for i in reasoning_items(src.ontology, closure, templates, rules=["rdfs9"])["rdfs9"]}
