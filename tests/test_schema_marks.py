@@ -138,3 +138,4 @@ def test_a_thesaurus_label_with_a_comma_keeps_its_words():
     assert singular_label("Carpenter, General") == "Carpenter, General"
     assert singular_label("Physicists, general") == "Physicist, general"
     assert singular_label("Libraries for the blind") == "Library for the blind"
+    assert singular_label("Carpenters , General") == "Carpenter , General"
