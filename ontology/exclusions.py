@@ -175,18 +175,11 @@ def share_roots(parents: dict[str, list[str]], excluded: Iterable[str],
 def vocabulary_classes(parents: dict[str, list[str]], vocabulary: Iterable[str]) -> set[str]:
     """The classes of `parents` that lie below one of `vocabulary` (skos:Concept and its
     kin): their members are terms of a code list, so "X is a code" states no kind of X."""
-    vocab, out = set(vocabulary), set()
-    for c in parents:
-        seen, stack = set(), list(parents[c])
-        while stack:
-            p = stack.pop()
-            if p in vocab:
-                out.add(c)
-                break
-            if p not in seen and p != c:
-                seen.add(p)
-                stack.extend(parents.get(p, ()))
-    return out
+    import networkx as nx
+
+    graph = nx.DiGraph((p, c) for c, ps in parents.items() for p in ps)
+    below = set().union(*(nx.descendants(graph, v) for v in vocabulary if v in graph))
+    return below & set(parents)
 
 
 @dataclass(frozen=True)

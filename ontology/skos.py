@@ -293,8 +293,9 @@ def singular_label(label: str) -> str:
     plurals ("Arts and crafts") and words ending like mass nouns ("Mathematics") stay."""
     # "Sciences of education": the head noun is before a preposition; "Carpenter, General": before
     # the comma (inflect reads that label as "False General", so only the head is inflected)
-    phrase = re.split(r"\s(?:of|for|in|on|to|with|by|from|at|about)\s",
-                      label.split(",", 1)[0])[0].rstrip()
+    from kgprobe.ontology.wording import HEAD_ENDS
+
+    phrase = re.split(rf"\s(?:{'|'.join(sorted(HEAD_ENDS))})\s", label.split(",", 1)[0])[0].rstrip()
     head = phrase.split()
     if not head or " and " in f" {label.lower()} " or _KEEP.search(head[-1]):
         return label

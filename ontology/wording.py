@@ -251,7 +251,7 @@ def class_label(label: str, lower_words: frozenset[str] = frozenset(),
     for n, w in enumerate(words):
         if w[:1].isupper() and w[1:].islower() and cased.get(w) in ("NN", "NNS"):
             words[n] = w.lower()
-    at = next((n - 1 for n, w in enumerate(words) if n and w in _HEAD_ENDS), len(words) - 1)
+    at = next((n - 1 for n, w in enumerate(words) if n and w in HEAD_ENDS), len(words) - 1)
     head = words[at]
     named = {w.lower() for name in names if _name_pattern(name).search(base) for w in name.split()}
     tag = cased.get(head, cased.get(head.capitalize(), ""))
@@ -264,7 +264,7 @@ def class_label(label: str, lower_words: frozenset[str] = frozenset(),
 
 #: Prepositions after a noun phrase's head ("member of a resistance movement"): the noun
 #: before the first one is the head, the words after it its complement.
-_HEAD_ENDS = frozenset("of in on at for from by with about".split())
+HEAD_ENDS = frozenset("of in on at for from by with about".split())
 
 
 def keep_names(worded: str, label: str, names: tuple[str, ...]) -> str:
