@@ -15,7 +15,7 @@ from pathlib import Path
 
 from kgprobe.errors import KgprobeError
 from kgprobe.ontology.model import RDFS_SUBCLASSOF, Ontology
-from kgprobe.reasoning.rdfs import RULES
+from kgprobe.reasoning.rule_names import RULES
 from kgprobe.studies.ontology_source import OntologySource, add_ontology_options, model_options
 from kgprobe.studies.options import comma_list
 

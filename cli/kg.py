@@ -11,16 +11,15 @@ import contextlib
 import sys
 import time
 from pathlib import Path
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from kgprobe.errors import KgprobeError, OntologyError
 from kgprobe.kg.formats import print_result
 from kgprobe.kg.store import KnowledgeGraph, default_store_path, graph_iri
 from kgprobe.ontology.formats import SYNTAXES
-from kgprobe.ontology.from_triples import BuildOptions
 from kgprobe.ontology.loaders import Source, bundled_source, load_source
 from kgprobe.ontology.skos import MODES as SKOS_MODES
-from kgprobe.reasoning.rdfs import RULES
+from kgprobe.reasoning.rule_names import RULES
 from kgprobe.studies.ontology_source import model_args, model_options
 from kgprobe.studies.options import comma_list
 from kgprobe.terminal import printable
@@ -34,6 +33,9 @@ from .kg_options import (
     writer_args,
 )
 from .registry import command, warn
+
+if TYPE_CHECKING:
+    from kgprobe.ontology.from_triples import BuildOptions
 
 
 # ------------------------------------------------------------------------------ kg

@@ -21,7 +21,7 @@ from typing import Iterator
 import pyoxigraph as ox
 from kgprobe.errors import OntologyError
 from kgprobe.ontology.formats import RdfInput
-from kgprobe.ontology.loaders import build_ontology, malformed, too_large
+from kgprobe.ontology.loaders import malformed, too_large
 from kgprobe.ontology.model import KGP, Ontology, Triple
 from kgprobe.ontology.source import Source
 
@@ -131,6 +131,8 @@ def stage_file(store: ox.Store, src: Source, graph: str, staging: str, meta: str
 
     Measured on 1M LUBM triples (`python bench/load.py`, 2 cores): bulk load 10 s, model
     ~10 s; one after the other (model from the store's dump) 36 s, side by side ~12 s."""
+    from kgprobe.ontology.from_triples import build_ontology
+
     target, publish = stage_target(store, graph, staging, meta)
     with ThreadPoolExecutor(max_workers=1) as pool:
         model = pool.submit(lambda: build_ontology(src.name, parsed_triples(src.rdf),
@@ -168,6 +170,8 @@ class GraphStats:
 
 def stats_of(graph: str, triples: list[Triple]) -> GraphStats:
     """Triples, and the classes/properties/instances the model sees, of one graph."""
+    from kgprobe.ontology.from_triples import build_ontology
+
     return GraphStats.of(graph, len(triples), build_ontology(graph, triples))
 
 

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
 
 from kgprobe.errors import StoreError
 from kgprobe.kg.meta import INFERRED_GRAPH
-from kgprobe.ontology.from_triples import BuildOptions, build_ontology
 from kgprobe.ontology.model import Ontology, Triple
+
+if TYPE_CHECKING:
+    from kgprobe.ontology.from_triples import BuildOptions
 
 
 class StaleInferencesError(StoreError):
@@ -41,6 +43,8 @@ class ModelReader:
 
         Refuses stale inferences: a model built from them gives wrong gold answers.
         """
+        from kgprobe.ontology.from_triples import build_ontology
+
         name = name or self.default_name
         if graphs is None or INFERRED_GRAPH in graphs:
             self.require_fresh()

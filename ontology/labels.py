@@ -87,10 +87,14 @@ def is_iri_like(text: str) -> bool:
 
 
 @lru_cache(maxsize=1)
-def _lexicon():
+def all_lemmas():
     """lemminflect's part-of-speech lexicon (shipped inside its wheel, MIT licence): word →
-    the parts of speech it can be. Loaded on first use only."""
-    from lemminflect import getAllLemmas
+    the parts of speech it can be. Loaded on first use only, without the spaCy it would
+    import to register token extensions (`spacy_loading`)."""
+    from kgprobe.ontology.spacy_loading import hidden
+
+    with hidden("spacy", "torch"):
+        from lemminflect import getAllLemmas
 
     return getAllLemmas
 
@@ -99,7 +103,7 @@ def _lexicon():
 def parts_of_speech(word: str) -> frozenset[str]:
     """The parts of speech an English word can be ({"NOUN", "VERB"} for "influence"); empty
     for a word the lexicon does not know (proper names: Loire, Burgundy; acronyms)."""
-    return frozenset(_lexicon()(word.lower()))
+    return frozenset(all_lemmas()(word.lower()))
 
 
 def is_adjective_label(label: str) -> bool:
@@ -143,9 +147,7 @@ def is_grouping_label(label: str) -> bool:
 def _verb_base(word: str) -> bool:
     """A verb's base form ("top", "drop"): such a word is a noun as well, though the lexicon
     lists only its verb (and adjective) readings."""
-    from lemminflect import getAllLemmas
-
-    return word in getAllLemmas(word).get("VERB", ())
+    return word in all_lemmas()(word).get("VERB", ())
 
 
 #: Endings of English adjectives, for words the lexicon does not list (PATO's technical

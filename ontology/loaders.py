@@ -10,16 +10,18 @@ from __future__ import annotations
 import re
 from importlib import resources
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kgprobe.errors import OntologyError
 from kgprobe.ontology.formats import RdfInput, detect, prepare
-from kgprobe.ontology.from_triples import BuildOptions, build_ontology
 from kgprobe.ontology.model import Triple
-from kgprobe.ontology.ontoprobe_json import ONTOPROBE_NS, load_ontoprobe
 from kgprobe.ontology.source import Source
 
-__all__ = ["ONTOPROBE_NS", "Source", "build_ontology", "bundled_ontology_dir",
-           "bundled_source", "load_ontoprobe", "load_rdf", "load_source", "malformed", "open_rdf",
+if TYPE_CHECKING:
+    from kgprobe.ontology.from_triples import BuildOptions
+
+__all__ = ["Source", "bundled_ontology_dir",
+           "bundled_source", "load_rdf", "load_source", "malformed", "open_rdf",
            "ox_term", "parse_rdf"]
 
 #: Triple syntaxes pyoxigraph bulk-loads into one graph; quad syntaxes (TriG, N-Quads, JSON-LD
@@ -40,6 +42,8 @@ def bundled_source(word: bool = False) -> Source:
     """The default ontology, loaded into the graph named 'ontoprobe' (`word`: labels worded
     for prompts, see `load_ontoprobe`, its proper names kept as `bundled_names.toml` lists
     them; off: as its files write them, which the paper protocol and the paper's sets read)."""
+    from kgprobe.ontology.ontoprobe_json import load_ontoprobe
+
     return load_ontoprobe(bundled_ontology_dir(), name="ontoprobe", word=word,
                           names=bundled_names() if word else ())
 
@@ -63,6 +67,8 @@ def load_source(path: str | Path, fmt: str | None = None, *, lazy: bool = False,
     remote or `file:` contexts, OWL/XML imports); by default nothing is fetched or read."""
     p = Path(path)
     if p.is_dir():
+        from kgprobe.ontology.ontoprobe_json import load_ontoprobe
+
         return load_ontoprobe(p)
     if not p.exists():
         raise OntologyError(f"{p}: no such file or directory; give an RDF file or a directory "
@@ -189,6 +195,8 @@ def load_rdf(path: str | Path, name: str | None = None, fmt: str | None = None,
     rdf = rdf or open_rdf(path, fmt, allow_imports=allow_imports)
     triples = parse_rdf(path, fmt, rdf, allow_imports=allow_imports)
     stem = path.name.split(".")[0] if path.suffix.lower() == ".gz" else path.stem
+    from kgprobe.ontology.from_triples import build_ontology
+
     onto = build_ontology(name or stem, triples, options)
     onto.warnings[:0] = rdf.warnings  # what reading the file mended or left out, by line
     return Source(onto.name, str(path), onto, triples)

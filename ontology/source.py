@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from kgprobe.ontology.formats import RdfInput
-from kgprobe.ontology.from_triples import BuildOptions
 from kgprobe.ontology.model import Ontology, Triple
+
+if TYPE_CHECKING:
+    from kgprobe.ontology.from_triples import BuildOptions
 
 
 @dataclass

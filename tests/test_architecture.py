@@ -120,6 +120,38 @@ def test_cli_starts_without_heavy_imports(argv, tmp_path):
     assert marker[-1] == "HEAVY:", f"{argv} imported {marker[-1][6:]}"
 
 
+#: What no store, query, reason or generate command may import: the model libraries.
+MODEL_LIBRARIES = ("torch", "transformers")
+
+
+def test_store_query_reason_and_generate_commands_import_no_torch(tmp_path):
+    """Each command in turn, in one process (as a session of commands would load them): none
+    imports torch or transformers, though `kg load` words labels with spaCy (whose thinc would
+    import torch) and `generate` reasons and writes prompts."""
+    onto = ROOT / "tests" / "data" / "ontologies" / "foaf.ttl"
+    store = str(tmp_path / "s")
+    commands = [["kg", "load", str(onto), "--store", store],
+                ["reason", "--store", store],
+                ["kg", "stats", "--store", store],
+                ["kg", "query", "SELECT * WHERE { ?s ?p ?o } LIMIT 3", "--store", store],
+                ["kg", "export", "--store", store, "--out", str(tmp_path / "all.nt")],
+                ["generate", "memorizing", "--store", store, "--out", str(tmp_path / "m")],
+                ["generate", "reasoning", "--store", store, "--out", str(tmp_path / "r")],
+                ["generate", "memorizing", "--ontology", str(onto), "--out", str(tmp_path / "f")]]
+    code = ("import sys\nfrom kgprobe.cli import main\n"
+            f"for argv in {commands!r}:\n"
+            "    try:\n        main(argv)\n    except SystemExit as e:\n"
+            "        print('EXIT', e.code, file=sys.stderr)\n"
+            f"    print(' '.join(argv[:2]), 'LOADED:' + ','.join(m for m in {MODEL_LIBRARIES!r} "
+            "if m in sys.modules))\n")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path)
+    marks = [line for line in run.stdout.splitlines() if "LOADED:" in line]
+    assert len(marks) == len(commands), run.stdout + run.stderr
+    assert "EXIT 2" not in run.stderr, run.stderr
+    assert all(line.endswith("LOADED:") for line in marks), marks
+    assert (tmp_path / "m" / "summary.json").exists() and (tmp_path / "r" / "summary.json").exists()
+
+
 def test_studies_ask_the_model_interface_not_its_kind():
     """Studies use capabilities (fills_masks, default_pooling, slot_distribution, …), never
     `kind == "masked"`-style branches: a new model kind then needs no study changed."""

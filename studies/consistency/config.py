@@ -9,7 +9,7 @@ from pathlib import Path
 from kgprobe.errors import StudyError
 from kgprobe.reasoning.distractors import Protocol, parse_protocol
 from kgprobe.reasoning.filtering import Ranking, parse_ranking
-from kgprobe.reasoning.rdfs import RULES
+from kgprobe.reasoning.rule_names import RULES
 from kgprobe.studies.ontology_source import OntologySource, add_ontology_options
 from kgprobe.studies.options import (
     answers_options,
