@@ -90,8 +90,8 @@ def is_iri_like(text: str) -> bool:
 def all_lemmas():
     """lemminflect's part-of-speech lexicon (shipped inside its wheel, MIT licence): word →
     the parts of speech it can be. Loaded on first use only, without the spaCy it would
-    import to register token extensions (`spacy_loading`)."""
-    from kgprobe.ontology.spacy_loading import hidden
+    import to register token extensions (`nlp_imports`)."""
+    from kgprobe.ontology.nlp_imports import hidden
 
     with hidden("spacy", "torch"):
         from lemminflect import getAllLemmas
@@ -242,8 +242,12 @@ def _as_words(label: str, split_identifiers: bool, names: bool) -> str:
 @lru_cache(maxsize=1)
 def inflect_engine() -> "inflect.engine":  # noqa: F821 - imported lazily: inflect is slow to import
     """One shared inflect engine (articles here, singular nouns in `skos`), imported on first
-    use so that a command which never inflects a label does not import inflect."""
-    import inflect
+    use so that a command which never inflects a label does not import inflect (and then
+    without typeguard's instrumentation: `nlp_imports`)."""
+    from kgprobe.ontology.nlp_imports import unchecked_types
+
+    with unchecked_types():
+        import inflect
 
     return inflect.engine()
 

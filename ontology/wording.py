@@ -44,7 +44,7 @@ def _pipeline():
     """spaCy's tagger alone (no parser, no entities): what a label's shape needs, loaded once."""
     import importlib
 
-    from kgprobe.ontology.spacy_loading import torch_hidden
+    from kgprobe.ontology.nlp_imports import torch_hidden
 
     with torch_hidden():
         return importlib.import_module(PIPELINE).load(
@@ -54,7 +54,7 @@ def _pipeline():
 def tagger_versions() -> dict[str, str]:
     """The tagger's versions, recorded with results (`summary.json`) since wording depends
     on them."""
-    from kgprobe.ontology.spacy_loading import torch_hidden
+    from kgprobe.ontology.nlp_imports import torch_hidden
 
     with torch_hidden():
         import spacy
@@ -82,13 +82,16 @@ def tags(label: str, cased: bool = False) -> tuple[tuple[str, str], ...]:
     return _TAGGED[key]
 
 
-def tag_all(labels) -> None:
+def tag_all(labels, cased: bool = False) -> None:
     """Tag many labels in one batch (several times faster than one by one), so that a pass
-    over an ontology's labels costs a fraction of a second; `tags` then reads the cache."""
-    todo = [lab for lab in dict.fromkeys(labels) if lab and lab not in _TAGGED]
-    docs = _pipeline().pipe((_as_written(lab) for lab in todo), batch_size=256)
+    over an ontology's labels costs a fraction of a second; `tags` (with the same `cased`)
+    then reads the cache."""
+    prefix = "\0" if cased else ""
+    todo = [lab for lab in dict.fromkeys(labels) if lab and prefix + lab not in _TAGGED]
+    docs = _pipeline().pipe((lab if cased else _as_written(lab) for lab in todo),
+                            batch_size=256)
     for lab, doc in zip(todo, docs):
-        _TAGGED[lab] = tuple((t.text, t.tag_) for t in doc)
+        _TAGGED[prefix + lab] = tuple((t.text, t.tag_) for t in doc)
 
 
 def property_shape(label: str) -> str:
@@ -314,8 +317,10 @@ def word_labels(onto, names: tuple[str, ...] = ()) -> None:
             t.label = strip_marks(t.label) or t.label
     terms = [t for t in (*onto.classes.values(), *onto.properties.values()) if t.label]
     lower = lowered_words(t.label for t in terms)
-    tag_all(split_disambiguator(normalize_spaces(c.label))[0] for c in onto.classes.values()
-            if c.label)
+    bases = [split_disambiguator(normalize_spaces(c.label))[0] for c in onto.classes.values()
+             if c.label]
+    tag_all(bases)
+    tag_all(bases, cased=True)  # `class_label` tells names from common nouns as written
     for c in onto.classes.values():
         if c.label:
             c.label, c.disambiguator = class_label(c.label, lower, names)

@@ -31,6 +31,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from functools import lru_cache
 
+from kgprobe.ontology.labels import inflect_engine
 from kgprobe.ontology.norms import PARTICIPLES, Feature, Norms, concept_word
 from kgprobe.reasoning.copen_items import CPJItem
 from kgprobe.reasoning.copen_split import (
@@ -87,17 +88,10 @@ def category_name(feature: str) -> str | None:
     return name.replace("_", " ").strip() or None
 
 
-@lru_cache(maxsize=1)
-def _inflect():
-    import inflect
-
-    return inflect.engine()
-
-
 @lru_cache(maxsize=None)
 def plural(noun: str) -> tuple[str, bool]:
     """(subject form, takes a plural verb) of a concept in a generic statement."""
-    eng = _inflect()
+    eng = inflect_engine()
     last = noun.split()[-1]
     if last in MASS_NOUNS:
         return noun, False
@@ -128,7 +122,7 @@ def predicate(feature: str, plural_verb: bool) -> str:
     if not plural_verb:
         return " ".join(words)
     irregular = {"is": "are", "has": "have", "was": "were", "does": "do"}
-    head = irregular.get(first) or (_inflect().plural_verb(first) if first.endswith("s") else first)
+    head = irregular.get(first) or (inflect_engine().plural_verb(first) if first.endswith("s") else first)
     return " ".join([head, *rest])
 
 

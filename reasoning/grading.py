@@ -60,7 +60,7 @@ def _lemmatizer():
     the same pinned package `ontology.wording` tags labels with."""
     import importlib
 
-    from kgprobe.ontology.spacy_loading import torch_hidden
+    from kgprobe.ontology.nlp_imports import torch_hidden
     from kgprobe.ontology.wording import PIPELINE
 
     with torch_hidden():
