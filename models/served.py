@@ -14,8 +14,11 @@ serves one model), optionally followed by ``?key=value&…`` settings after the 
 ``key_env`` (the environment variable holding the API key; default: the variable named by
 ``KGPROBE_API_KEY_ENV``), ``start`` (a start text, see below), ``rev`` (a revision for the score
 cache), ``concurrency`` (requests in flight, default 4), ``timeout`` (seconds per request,
-default 60) and ``retries`` (default 3, exponential backoff, on connection errors and 429/502/
-503/504). The key is read from the environment at each run and never written anywhere.
+the whole answer included, default 60), ``retries`` (default 3, exponential backoff, on
+connection errors, timeouts and 429/502/503/504) and ``max_answer`` (the largest answer read,
+default 16M). The key is read from the environment at each run and never written anywhere, and
+sent to no address but the URL's: `models.served_client` follows no redirect. Every echo is
+checked (`served_tokens.checked_echo`) before any of its numbers is scored.
 
 The alignment check (why it exists): llama-cpp-python's server (0.3.x) pairs echoed token *i*
 with the distribution computed *at* token *i* (which predicts token *i + 1*) unless the prompt
