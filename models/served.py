@@ -14,8 +14,11 @@ serves one model), optionally followed by ``?key=value&…`` settings after the 
 ``key_env`` (the environment variable holding the API key; default: the variable named by
 ``KGPROBE_API_KEY_ENV``), ``start`` (a start text, see below), ``rev`` (a revision for the score
 cache), ``concurrency`` (requests in flight, default 4), ``timeout`` (seconds per request,
-default 60) and ``retries`` (default 3, exponential backoff, on connection errors and 429/502/
-503/504). The key is read from the environment at each run and never written anywhere.
+the whole answer included, default 60), ``retries`` (default 3, exponential backoff, on
+connection errors, timeouts and 429/502/503/504) and ``max_answer`` (the largest answer read,
+default 16M). The key is read from the environment at each run and never written anywhere, and
+sent to no address but the URL's: `models.served_client` follows no redirect. Every echo is
+checked (`served_tokens.checked_echo`) before any of its numbers is scored.
 
 The alignment check (why it exists): llama-cpp-python's server (0.3.x) pairs echoed token *i*
 with the distribution computed *at* token *i* (which predicts token *i + 1*) unless the prompt
@@ -49,7 +52,8 @@ import numpy as np
 
 from kgprobe.errors import ModelError
 from kgprobe.models.cloze import AUTO, RULE, SUFFIX_MODES, uses_suffix
-from kgprobe.models.served_tokens import Echo, load_tokenizer, retokenized
+from kgprobe.models.served_tokens import (Echo, InvalidEcho, checked_echo, load_tokenizer,
+                                          retokenized)
 from kgprobe.models.served_client import KNOWN, ServedClient, ServedName, no_logprobs, parse_served
 from kgprobe.ontology.verbalize import MASK
 
@@ -80,20 +84,25 @@ class EchoReader:
                 "max_tokens": 1, "temperature": 0}
         answer = self.client.request("/completions", body)
         try:
-            lp = answer["choices"][0]["logprobs"]
-            tokens, offsets, values = lp["tokens"], lp["text_offset"], lp["token_logprobs"]
-            tops = lp.get("top_logprobs") or [None] * len(tokens)
-        except (KeyError, IndexError, TypeError):
+            echo = checked_echo(answer["choices"][0]["logprobs"])
+        except (KeyError, IndexError, TypeError, AttributeError):
             raise no_logprobs(self.client.label, self.client.spec.url,
                               "its completions answer has no echoed logprobs") from None
-        if not tokens or all(v is None for v in values):
+        except InvalidEcho as why:
+            # Not scored, so not cached either: the unit being scored stops here, and a
+            # rerun once the server is fixed asks again.
+            raise ModelError(f"model '{self.client.label}': the server at "
+                             f"{self.client.spec.url} echoed invalid log-probabilities for "
+                             f"{text[:60]!r} ({why}); nothing of it was scored or cached: fix "
+                             f"the server, then run again") from None
+        if not echo.tokens or all(v is None for v in echo.logprobs):
             raise no_logprobs(self.client.label, self.client.spec.url,
                               "it echoed no log-probabilities")
         # Offsets count from the echoed text: from after the start text where the server
         # stripped it (llama.cpp's BOS), from the start text where it echoed it back.
+        tokens = echo.tokens
         shift = len(self.start) if self.start and tokens[0] and self.start.startswith(tokens[0]) else 0
-        top = [max(t, key=t.get) if t else None for t in tops]
-        echo = Echo(list(tokens), [o - shift for o in offsets], list(values), top)
+        echo.offsets = [o - shift for o in echo.offsets]
         return retokenized(echo, text, self.tokenizer, self.client) if self.tokenizer else echo
 
     def alignment(self) -> tuple[int, int]:
@@ -348,8 +357,12 @@ def load_served(name: str) -> ServedModel:
     spec = parse_served(name)
     client = ServedClient(spec, name)
     t0 = time.perf_counter()
-    listed = client.request("/models")
-    ids = [m.get("id") for m in listed.get("data", []) if isinstance(m, dict)]
+    listed = client.request("/models").get("data", [])
+    if not isinstance(listed, list):
+        raise ModelError(f"model '{name}': {spec.url}/models answered no list of models "
+                         f"(its data is a {type(listed).__name__}); is it an OpenAI-compatible "
+                         "/v1 URL?")
+    ids = [m["id"] for m in listed if isinstance(m, dict) and isinstance(m.get("id"), str)]
     model = spec.model
     if model is None:
         if len(ids) != 1:
