@@ -159,3 +159,32 @@ def test_many_declarations_or_references_are_refused_before_they_fill_the_check(
     refs = "&b;" * 1_000_001
     with pytest.raises(OntologyError, match="1,000,000 references"):
         check(f'{DECL}<!DOCTYPE rdf:RDF [ <!ENTITY b "x"> <!ENTITY a "{refs}"> ]>{ROOT}</rdf:RDF>')
+
+
+#: Every command that reads an ontology file the user names (`--ontology FILE`).
+FILE_COMMANDS = {
+    "study premise-ablation": ["--dry-run"],
+    "study memorization": ["--dry-run"],
+    "study consistency": ["--dry-run"],
+    "study copen": ["--method", "zero-shot", "--from-kg", "--dry-run"],
+    "export lm-eval": [],
+    "generate memorizing": [],
+    "generate reasoning": [],
+}
+
+
+@pytest.mark.parametrize("command", sorted(FILE_COMMANDS))
+def test_commands_that_parse_a_user_file_run_under_the_memory_guard(tmp_path, shared_data,
+                                                                    command):
+    """A 1 MiB guard ($KGPROBE_MAX_MEMORY, as `kg load` reads it) stops each at once: the
+    command ran in the guard's supervised child, as `kg load` does."""
+    env = dict(os.environ, KGPROBE_STORE=str(tmp_path / "store"), KGPROBE_MAX_MEMORY="1M")
+    pizza = shared_data("data/ontologies/pizza.owl")
+    r = subprocess.run([sys.executable, "-m", "kgprobe.cli", *command.split(),
+                        *FILE_COMMANDS[command], "--ontology", str(pizza), "--out", "out"],
+                       cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 2, (r.returncode, r.stderr[-2000:])
+    assert r.stderr.strip().splitlines() == [
+        f"kgprobe: error: kgprobe {command} used more than 1.0 MiB of memory "
+        "($KGPROBE_MAX_MEMORY=1M) and was stopped; the input may be corrupt or the work too "
+        "large: check it, or raise --max-memory (e.g. --max-memory 2M)"], r.stderr
