@@ -14,6 +14,7 @@ from kgprobe.errors import KgprobeError
 from kgprobe.studies.ontology_source import OntologySource, add_ontology_options
 from kgprobe.studies.options import candidates_option, comma_list, ranking_option
 
+from .kg_options import memory_arg
 from .registry import command
 
 
@@ -87,6 +88,7 @@ def add_parsers(sub) -> None:
                    help="paper: the paper's prompts, test records and items as its official "
                         "code writes them (docs/fidelity.md)")
     add_ontology_options(p, probes=True)
+    memory_arg(p)  # it parses the user's --ontology FILE: guarded as `kg load` is
 
     imp = sub.add_parser("import", help="read another engine's results into kgprobe run folders")
     imp_sub = imp.add_subparsers(dest="import_command", required=True)

@@ -10,6 +10,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from .kg_options import memory_arg
 from .registry import command
 
 
@@ -83,6 +84,7 @@ def add_parsers(sub) -> None:
         for where, label in places:
             p = where.add_parser(label, help=definition.help, description=definition.description)
             definition.add_arguments(p)
+            memory_arg(p)  # a study parses the user's --ontology FILE: guarded as `kg load` is
             p.set_defaults(func=_run_study(name))
 
     p = sub.add_parser("report", help="rebuild report.md and figures of a study's run folder")
@@ -111,3 +113,4 @@ def add_parsers(sub) -> None:
     threads_option(p)
     p.add_argument("--out", type=Path, default=Path("out") / "premise-ablation",
                    help="the run folder (rerun into it to resume)")
+    memory_arg(p)
