@@ -81,7 +81,11 @@ def oxigraph_command() -> str:
 
 
 def endpoint_url(bind: str) -> str:
-    return f"http://{bind}/query"
+    """The query URL of a server at `bind` (HOST:PORT): an IPv6 host in brackets (RFC 3986),
+    so `::1:7878` is announced as ``http://[::1]:7878/query``, a URL a client can open."""
+    host, _, port = bind.rpartition(":")
+    host = host.strip("[]")
+    return f"http://[{host}]:{port}/query" if ":" in host else f"http://{bind}/query"
 
 
 def server_argv(opts: ServeOptions, internal: str) -> list[str]:

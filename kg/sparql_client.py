@@ -4,7 +4,9 @@ Only the standard library (urllib) speaks HTTP here; answers are parsed by pyoxi
 SPARQL results and RDF parsers, so any conforming endpoint (Oxigraph, Fuseki, Virtuoso for
 DBpedia, Blazegraph for Wikidata) works.  Network trouble and server overload (5xx, 429) are
 retried with exponential backoff; an endpoint that rejects the query (4xx) is not, since asking
-again gets the same answer.  Every failure ends as one line naming the endpoint and the fix.
+again gets the same answer, nor is `kg serve`'s own 503 for a query past its --query-timeout
+(`SERVE_TIMEOUT`): that query was stopped and would only be stopped again.  Every failure ends
+as one line naming the endpoint and the fix.
 """
 
 from __future__ import annotations
@@ -26,6 +28,10 @@ RESULTS_ACCEPT = ("application/sparql-results+json, application/sparql-results+x
                   "text/tab-separated-values;q=0.5")
 GRAPH_ACCEPT = "application/n-triples, text/turtle;q=0.9, application/rdf+xml;q=0.5"
 _RETRY_STATUS = {429, 500, 502, 503, 504}
+#: What `kg serve` says in the 503 it answers for a query that ran past its --query-timeout
+#: (kg/serve_proxy.py): the server stopped the query, so asking again would only run it again
+#: (and restart the server again), never answer it.
+SERVE_TIMEOUT = "ran past kg serve's --query-timeout"
 #: The largest answer read by default (`--max-answer`): a bulk read pages long before this.
 MAX_ANSWER = 512 << 20
 _CHUNK = 1 << 16
@@ -121,6 +127,9 @@ class SparqlClient:
                                     "slowly); raise --timeout or ask for less") from None
             except urllib.error.HTTPError as err:
                 detail = _one_line(err.read().decode("utf-8", "replace")) or err.reason
+                if err.code == 503 and SERVE_TIMEOUT in detail:
+                    raise EndpointError(f"{self.url}: query timed out at the endpoint ({detail})"
+                                        ) from None
                 if err.code not in _RETRY_STATUS:
                     kind = QueryError if err.code == 400 else EndpointError
                     raise kind(f"{self.url}: the endpoint refused the query (HTTP {err.code}: "

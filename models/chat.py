@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from kgprobe.errors import KgprobeError
+from kgprobe.models.chat_render import check_syntax, render_chat
 from kgprobe.ontology.verbalize import MASK
 
 __all__ = ["BLANK", "ChatWrap", "check_chat_template", "chat_wrap", "user_message"]
@@ -39,7 +40,8 @@ WRAP = "user-turn-v1"
 
 
 def check_chat_template(value: str | None) -> str:
-    """``auto``, ``none`` or a readable Jinja file (its resolved path); else one line."""
+    """``auto``, ``none`` or a readable Jinja file Jinja can parse (its resolved path); else
+    one line naming the file (and the line of a syntax error)."""
     value = NONE if value in (None, "") else str(value)
     if value in (AUTO, NONE):
         return value
@@ -47,6 +49,11 @@ def check_chat_template(value: str | None) -> str:
     if not path.is_file():
         raise KgprobeError(f"--chat-template {value}: no such file; give auto, none or a Jinja "
                            "chat template file")
+    try:  # a template Jinja cannot parse is refused before any run starts
+        check_syntax(path.read_text(encoding="utf-8"), value)
+    except (OSError, UnicodeDecodeError) as err:
+        raise KgprobeError(f"--chat-template {value}: cannot be read ({err}); give a UTF-8 "
+                           "Jinja chat template file") from None
     return str(path.resolve())
 
 
@@ -65,6 +72,9 @@ class ChatWrap:
     instruction: str
     source: str  # "auto" (the tokenizer's) or the file's path
 
+    def __post_init__(self) -> None:
+        check_syntax(self.template, self.source)  # one line now, not a traceback per prompt
+
     def key(self) -> dict:
         """What decides the wrapped text: part of the score cache's key."""
         digest = hashlib.sha256(self.template.encode("utf-8")).hexdigest()
@@ -72,13 +82,20 @@ class ChatWrap:
 
     def header(self, tok: Any, prompt: str) -> str:
         """The rendered conversation up to where the assistant's statement starts."""
-        messages = [{"role": "user", "content": user_message(self.instruction, prompt)}]
-        text = tok.apply_chat_template(messages, chat_template=self.template, tokenize=False,
-                                       add_generation_prompt=True)
+        text = self.render(prompt, getattr(tok, "special_tokens_map", None) or {})
         bos = getattr(tok, "bos_token", None)
         if bos and text.startswith(bos) and _adds_bos(tok):  # the encoder adds it already
             text = text[len(bos):]
         return text
+
+    def render(self, prompt: str, special_tokens: dict) -> str:
+        """The template rendered as `transformers`' apply_chat_template renders it (the
+        tokenizer's special tokens as variables, a generation prompt), but within a time and
+        size bound (`models.chat_render`): the template is code from a file or a model."""
+        messages = [{"role": "user", "content": user_message(self.instruction, prompt)}]
+        context = {**special_tokens, "messages": messages, "tools": None, "documents": None,
+                   "add_generation_prompt": True}
+        return render_chat(self.template, self.source, context)
 
     def wrapped(self, tok: Any, prompt: str) -> str:
         """The whole text the model reads (the slot still ``[MASK]``): header + statement."""
@@ -132,15 +149,7 @@ def dry_wrapper(setting: str, model: str | None, instruction: str):
         wrap = ChatWrap(Path(setting).read_text(encoding="utf-8"), instruction, setting)
     if tok is not None:
         return lambda prompt: wrap.wrapped(tok, prompt)
-    from transformers.utils.chat_template_utils import render_jinja_template
-
-    def render(prompt: str) -> str:
-        messages = [{"role": "user", "content": user_message(instruction, prompt)}]
-        rendered, _ = render_jinja_template([messages], chat_template=wrap.template,
-                                            add_generation_prompt=True)
-        return rendered[0] + prompt
-
-    return render
+    return lambda prompt: wrap.render(prompt, {}) + prompt
 
 
 def _local_tokenizer(model: str | None) -> Any:

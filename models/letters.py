@@ -29,9 +29,17 @@ def letter_context(tok: Any, question: str, instruction: str, use_chat: bool,
     """The token ids a question's answer letter follows (`template`: a Jinja chat template's
     text; None: the tokenizer's own)."""
     if use_chat:
+        from kgprobe.models.chat_render import render_chat
+
         message = letter_message(question, instruction)
-        text = tok.apply_chat_template([{"role": "user", "content": message}], tokenize=False,
-                                       add_generation_prompt=True, chat_template=template)
+        messages = [{"role": "user", "content": message}]
+        own = template or getattr(tok, "chat_template", None)
+        if isinstance(own, str):  # the template is code: rendered within a time and size bound
+            context = {**(getattr(tok, "special_tokens_map", None) or {}), "tools": None,
+                       "documents": None, "add_generation_prompt": True, "messages": messages}
+            text = render_chat(own, "auto" if template is None else "FILE", context)
+        else:  # none at all: transformers says so
+            text = tok.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
         return list(tok(text + "(", add_special_tokens=False)["input_ids"])
     return list(tok(plain_letter_prompt(question, instruction), add_special_tokens=True)["input_ids"])
 

@@ -23,6 +23,13 @@ makes true of the item's subject:
 * **wrong** — a term of the ontology that is neither;
 * **unmapped** — no term's name occurs in the answer (counted and shown, never guessed).
 
+Two kinds of answer name the gold without asserting it, and are graded **wrong** whatever they
+name (`Grade.note` says why): a *negated* one ("not a soccer player", "isn't a city": a
+negation word anywhere in it denies rather than names), and a *list* of several different
+terms ("a footballer, an athlete and a person": parts split at commas, semicolons, slashes,
+"and", "or" that each name a term, and not all the same term), which hedges across classes and
+commits to none.
+
 No models here: the grader reads text and the ontology only.
 """
 
@@ -43,6 +50,11 @@ ARTICLES = frozenset({"a", "an", "the"})
 #: "a type of plant" names a plant: a classifier noun before "of" is read past, so that the
 #: longest-match rule meets the head noun after it (unless the whole run is a term's name).
 CLASSIFIERS = frozenset({"type", "kind", "sort", "form", "variety"})
+#: Words that deny what follows them: an answer holding one asserts no class.
+NEGATIONS = frozenset({"not", "no", "never", "neither", "nor", "non", "nothing", "none",
+                       "cannot"})
+#: Where a list of answers splits (the parts are mapped one by one).
+_LIST_SPLIT = re.compile(r"[,;/&]|\band\b|\bor\b", re.IGNORECASE)
 _WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)?", re.UNICODE)
 #: Synonym annotations read from a source's triples (beside its chosen label).
 SYNONYM_PROPERTIES = (
@@ -188,10 +200,12 @@ class Grade:
     label: str | None = None
     matched: str = ""
     distance: int | None = None
+    note: str = ""  # why a named term is graded wrong regardless: "negated", "a list of N terms"
 
     def to_json(self) -> dict:
-        return {"grade": self.grade, "term": self.term, "label": self.label,
-                "matched": self.matched, "distance": self.distance}
+        out = {"grade": self.grade, "term": self.term, "label": self.label,
+               "matched": self.matched, "distance": self.distance}
+        return {**out, "note": self.note} if self.note else out
 
 
 def specificity(g: Grade) -> float:
@@ -211,6 +225,9 @@ def grade(answer: str, golds: Sequence[str], taxonomy: Taxonomy) -> Grade:
     terms, matched = taxonomy.map(answer)
     if not terms:
         return Grade("unmapped")
+    refused = _asserts_nothing(answer, taxonomy)
+    if refused:  # it names a term without asserting it: wrong, whatever the term
+        return Grade("wrong", terms[0], taxonomy.label(terms[0]), matched, note=refused)
     true_at = _true_terms(golds, taxonomy)
     best = None
     for term in terms:
@@ -221,6 +238,21 @@ def grade(answer: str, golds: Sequence[str], taxonomy: Taxonomy) -> Grade:
         if best is None or rank < best[0]:
             best = (rank, candidate)
     return best[1]
+
+
+def _asserts_nothing(answer: str, taxonomy: Taxonomy) -> str:
+    """Why `answer` asserts no one term although it names one: "negated" (a negation word in
+    it), "a list of N terms" (several parts that name different terms); "" when it does."""
+    surface, _ = _words(answer)
+    if any(w in NEGATIONS or w.endswith("n't") for w in surface):
+        return "negated"
+    if {"and", "or"} & set(taxonomy.map(answer)[1].split()):
+        return ""  # one name holds the word ("arts and crafts"): no list
+    named = [frozenset(taxonomy.map(part)[0]) for part in _LIST_SPLIT.split(answer)]
+    named = [terms for terms in named if terms]
+    if len(named) > 1 and not frozenset.intersection(*named):
+        return f"a list of {len(named)} terms"
+    return ""
 
 
 def _true_terms(golds: Sequence[str], taxonomy: Taxonomy) -> dict[str, int]:

@@ -57,6 +57,28 @@ def test_the_longest_name_wins_and_the_record_chain_counts_as_entailed():
     assert grade("athlete", ["soccer player"], flat).grade == "wrong"
 
 
+def test_a_negated_answer_is_not_exact():
+    """Issue 45: "not a soccer player" denies the gold; it was graded exact."""
+    for text in ("not a soccer player", "He is not a soccer player.", "isn't a footballer",
+                 "never a soccer player", "a non-soccer player"):
+        got = grade(text, GOLD, SPORTS)
+        assert got.grade == "wrong" and got.note == "negated", text
+    assert grade("a soccer player", GOLD, SPORTS).grade == "exact"  # the plain answer still is
+    assert "note" not in grade("a soccer player", GOLD, SPORTS).to_json()
+
+
+def test_a_list_of_several_classes_is_not_exact():
+    """Issue 45: a list of seven classes (the gold among them) was graded exact."""
+    seven = "a soccer player, athlete, person, agent, tennis player, city and soccer"
+    got = grade(seven, GOLD, SPORTS)
+    assert got.grade == "wrong" and got.note == "a list of 7 terms", got
+    assert grade("soccer player or athlete", GOLD, SPORTS).grade == "wrong"
+    # several names of one term are no list; nor is a name that holds "and"
+    assert grade("a footballer, i.e. a soccer player", GOLD, SPORTS).grade == "exact"
+    arts = Taxonomy({"A": ["arts and crafts"], "B": ["arts"], "C": ["crafts"]})
+    assert grade("arts and crafts", ["arts and crafts"], arts).grade == "exact"
+
+
 def test_generation_prompts_end_at_the_slot():
     from kgprobe.studies.memorization.generate import generation_prompt
 

@@ -244,3 +244,73 @@ def test_the_prior_control_reads_the_same_wrap_as_the_model(chat_dir):
     assert wrapped.inner.chat is not None and getattr(bare.inner, "chat", None) is None
     got = wrapped.scorer().score([PROMPT], CANDIDATES)[0]
     assert not any(abs(a - b) < 1e-6 for a, b in zip(got, bare.scorer().score([PROMPT], CANDIDATES)[0]))
+
+
+#: Renders each template named on the command line through `dry_wrapper` (the path a dry run
+#: takes) under a 3 GiB address-space and 64 MiB file limit, one line per template: so the
+#: original code, which had no bound, fails the test instead of taking the machine.
+_BOUNDED = """
+import resource, sys, time
+resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))
+resource.setrlimit(resource.RLIMIT_FSIZE, (64 << 20, 64 << 20))
+from kgprobe.errors import KgprobeError
+from kgprobe.models.chat import dry_wrapper
+for path in sys.argv[1:]:
+    start = time.monotonic()
+    try:
+        out = 'rendered %d' % len(dry_wrapper(path, None, 'Fill in: {statement}')('A [MASK] .'))
+    except KgprobeError as err:
+        out = 'refused ' + str(err)
+    print('%.1f' % (time.monotonic() - start), out.replace(chr(10), ' | '), flush=True)
+peak = [x for x in open('/proc/self/status') if x.startswith('VmHWM')][0].split()[1]
+print('peak', int(peak) >> 10)  # this process's own (ru_maxrss keeps the forking parent's)
+"""
+
+
+def test_a_looping_or_huge_template_is_refused_in_bounded_time_and_memory(tmp_path):
+    """Issue 45: a looping template rendered for over 90 s, a huge string took 4.75 GB."""
+    import os
+    import subprocess
+    import sys
+
+    cases = {
+        "loop.jinja": "{% for i in range(10**5) %}{% for j in range(10**5) %}x{% endfor %}{% endfor %}",
+        "spin.jinja": "{% for i in range(10**5) %}{% for j in range(10**5) %}{% endfor %}{% endfor %}",
+        "huge.jinja": "{{ 'x' * 10**9 }}",
+        "double.jinja": "{% set ns = namespace(s='x') %}{% for i in range(40) %}"
+                        "{% set ns.s = ns.s ~ ns.s %}{% endfor %}{{ ns.s }}",
+        "wide.jinja": "{{ '{:>999999999}'.format(1) }}",
+    }
+    for name, text in cases.items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    (tmp_path / "fine.jinja").write_text(TEMPLATE, encoding="utf-8")
+    names = [*cases, "fine.jinja"]
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    try:
+        res = subprocess.run([sys.executable, "-c", _BOUNDED, *(str(tmp_path / n) for n in names)],
+                             capture_output=True, text=True, timeout=120, env=env)
+    except subprocess.TimeoutExpired as err:
+        pytest.fail(f"rendering was not stopped: {err.stdout!r}")
+    lines = res.stdout.splitlines()
+    assert res.returncode == 0 and len(lines) == len(names) + 1, (res.stdout, res.stderr[-2000:])
+    for name, line in zip(names[:-1], lines):
+        took, _, said = line.partition(" ")
+        assert said.startswith(f"refused --chat-template {tmp_path / name}: rendering stopped"), line
+        assert " | " not in said and float(took) < 10, line
+    assert "loop or recursion" in lines[1] and "characters" in lines[2]
+    assert lines[len(names) - 1].split(" ", 1)[1].startswith("rendered")  # a real one renders
+    assert int(lines[-1].split()[1]) < 1024, lines[-1]  # MiB at the peak, interpreter included
+
+
+def test_a_template_syntax_error_is_one_line_naming_the_file(tmp_path, capsys):
+    """Issue 45: a template Jinja cannot parse was a traceback."""
+    broken = tmp_path / "broken.jinja"
+    broken.write_text("{% for m in messages %}{{ m['content'] }}\n{% if %}", encoding="utf-8")
+    for model in ("frequency", None):  # refused as the options are read, whatever the model
+        code = main(["study", "memorization", "--dry-run", *(["--model", model] if model else []),
+                     "--task", "DM", "--limit", "1", "--chat-template", str(broken),
+                     "--out", str(tmp_path / f"out-{model}")])
+        err = _error(capsys)
+        assert code == 2 and len(err.splitlines()) == 1, err
+        assert str(broken) in err and "line 2" in err and "Traceback" not in err
+        assert not (tmp_path / f"out-{model}").exists()

@@ -12,6 +12,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.parse
 import urllib.request
 from pathlib import Path
 
@@ -354,3 +355,71 @@ def test_any_endpoint_is_read_through_its_default_graph(plain_oxigraph, tmp_path
 def load_rdf_text(tmp_path: Path):
     (tmp_path / "fixture.ttl").write_text(FIXTURE)
     return load_rdf(tmp_path / "fixture.ttl")
+
+
+# ----------------------------------------------------------------------------- issue 45
+
+
+def _answering_503(body: dict):
+    """A loopback server answering every request 503 with `body["text"]`; (url, requests,
+    server)."""
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    seen: list[str] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self):  # the base class calls it by this name
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            seen.append(self.path)
+            data = body["text"].encode()
+            self.send_response(503)
+            self.send_header("Content-Type", "text/plain; charset=utf-8")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return f"http://127.0.0.1:{server.server_address[1]}/query", seen, server
+
+
+def test_kg_serve_timeout_503_is_not_retried_and_says_timed_out(tmp_path, capsys):
+    """Issue 45: kg serve's own timeout 503 was retried four times and called "unreachable"."""
+    from kgprobe.cli import main
+
+    said = ("the query ran past kg serve's --query-timeout (2 s) and was stopped; narrow it (a "
+            "LIMIT, more specific patterns) or restart kg serve with a larger --query-timeout")
+    body = {"text": said}
+    url, seen, server = _answering_503(body)
+    try:
+        start = time.monotonic()
+        code = main(["kg", "query", "SELECT * { ?s ?p ?o }", "--endpoint", url, "--retries", "3"])
+        err = capsys.readouterr().err.strip()
+        assert code == 2 and len(err.splitlines()) == 1, err
+        assert "query timed out" in err and "unreachable" not in err and "--query-timeout" in err
+        assert len(seen) == 1 and time.monotonic() - start < 5, seen  # asked once, no backoff
+        seen.clear()  # any other 503 (a busy server) is still retried
+        body["text"] = "busy"
+        with pytest.raises(EndpointError, match="unreachable"):
+            SparqlClient(url, retries=2, backoff=0.05).select("ASK {}")
+        assert len(seen) == 3
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_an_ipv6_bind_is_announced_as_a_bracketed_url():
+    """Issue 45: `--bind ::1:P` printed http://::1:P/query, which no client can open."""
+    from kgprobe.kg.serve import ServeOptions, _announcement, endpoint_url
+
+    assert endpoint_url("::1:7878") == "http://[::1]:7878/query"
+    assert endpoint_url("[::1]:7878") == "http://[::1]:7878/query"
+    assert endpoint_url(":::7878") == "http://[::]:7878/query"
+    assert endpoint_url("127.0.0.1:7878") == "http://127.0.0.1:7878/query"
+    assert endpoint_url("localhost:80") == "http://localhost:80/query"
+    line = _announcement(ServeOptions(Path("s"), bind="::1:7878", allow_updates=True), "t")
+    assert "at http://[::1]:7878/query " in line and "updates at http://[::1]:7878/update" in line
+    assert urllib.parse.urlsplit(endpoint_url("::1:7878")).port == 7878  # a URL that parses

@@ -168,6 +168,21 @@ def test_client_text_is_logged_escaped_and_a_bad_origin_is_refused(served, store
     assert "Traceback" not in written
 
 
+def test_kg_query_endpoint_asks_once_past_kg_serve_timeout(served, store, tmp_path):
+    """Issue 45: `kg query --endpoint` retried kg serve's own timeout 503 four times (46 s,
+    four restarts of the Oxigraph server) and called the endpoint "unreachable"."""
+    before = log(store, served.port).count("restarting the Oxigraph server")
+    start = time.monotonic()
+    res = subprocess.run([sys.executable, "-m", "kgprobe.cli", "kg", "query", EXPENSIVE,
+                          "--endpoint", f"http://127.0.0.1:{served.port}/query"], cwd=tmp_path,
+                         capture_output=True, text=True, timeout=120)
+    took = time.monotonic() - start
+    assert res.returncode == 2 and len(res.stderr.strip().splitlines()) == 1, res.stderr
+    assert "query timed out" in res.stderr and "unreachable" not in res.stderr, res.stderr
+    assert log(store, served.port).count("restarting the Oxigraph server") == before + 1
+    assert took < QUERY_TIMEOUT + 20, took  # one query's timeout, the rest is Python starting
+
+
 def test_kg_query_stops_at_its_timeout_in_one_line(store, tmp_path):
     """Before: a local `kg query` had no bound at all."""
     start = time.monotonic()
