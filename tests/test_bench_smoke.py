@@ -45,6 +45,7 @@ TINY: dict = {
     "load.py": ["--triples", "2000"],
     "paper_agreement.py": lambda tmp: _agreement_inputs(tmp) + ["--json"],
     "paper_official_prompts.py": lambda tmp: [str(_official_checkout(tmp)), str(tmp / "off.jsonl")],
+    "startup.py": ["--repeat", "1"],
     "rdfs_closure.py": ["--sizes", "1k"] + ([] if HAS_REASONABLE else ["--skip-reasonable"]),
     "scoring.py": ["--model", "{gpt2}", "--prompts", "1", "--naive-requests", "2", "--matmul-size", "64",
                    "--reference-requests", "1", "--suffix-prompts", "1", "--suffix-naive-requests", "2",
@@ -72,6 +73,7 @@ KEYS = {
     "rdfs_closure.py": {"bench", "engines", "closure_triples", "kgprobe_s", "owlrl_s", "reasonable_s", "agree"},
     "scoring.py": {"bench", "kgprobe", "naive", "lm_eval", "max_abs_diff", "flops", "suffix_case"},
     "study.py": {"bench", "paper_scale", "models", "matmul_flops"},
+    "startup.py": {"bench", "help", "kg_load", "reason", "import_torch", "cpu_ratio_to_import_torch"},
     "two_way_coverage.py": {"bench", "reps", "two_way", "one_way", "pigeonhole"},
 }
 SCRIPTS = sorted(p.name for p in BENCH.glob("*.py"))
