@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import io
 import json
 import os
 import re
@@ -204,10 +205,27 @@ def _umask() -> int:
 
 def write_text(path: str | Path, text: str) -> None:
     """Write `text` atomically (temporary sibling, fsync, rename)."""
-    with atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8") as fh:
-        fh.write(text)
+    write_bytes(path, text.encode("utf-8"))
+
+
+def write_bytes(path: str | Path, data: bytes) -> None:
+    """Write `data` atomically (temporary sibling, fsync, rename). The rename replaces
+    whatever sits at `path`, a planted symlink included, and never writes through it."""
+    with atomic_path(path) as tmp, open(tmp, "wb") as fh:
+        fh.write(data)
         fh.flush()
         os.fsync(fh.fileno())
+
+
+def save_figure(fig, path: str | Path, **savefig: object) -> Path:
+    """Save a matplotlib figure to `path` as `write_bytes` writes: rendered into memory in
+    the format `path`'s suffix names, then renamed into place. ``fig.savefig(path)`` opens
+    `path` itself, so a symlink planted at a figure's name in a run folder would have the
+    figure written into its target. Returns `path`."""
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format=Path(path).suffix.lstrip(".") or "png", **savefig)
+    write_bytes(path, buffer.getvalue())
+    return Path(path)
 
 
 def write_jsonl(path: str | Path, rows: Iterable[dict]) -> int:

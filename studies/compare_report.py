@@ -13,7 +13,7 @@ import io
 import math
 from pathlib import Path
 
-from kgprobe.atomic import atomic_path, write_text
+from kgprobe.atomic import save_figure, write_text
 from kgprobe.studies.compare import Row, Table
 from kgprobe.studies.stats import CONFIDENCE, MIN_ITEMS
 
@@ -179,8 +179,7 @@ def plot(table: Table, path: Path) -> None:
     ax.set_title(f"{table.study}: {table.metric} by cell", fontsize=10)
     ax.legend(fontsize=8)
     fig.tight_layout()
-    with atomic_path(path) as tmp:
-        fig.savefig(tmp, dpi=120, format="png")
+    save_figure(fig, path, dpi=120)
     plt.close(fig)
 
 

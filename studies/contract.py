@@ -124,10 +124,12 @@ class Study:
         """``kgprobe study NAME …``: check the settings, dry-run or run, print the summary."""
         from kgprobe.studies.options import dry_run_done
         from kgprobe.studies.run_lock import run_folder_lock
+        from kgprobe.studies.settings import check_dry_run_folder
 
         config = self.config_from_args(args)
         with run_folder_lock(args.out):  # held until the summary is read: one writer at a time
             if getattr(args, "dry_run", False):
+                check_dry_run_folder(Path(args.out), self.name)  # under the lock: no race
                 return dry_run_done(args.out, self.dry_run(config, args.out))
             self.run(config, args.out)
             text = self.summary(Path(args.out))

@@ -95,6 +95,30 @@ def record_dry_run(out: Path, study: str, settings: dict) -> None:
         write_json(path, {STUDY_KEY: study, DRY_RUN_KEY: True, **json.loads(json.dumps(settings))})
 
 
+def check_dry_run_folder(out: Path, study: str) -> None:
+    """Refuse a dry run of `study` into a folder that holds another study's run.
+
+    A dry run writes ``prompts.jsonl`` over whatever is there: in another study's run folder
+    it would replace the prompts kept beside that run's results with prompts that run never
+    asked, and nothing in the folder would tell. The folder belongs to another run when its
+    ``config.json`` pins another study's settings (not a dry run's record, which a dry run
+    replaces as a run does), or when it holds results whose study it does not name. A dry run
+    of the run's own study (its prompts again) and a folder holding neither results nor
+    another study's settings stay free.
+    Called under the folder's writer lock, so no run can start between check and write."""
+    out = Path(out)
+    pinned = _pinned(out / "config.json")
+    owner = pinned.get(STUDY_KEY) if pinned else None
+    results = holds_results(out)
+    if owner is not None and owner != study and (results or not pinned.get(DRY_RUN_KEY)):
+        raise StudyError(f"{out}: holds a {owner} run, not {study}, and a dry run would write "
+                         "its prompts.jsonl among that run's files; pass another --out")
+    if owner is None and results:
+        raise StudyError(f"{out}: holds the results of a run whose config.json names no "
+                         f"study, and a dry run of {study} would write its prompts.jsonl among "
+                         "them; pass another --out")
+
+
 def _pinned(path: Path) -> dict | None:
     """The settings pinned in `path`; None if it is missing or not a JSON object."""
     try:

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from kgprobe.atomic import save_figure
+
 FIGURE = "consistency.png"
 
 
@@ -45,6 +47,6 @@ def write_figure(out: Path, rows: list[dict], title: str) -> Path:
     ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.08), ncol=2)
     fig.tight_layout()
     path = Path(out) / FIGURE
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path, dpi=110)
     plt.close(fig)
     return path

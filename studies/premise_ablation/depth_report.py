@@ -25,6 +25,7 @@ import json
 import math
 from pathlib import Path
 
+from kgprobe.atomic import save_figure
 from kgprobe.ontology.verbalize import load_templates
 from kgprobe.studies import comparisons, stats
 from kgprobe.studies.runner import read_results
@@ -249,7 +250,7 @@ def figure(out: Path, rows: list[dict]) -> Path:
     axes[1][0].legend(fontsize=7)
     fig.tight_layout()
     path = out / "depth.png"
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path, dpi=110)
     plt.close(fig)
     return path
 

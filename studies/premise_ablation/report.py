@@ -14,7 +14,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from kgprobe.atomic import write_text
+from kgprobe.atomic import save_figure, write_text
 from kgprobe.ontology.verbalize import load_templates
 from kgprobe.reasoning.items import RULE_RELATIONS
 from kgprobe.studies.stats import format_interval
@@ -115,7 +115,7 @@ def figures(out: Path, rows: list[dict]) -> list[Path]:
         fig.suptitle(f"{RULE_TITLES.get(rule, rule)} — MRR [95% CI] by premise setting", fontsize=11)
         fig.tight_layout()
         path = out / f"heatmap_{rule}.png"
-        fig.savefig(path, dpi=110)
+        save_figure(fig, path, dpi=110)
         plt.close(fig)
         paths.append(path)
     return paths + [_summary_figure(out, rows, templates, plt)]
@@ -145,7 +145,7 @@ def _summary_figure(out: Path, rows: list[dict], templates: list[str], plt) -> P
               loc="upper center", bbox_to_anchor=(0.5, -0.1))
     fig.tight_layout()
     path = out / "summary.png"
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path, dpi=110)
     plt.close(fig)
     return path
 

@@ -18,7 +18,7 @@ import math
 from pathlib import Path
 from typing import Sequence
 
-from kgprobe.atomic import write_text
+from kgprobe.atomic import save_figure, write_text
 from kgprobe.errors import StudyError
 from kgprobe.studies.runner import read_results
 from kgprobe.studies.stats import grouped_intervals, interval_text, read_predictions
@@ -97,7 +97,7 @@ def plot_retrieval(runs: Sequence[tuple[str, Sequence[dict]]], path: Path) -> Pa
     axes[0].set_title("Concept retrieval: MRR")
     axes[1].set_title("Concept retrieval: target probability")
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    save_figure(fig, path, dpi=120)
     plt.close(fig)
     return path
 
@@ -139,7 +139,7 @@ def plot_conditions(label: str, rows: Sequence[dict], path: Path,
     axes[0].set_ylabel("MRR of the target concept")
     fig.suptitle(label, fontsize=10)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    save_figure(fig, path, dpi=120)
     plt.close(fig)
     return path
 
@@ -173,7 +173,7 @@ def plot_elicitation(runs: Sequence[tuple[str, Sequence[dict]]], path: Path) -> 
     handles, names = axes[0][0].get_legend_handles_labels()
     fig.legend(handles, names, loc="lower center", ncol=len(metrics), fontsize=8, frameon=False)
     fig.tight_layout(rect=(0, 0.07, 1, 1))
-    fig.savefig(path, dpi=120)
+    save_figure(fig, path, dpi=120)
     plt.close(fig)
     return path
 
