@@ -15,6 +15,7 @@ from typing import Iterable
 
 from kgprobe.errors import OntologyError
 from kgprobe.ontology.data_files import bundled_data_file, read_toml
+from kgprobe.ontology.labels import MAX_LABEL_CHARS
 
 #: Why a term is excluded, besides the list's own reasons: no label usable as words.
 ID_LIKE = "id-like"
@@ -37,6 +38,8 @@ ROOT = "root"
 #: terms of a code list or thesaurus, not things (GeoNames' feature codes, "Palm grove is a
 #: code"), as the vocabulary type itself is (`meta`).
 VOCABULARY_CLASS = "vocabulary class"
+#: ... a label over `labels.MAX_LABEL_CHARS` characters: a text, not a name.
+LONG_LABEL = "long label"
 #: Reasons the user can turn back on (`--keep-annotations`, `--keep-deprecated`,
 #: `--keep-roots`).
 KEEPABLE = (ANNOTATION, DEPRECATED, ROOT)
@@ -70,7 +73,8 @@ WHY = {ID_LIKE: "no label usable as words (an ID-like name)",
        GROUPING: "grouping classes ('food material by organism') are no kind of thing",
        HEADER: "the ontology document's own header (owl:Ontology), about the file, not "
                "the world",
-       VOCABULARY_CLASS: "subclasses of skos:Concept hold vocabulary terms (codes), not things"}
+       VOCABULARY_CLASS: "subclasses of skos:Concept hold vocabulary terms (codes), not things",
+       LONG_LABEL: f"labels over {MAX_LABEL_CHARS:,} characters are texts, not names"}
 
 _OWL = "http://www.w3.org/2002/07/owl#"
 _RDF_TYPE = "http://www.w3.org/1999/02/22-rdf-syntax-ns#type"

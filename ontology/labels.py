@@ -28,6 +28,11 @@ def local_name_label(iri: str) -> str:
     return re.sub(r"\s+", " ", words).lower() or iri
 
 
+#: The longest label read as words: a name, not a text. A longer one (a file's whole text in a
+#: label) is never tagged (spaCy refuses texts over 1,000,000 characters, and tagging costs
+#: time in proportion) and its term is left out, counted (`exclusions.LONG_LABEL`). Ten times
+#: the longest names of released ontologies (ChEBI's longest IUPAC names, about 1,000).
+MAX_LABEL_CHARS = 10_000
 #: Label properties, most preferred first: a term's label is the first one found in the
 #: first language of the `--lang` order that has any (see `pick_label`).
 LABEL_PROPERTIES = (

@@ -8,11 +8,14 @@ refuse the whole file, with an error naming ``<stdin>``.
 
 So the whole text is parsed first (the fast path every well-formed file takes); if fastobo
 refuses it, each frame (the header, each ``[Term]``/``[Typedef]``/``[Instance]``) is parsed on
-its own, and a line fastobo stops at is mended once (unescaped spaces and brackets inside an
-xref are escaped, as OBO 1.4 writes them, a missing xref list is added, text braces are
-escaped): nothing is lost, and one warning lists the mended lines.  A line that still fails is
-left out with a warning naming its line; only a frame header or an ``id:`` line that cannot be
-read stops the load (the frame would fall apart), with one error naming file and line.
+its own, and in a frame it refuses each line is checked alone after the frame's header and
+``id:`` line (time in proportion to the frame; re-parsing the frame after each mend took n²).
+A line fastobo refuses is mended once (unescaped spaces and brackets inside an xref are
+escaped, as OBO 1.4 writes them, a missing xref list is added, text braces are escaped):
+nothing is lost, and one warning lists the mended lines.  A line that still fails is left out
+with a warning naming its line (the first `NAMED_LINES`, then a count); only a frame header or
+an ``id:`` line that cannot be read stops the load (the frame would fall apart), with one error
+naming file and line.
 """
 
 from __future__ import annotations
@@ -39,6 +42,8 @@ class Mend:
 
     def warnings(self) -> list[str]:
         out = []
+        self.mended.sort()
+        self.dropped.sort()
         if self.mended:
             named = ", ".join(map(str, self.mended[:NAMED_LINES]))
             more = f" and {len(self.mended) - NAMED_LINES} more" if len(self.mended) > NAMED_LINES \
@@ -118,31 +123,111 @@ def _is_frame_start(line: str) -> bool:
 
 
 def _mend_frame(path: Path, frame: list[tuple[int, str]], mend: Mend) -> list[tuple[int, str]]:
-    """The frame's lines, mended or left out until fastobo reads the frame alone."""
-    import fastobo
+    """The frame's lines, mended or left out until fastobo reads the frame alone.
 
+    Each line is checked on its own, after the frame's header and `id:` line, so a frame of
+    n lines costs n small parses: re-parsing the whole frame after each mend took n² (a frame
+    of 8,000 lines to mend ran for minutes). Only what a line-by-line check cannot see (an
+    `id:` that is not first, a clause that fails only beside another) is left to re-parsing
+    the frame, at most `CONTEXT_PARSES` times."""
+    if _parses(frame):
+        return frame
+    skeleton = _skeleton(frame)
+    error = _parse_error(skeleton)
+    if error is not None:  # the header or id line itself: the frame cannot be read
+        i = min(max((error.lineno or 1) - 1, 0), len(skeleton) - 1)
+        _check_droppable(path, *skeleton[i], error.msg)
+    else:
+        frame = _mend_each_line(path, frame, skeleton, mend)
+        if _parses(frame):
+            return frame
+    return _mend_in_context(path, frame, mend)
+
+
+def _skeleton(frame: list[tuple[int, str]]) -> list[tuple[int, str]]:
+    """The lines every other line of the frame is checked after: its header and first `id:`
+    line (nothing for the file's header frame, whose clauses stand alone)."""
+    if not _is_frame_start(frame[0][1]):
+        return []
+    ident = next((ln for ln in frame[1:] if re.match(r"\s*id\s*:", ln[1])), None)
+    return [frame[0]] + ([ident] if ident else [])
+
+
+def _mend_each_line(path: Path, frame: list[tuple[int, str]], skeleton: list[tuple[int, str]],
+                    mend: Mend) -> list[tuple[int, str]]:
+    """Each line fastobo refuses after the skeleton alone mended once, or left out. The
+    skeleton comes first: an `id:` line written after other clauses (OBO 1.4 wants it first)
+    is read as the frame's id, its clauses kept."""
+    head = [t for _, t in skeleton]
+    kept = list(skeleton)
+    for number, line in frame:
+        if (number, line) in skeleton:
+            continue
+        error = _parse_error([(0, t) for t in head] + [(number, line)])
+        if error is None:
+            kept.append((number, line))
+            continue
+        fixed = mend_line(line)
+        if fixed != line:
+            error = _parse_error([(0, t) for t in head] + [(number, fixed)])
+            if error is None:
+                kept.append((number, fixed))
+                mend.mended.append(number)
+                continue
+        _check_droppable(path, number, line, error.msg)
+        mend.dropped.append((number, line, str(error.msg)))
+    return kept
+
+
+#: How many times one frame is re-parsed whole to find lines that fail only in context.
+CONTEXT_PARSES = 50
+
+
+def _mend_in_context(path: Path, frame: list[tuple[int, str]], mend: Mend) -> list[tuple[int, str]]:
+    """The line-by-line mend where a line fails only inside its frame: the line fastobo stops
+    at is mended once or left out, and the frame parsed again, `CONTEXT_PARSES` times at most
+    (then the frame is one error naming its first line: each parse costs the whole frame)."""
     frame = list(frame)
     tried: set[int] = set()
-    for _ in range(2 * len(frame) + 2):
-        try:
-            fastobo.loads("\n".join(t for _, t in frame) + "\n")
+    for _ in range(CONTEXT_PARSES):
+        err = _parse_error(frame)
+        if err is None:
             return frame
-        except SyntaxError as err:
-            i = min(max((err.lineno or 1) - 1, 0), len(frame) - 1)
-            number, line = frame[i]
-            if number not in tried:
-                tried.add(number)
-                fixed = mend_line(line)
-                if fixed != line:
-                    frame[i] = (number, fixed)
-                    mend.mended.append(number)
-                    continue
-            _check_droppable(path, number, line, err.msg)
-            if number in mend.mended:
-                mend.mended.remove(number)
-            mend.dropped.append((number, line, str(err.msg)))
-            del frame[i]
-    return frame
+        i = min(max((err.lineno or 1) - 1, 0), len(frame) - 1)
+        number, line = frame[i]
+        if number not in tried:
+            tried.add(number)
+            fixed = mend_line(line)
+            if fixed != line:
+                frame[i] = (number, fixed)
+                mend.mended.append(number)
+                continue
+        _check_droppable(path, number, line, err.msg)
+        if number in mend.mended:
+            mend.mended.remove(number)
+        mend.dropped.append((number, line, str(err.msg)))
+        del frame[i]
+    if _parses(frame):
+        return frame
+    raise OntologyError(f"{path}: line {frame[0][0]}: a frame fastobo still refuses after "
+                        f"{CONTEXT_PARSES} lines were mended or left out: {_short(frame[0][1])}; "
+                        "fix its lines and load the file again")
+
+
+def _parse_error(lines: list[tuple[int, str]]) -> SyntaxError | None:
+    """fastobo's error for these lines as one document (None when it reads them). One
+    thread: fastobo's thread pool costs ten times a small frame's parse."""
+    import fastobo
+
+    try:
+        fastobo.loads("\n".join(t for _, t in lines) + "\n", threads=1)
+    except SyntaxError as err:
+        return err
+    return None
+
+
+def _parses(lines: list[tuple[int, str]]) -> bool:
+    return _parse_error(lines) is None
 
 
 def _check_droppable(path: Path, number: int, line: str, why: str) -> None:

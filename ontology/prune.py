@@ -16,6 +16,7 @@ from kgprobe.ontology.exclusions import (
     ANNOTATION,
     DEPRECATED,
     ID_LIKE,
+    LONG_LABEL,
     ROOT,
     VOCABULARY_CLASS,
     WHY,
@@ -24,7 +25,7 @@ from kgprobe.ontology.exclusions import (
     vocabulary_classes,
 )
 from kgprobe.ontology.hierarchy import nearest_kept
-from kgprobe.ontology.labels import is_adjective_label, is_grouping_label
+from kgprobe.ontology.labels import MAX_LABEL_CHARS, is_adjective_label, is_grouping_label
 from kgprobe.ontology.model import OWL_OBJECT_PROPERTY, Ontology
 from kgprobe.ontology.skos import VOCABULARY_TYPES
 
@@ -96,6 +97,8 @@ def _unusable(iri: str, label: str, deprecated: set[str], adjectives: bool) -> s
         return DEPRECATED
     if not label:
         return ID_LIKE
+    if len(label) > MAX_LABEL_CHARS:
+        return LONG_LABEL
     if adjectives and is_adjective_label(label):
         return ADJECTIVE
     return None

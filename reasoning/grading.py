@@ -41,8 +41,16 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Iterable, Mapping, Sequence
 
-__all__ = ["GRADES", "Grade", "Taxonomy", "fold", "grade", "prefold", "specificity", "synonyms_from_triples",
-           "taxonomy_from_ontology"]
+from kgprobe.ontology.labels import MAX_LABEL_CHARS
+
+__all__ = ["GRADES", "MAX_ANSWER_CHARS", "Grade", "Taxonomy", "fold", "grade", "prefold",
+           "specificity", "synonyms_from_triples", "taxonomy_from_ontology"]
+
+#: How much of a generated answer is graded: its first 10,000 characters. An answer is a
+#: phrase (a few tokens, `--max-new-tokens`); what a model writes past this is no answer to
+#: the question, and reading it would cost time in proportion (a 2.1 MB answer crashed
+#: spaCy, which refuses texts over 1,000,000 characters).
+MAX_ANSWER_CHARS = 10_000
 
 #: The grades, in the order reports list them; every graded answer has exactly one.
 GRADES = ("exact", "entailed", "wrong", "unmapped")
@@ -94,12 +102,16 @@ def _lemmas(surface: tuple[str, ...], doc) -> tuple[str, ...]:
 
 def prefold(texts: Iterable[str]) -> None:
     """Lemmatize many texts in one batch (an ontology's names: several times faster than one
-    by one); `_words` then reads the cache."""
+    by one); `_words` then reads the cache. A text of more than `MAX_LABEL_CHARS` characters
+    (a name that is a whole text) is matched by its words as written: spaCy refuses texts
+    over 1,000,000 characters and tagging costs time in proportion."""
     todo = [t for t in dict.fromkeys(texts) if t not in _FOLDED]
     surfaces = [_surface(t) for t in todo]
-    docs = _lemmatizer().pipe(" ".join(s) for s in surfaces)
-    for text, surface, doc in zip(todo, surfaces, docs):
-        _FOLDED[text] = (surface, _lemmas(surface, doc)) if surface else ((), ())
+    joined = [" ".join(s) for s in surfaces]
+    read = [0 < len(j) <= MAX_LABEL_CHARS for j in joined]
+    docs = _lemmatizer().pipe(j for j, r in zip(joined, read) if r)
+    for text, surface, r in zip(todo, surfaces, read):
+        _FOLDED[text] = (surface, _lemmas(surface, next(docs)) if r else surface)
 
 
 def _words(text: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -137,7 +149,12 @@ class Taxonomy:
         self._longest = max((len(k) for k in (*self._index, *self._surface)), default=0)
 
     def add_name(self, term: str, name: str) -> None:
-        """Index `term` under `name` (folded, and as written in lower case)."""
+        """Index `term` under `name` (folded, and as written in lower case). A name over
+        `MAX_LABEL_CHARS` characters (an altLabel holding a whole text) is no name: it is
+        not indexed, as such a label leaves its term out of the model (`prune`), and the
+        longest-name search would otherwise try runs that long in every answer."""
+        if len(name) > MAX_LABEL_CHARS:
+            return
         surface, _ = _words(name)
         for table, key in ((self._index, fold(name)), (self._surface, surface)):
             if key and term not in table.setdefault(key, []):
@@ -154,8 +171,9 @@ class Taxonomy:
 
     def map(self, text: str) -> tuple[list[str], str]:
         """(terms, matched words) of the longest run of `text`'s words that is a term's name
-        (earliest among the longest); ([], "") when none is."""
-        surface, lemmas = _words(text)
+        (earliest among the longest); ([], "") when none is. Only the first
+        `MAX_ANSWER_CHARS` characters are read."""
+        surface, lemmas = _words(text[:MAX_ANSWER_CHARS])
         found = self._longest_run(surface, lemmas)
         keep = [i for i in range(len(surface)) if not (
             surface[i] in CLASSIFIERS and surface[i + 1:i + 2] == ("of",)
