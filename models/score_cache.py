@@ -38,7 +38,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from kgprobe.errors import KgprobeError
+from kgprobe.cache_home import cache_dir
 
 __all__ = ["CachedScorer", "ScoreCache", "cache_dir", "cached_scorer", "model_identity"]
 
@@ -46,20 +46,6 @@ __all__ = ["CachedScorer", "ScoreCache", "cache_dir", "cached_scorer", "model_id
 SCHEMA = 1
 #: Files whose bytes define a model directory's weights and behaviour.
 _MODEL_FILES = (".safetensors", ".bin", ".json", ".model", ".gguf", ".txt")
-
-
-def cache_dir() -> Path:
-    """Where the score cache lives (see the module docstring). A variable naming a file is
-    refused here, in one line, before a study scores anything it could not store."""
-    for variable in ("KGPROBE_CACHE_DIR", "KGPROBE_CACHE"):
-        value = os.environ.get(variable)
-        if value:
-            path = Path(value).expanduser()
-            if path.exists() and not path.is_dir():
-                raise KgprobeError(f"{variable}={value}: is a file, and the score cache is a "
-                                   f"folder; point {variable} at a folder, or unset it")
-            return path
-    return Path.home() / ".cache" / "kgprobe"
 
 
 def _sha(data: bytes | str) -> str:

@@ -10,7 +10,9 @@ word-list rules cannot ("resulted in" is a past tense, VBD, "located in" a parti
 forces every first word to a past tense. A label whose shape is none of these gets the
 conservative `UNCLEAR_PATTERN` instead of a wrong sentence.
 
-The tagger is loaded once per process, on first use, and tags every label once (cached).
+The tagger is loaded once per process, on first use, and tags every label once: its tags are
+kept in memory and on disk (`tag_cache`), so a command whose labels were tagged before, by
+any command, loads no tagger at all.
 """
 
 from __future__ import annotations
@@ -54,13 +56,12 @@ def _pipeline():
 
 def tagger_versions() -> dict[str, str]:
     """The tagger's versions, recorded with results (`summary.json`) since wording depends
-    on them."""
-    from kgprobe.ontology.nlp_imports import torch_hidden
+    on them: the installed packages' (a pipeline package's version is its model's), read
+    without importing spaCy."""
+    from importlib import metadata
 
-    with torch_hidden():
-        import spacy
-
-    return {"spacy": spacy.__version__, "pipeline": f"{PIPELINE} {_pipeline().meta['version']}"}
+    return {"spacy": metadata.version("spacy"),
+            "pipeline": f"{PIPELINE} {metadata.version(PIPELINE)}"}
 
 
 #: label → its tags; filled one label at a time by `tags`, or in a batch by `tag_all`.
@@ -73,6 +74,33 @@ def _as_written(label: str) -> str:
                     for w in label.split())
 
 
+def _disk_key(key: str) -> str:
+    """A `_TAGGED` key as the tag cache stores it ("C " cased, "L " as written)."""
+    return "C " + key[1:] if key.startswith("\0") else "L " + key
+
+
+def _tag_batch(keys: list[str]) -> None:
+    """Tags of `_TAGGED` keys not known yet: from the tag cache on disk (`tag_cache`), the
+    rest from the tagger in one batch, which the cache then keeps for the next command."""
+    from kgprobe.ontology import tag_cache
+
+    disk = tag_cache.current(PIPELINE)
+    stored = disk.get(_disk_key(k) for k in keys)
+    todo = []
+    for key in keys:
+        if _disk_key(key) in stored:
+            _TAGGED[key] = stored[_disk_key(key)]
+        else:
+            todo.append(key)
+    if not todo:
+        return
+    docs = _pipeline().pipe((k[1:] if k.startswith("\0") else _as_written(k) for k in todo),
+                            batch_size=256)
+    for key, doc in zip(todo, docs):
+        _TAGGED[key] = tuple((t.text, t.tag_) for t in doc)
+    disk.put({_disk_key(k): _TAGGED[k] for k in todo})
+
+
 def tags(label: str, cased: bool = False) -> tuple[tuple[str, str], ...]:
     """(word, Penn tag) for each token of `label`, tagged as written mid-sentence (`cased`:
     as written, for telling a name from a common noun)."""
@@ -80,8 +108,7 @@ def tags(label: str, cased: bool = False) -> tuple[tuple[str, str], ...]:
     if len(label) > MAX_LABEL_CHARS:  # a text, not a name: untagged, and its term left out
         return ()
     if key not in _TAGGED:
-        doc = _pipeline()(label if cased else _as_written(label))
-        _TAGGED[key] = tuple((t.text, t.tag_) for t in doc)
+        _tag_batch([key])
     return _TAGGED[key]
 
 
@@ -90,12 +117,8 @@ def tag_all(labels, cased: bool = False) -> None:
     over an ontology's labels costs a fraction of a second; `tags` (with the same `cased`)
     then reads the cache."""
     prefix = "\0" if cased else ""
-    todo = [lab for lab in dict.fromkeys(labels)
-            if lab and prefix + lab not in _TAGGED and len(lab) <= MAX_LABEL_CHARS]
-    docs = _pipeline().pipe((lab if cased else _as_written(lab) for lab in todo),
-                            batch_size=256)
-    for lab, doc in zip(todo, docs):
-        _TAGGED[prefix + lab] = tuple((t.text, t.tag_) for t in doc)
+    _tag_batch([prefix + lab for lab in dict.fromkeys(labels)
+                if lab and prefix + lab not in _TAGGED and len(lab) <= MAX_LABEL_CHARS])
 
 
 def property_shape(label: str) -> str:

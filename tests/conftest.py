@@ -162,6 +162,17 @@ def tiny_gemma3(tiny_gemma3_dir):
     return _load(tiny_gemma3_dir)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _shared_tag_cache(tmp_path_factory):
+    """One tag cache (ontology/tag_cache.py) for the whole run, never ~/.cache: a label's tags
+    depend only on the label and the tagger's version, so tests share them, and a command
+    whose labels an earlier test tagged loads no tagger (tests/test_tag_cache.py checks
+    that cached and fresh tags agree)."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("KGPROBE_TAG_CACHE_DIR", str(tmp_path_factory.mktemp("tag-cache")))
+        yield
+
+
 @pytest.fixture(autouse=True)
 def _score_cache_dir(tmp_path_factory, monkeypatch):
     """Every test gets its own empty score cache (models/score_cache.py), never ~/.cache."""
