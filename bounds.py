@@ -42,6 +42,7 @@ BOUNDS: dict[str, tuple[float, bool, float | None]] = {
     "--max-connections": (1, False, None),
     "--fraction": (0, False, 1),
     "--max-new-tokens": (1, False, 256),
+    "--max-inferred": (0, False, None),  # 0: no limit
 }
 
 DEVICE = re.compile(r"auto|cpu|mps|cuda(:\d+)?")

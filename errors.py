@@ -42,3 +42,19 @@ class OutputError(KgprobeError):
 class OptionError(KgprobeError):
     """A command-line value out of its option's range (a negative seed, a zero batch size),
     refused as argparse reads it (`cli/bounds.py`)."""
+
+
+class InferenceLimitError(KgprobeError):
+    """Reasoning would derive more triples than `--max-inferred` allows (`reasoning/
+    materialize.py`): refused while deriving, before the store is touched, because a closure
+    can grow with the square of its input (a chain of n classes derives n²/2 triples) and a
+    transaction that large exhausts memory and leaves a log every later reader replays.
+
+    `derived`: how many the closure derives (at least that many unless `exact`); `limit`:
+    the bound it passed."""
+
+    def __init__(self, derived: int, limit: int, message: str | None = None, *,
+                 exact: bool = False):
+        self.derived, self.limit, self.exact = derived, limit, exact
+        super().__init__(message or f"the closure derives {'' if exact else 'at least '}"
+                         f"{derived:,} triples, more than the limit of {limit:,}")

@@ -119,12 +119,18 @@ def tree_rss(pid: int) -> int:
     return total
 
 
+#: What the line says past the limit, unless the command knows better (`supervise`'s `why`).
+WHY = "the input may be corrupt or the work too large: check it"
+
+
 def supervise(limit: MemoryLimit, work: Callable[[], int], *, label: str,
-              created: Path | None = None) -> int:
+              created: Path | None = None, why: str = WHY) -> int:
     """Run `work()` in a child under `limit`; its exit status, or 2 with one line past it.
 
     `created`: a directory the command creates (a new store); removed if the child is killed,
-    so a killed first load leaves nothing behind, as a failed one does."""
+    so a killed first load leaves nothing behind, as a failed one does. `why`: what the line
+    says went wrong, before the --max-memory advice: a command that reads no file (`reason`)
+    says what did grow, not that an input may be corrupt."""
     if not supported():
         return work()
     sys.stdout.flush()
@@ -133,7 +139,7 @@ def supervise(limit: MemoryLimit, work: Callable[[], int], *, label: str,
     pid = os.fork()
     if pid == 0:
         _child(parent, work)
-    return _watch(pid, limit, label, created)
+    return _watch(pid, limit, label, created, why)
 
 
 def _child(parent: int, work: Callable[[], int]) -> None:
@@ -193,16 +199,17 @@ def _forward_signals(pid: int) -> dict:
     return previous
 
 
-def _watch(pid: int, limit: MemoryLimit, label: str, created: Path | None) -> int:
+def _watch(pid: int, limit: MemoryLimit, label: str, created: Path | None,
+           why: str = WHY) -> int:
     previous = _forward_signals(pid)
     try:
-        return _wait(pid, limit, label, created)
+        return _wait(pid, limit, label, created, why)
     finally:  # an in-process caller (a test) gets its own handlers back
         for signum, handler in previous.items():
             signal.signal(signum, handler)
 
 
-def _wait(pid: int, limit: MemoryLimit, label: str, created: Path | None) -> int:
+def _wait(pid: int, limit: MemoryLimit, label: str, created: Path | None, why: str) -> int:
     try:
         waiter = os.pidfd_open(pid)
     except (AttributeError, OSError):
@@ -219,9 +226,8 @@ def _wait(pid: int, limit: MemoryLimit, label: str, created: Path | None) -> int
             if created is not None and created.exists():
                 shutil.rmtree(created, ignore_errors=True)
             print(f"kgprobe: error: {label} used more than {human(limit.bytes)} of memory "
-                  f"({limit.origin}) and was stopped; the input may be corrupt or the work too "
-                  f"large: check it, or raise --max-memory (e.g. --max-memory "
-                  f"{_suggest(2 * limit.bytes)})", file=sys.stderr, flush=True)
+                  f"({limit.origin}) and was stopped; {why}, or raise --max-memory (e.g. "
+                  f"--max-memory {_suggest(2 * limit.bytes)})", file=sys.stderr, flush=True)
             return 2
         if waiter is not None:
             try:

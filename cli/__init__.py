@@ -38,7 +38,7 @@ from kgprobe.studies.contract import OptionsParser  # noqa: E402
 from kgprobe.studies.options import apply_threads  # noqa: E402
 from kgprobe.terminal import printable  # noqa: E402
 
-from . import cache, compare, generate, interop, kg, kg_check, kg_remote, studies  # noqa: E402
+from . import cache, compare, generate, interop, kg, kg_check, kg_options, kg_remote, studies  # noqa: E402
 from kgprobe.bounds import check_numbers  # noqa: E402
 from .outcome import damaged_store_line, os_error_line, quiet_broken_pipe  # noqa: E402
 from .registry import COMMANDS  # noqa: E402
@@ -183,7 +183,8 @@ def main(argv: Sequence[str] | None = None, *, guard: bool | None = None) -> int
         return 2
     if limit is None:
         return run()
-    return memory.supervise(limit, run, label=f"kgprobe {name}", created=new_store(args))
+    return memory.supervise(limit, run, label=f"kgprobe {name}", created=new_store(args),
+                            why=kg_options.GUARD_WHY.get(name, memory.WHY))
 
 
 def check_model(args) -> None:

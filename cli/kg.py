@@ -26,6 +26,7 @@ from kgprobe.terminal import printable
 
 from .kg_options import (
     check_graph_name,
+    max_inferred_arg,
     memory_arg,
     open_reader,
     open_store,
@@ -116,7 +117,7 @@ def cmd_kg_load(args: argparse.Namespace) -> int:
                   f"{len(o.classes)} classes, {len(o.properties)} properties, "
                   f"{len(o.instances)} instances")
         if args.reason:
-            print_reason(kg, skos=args.skos)
+            print_reason(kg, skos=args.skos, max_inferred=args.max_inferred)
         elif kg.inferred_state() == "stale":
             print("inferences are now stale; run `kgprobe reason` before generating probes")
         print(f"store {kg.path}: {kg.count()} triples")
@@ -233,14 +234,16 @@ def provenance_size(text: str) -> int | None:
 def print_reason(kg: KnowledgeGraph, rules=None, provenance: Path | None = None, *,
                  owl: bool = False, ignore_imports: bool = False,
                  max_provenance: int | None = None, skos: str = "auto",
-                 owl_timeout: float | None = None) -> None:
+                 owl_timeout: float | None = None, max_inferred: int | None = None) -> None:
     """Reason and say what was derived. `rules=None` (the `--reason` flags): as the store was
     last reasoned (its rules, HermiT, its `--skos`), else every RDFS rule and `skos`.
-    `provenance` is written after the inferences are stored, at most `max_provenance` bytes."""
+    `provenance` is written after the inferences are stored, at most `max_provenance` bytes;
+    `max_inferred`: `--max-inferred` (None: the default tied to the input, 0: no limit)."""
     from kgprobe.reasoning.materialize import materialize, reason_again
 
-    report = reason_again(kg, skos=skos) if rules is None else materialize(
-        kg, rules, owl=owl, ignore_imports=ignore_imports, skos=skos, owl_timeout=owl_timeout)
+    report = reason_again(kg, skos=skos, max_inferred=max_inferred) if rules is None else \
+        materialize(kg, rules, owl=owl, ignore_imports=ignore_imports, skos=skos,
+                    owl_timeout=owl_timeout, max_inferred=max_inferred)
     for line in report.warnings:
         warn(line)
     print(f"reasoned over {report.asserted} asserted triples with {', '.join(report.rules)} "
@@ -268,7 +271,7 @@ def cmd_reason(args: argparse.Namespace) -> int:
             return 0
         print_reason(kg, comma_list(args.rules), args.provenance, owl=args.owl, skos=args.skos,
                      ignore_imports=args.ignore_imports, max_provenance=args.max_provenance,
-                     owl_timeout=args.timeout)
+                     owl_timeout=args.timeout, max_inferred=args.max_inferred)
     return 0
 
 
@@ -318,6 +321,7 @@ def add_parsers(sub) -> None:
                    help="let a source replace a graph that holds a different file")
     p.add_argument("--reason", action="store_true", help="reason afterwards, as `kgprobe reason` "
                    "last ran on this store (its --rules and --owl), else with every RDFS rule")
+    max_inferred_arg(p)
     model_args(p)
     p.add_argument("--allow-imports", action="store_true", help="let parsers fetch what a file "
                    "points to: JSON-LD remote or file: @context, OWL/XML imports (default: "
@@ -380,6 +384,7 @@ def add_parsers(sub) -> None:
                    help="stop with one line (exit 2) and no file when --provenance passes SIZE "
                         "(e.g. 1G, 512M; 0: no limit; derivations grow with a chain's depth "
                         "cubed)")
+    max_inferred_arg(p)
     writer_args(p)
     memory_arg(p)
     return kg_sub

@@ -23,6 +23,24 @@ def memory_arg(parser: argparse.ArgumentParser) -> None:
                              "half of this machine's memory)")
 
 
+def max_inferred_arg(parser: argparse.ArgumentParser) -> None:
+    """--max-inferred: the bound on what reasoning may store (`materialize.default_max_inferred`)."""
+    from kgprobe.reasoning.materialize import INFERRED_FLOOR, INFERRED_PER_ASSERTED
+
+    parser.add_argument("--max-inferred", type=int, default=None, metavar="N",
+                        help="stop with one line (exit 2), storing nothing, when reasoning "
+                             "derives more than N triples (0: no limit; default: "
+                             f"{INFERRED_PER_ASSERTED} per triple reasoned over, at least "
+                             f"{INFERRED_FLOOR:,}; a chain of n classes derives n²/2)")
+
+
+#: What the memory guard's line says when it stops these commands (`guard.supervise`): they
+#: read no file, so nothing is corrupt, and a reason commits all of its inferences or none.
+GUARD_WHY = {"reason": "the closure needed more memory than that (the store is intact: a "
+                       "stopped `reason` stores all of its inferences or none): lower "
+                       "--max-inferred"}
+
+
 def writer_args(parser: argparse.ArgumentParser) -> None:
     """--store, and --wait: a writing command waits for another writer instead of stopping."""
     store_arg(parser)

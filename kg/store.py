@@ -203,11 +203,11 @@ class KnowledgeGraph(ModelReader):
         """Make the inferred graph hold exactly `triples`, computed from the current sources.
 
         `provenance` names the reasoner of some of them (``{"owl:hermit": …}``): recorded in
-        the meta graph (reified, never part of the union) in the same transaction, so
-        generation can tell an OWL conclusion from an RDFS one (see `provenance`).
-        `reasoned_with` (rules, ``owl:hermit``) is recorded too (see `reasoned_with`)."""
+        the meta graph (reified, never part of the union) in the same transaction, so generation
+        can tell an OWL conclusion from an RDFS one; `reasoned_with` (rules, ``owl:hermit``) too."""
         self._commit({INFERRED_GRAPH: triples}, {}, fingerprint=self.fingerprint(),
                      provenance=provenance or {}, reasoned_with=reasoned_with)
+        integrity.flush_now(self._store, self.path)  # no log left for readers to replay
 
     def reasoned_with(self) -> tuple[str, ...]:
         """What the inferred graph was last computed with (rules, and ``owl:hermit`` after

@@ -42,12 +42,14 @@ from kgprobe.ontology.model import (  # noqa: E402  (the vocabulary lives with t
 
 VOCAB = (RDF_TYPE, RDFS_DOMAIN, RDFS_RANGE, RDFS_SUBCLASSOF, RDFS_SUBPROPERTYOF)
 
+from kgprobe.errors import InferenceLimitError  # noqa: E402
 from kgprobe.reasoning.rdfs_keys import (  # noqa: E402
+    CHUNK,
     EMPTY,
     KeyStore,
     csr,
     dedup_sorted,
-    expand,
+    expand_parts,
     reach_sets,
 )
 
@@ -113,6 +115,8 @@ class _Transitive(_Op):
     def apply(self, full, delta):
         nodes, starts, lens, targets = self.eng.csr(self.pred)
         n = self.eng.store.n
+        # the relation's pairs are all among its closure's: exactly this many are new
+        self.eng.store.reserve(int(lens.sum()) - self.eng.store.get(self.pred).size)
         cand = np.repeat(nodes, lens) * n + targets
         if not self.eng.store.add(self.pred, cand):
             return set()
@@ -173,7 +177,7 @@ class _DomRange(_Op):
     def apply(self, full, delta):
         eng, st = self.eng, self.eng.store
         n = st.n
-        out = []
+        out, size, added = [], 0, 0
         for a, classes in self.decl().items():
             facts = st.get(a) if full else delta.get(a, EMPTY)
             if facts.size == 0:
@@ -182,11 +186,16 @@ class _DomRange(_Op):
                 ends = np.unique(facts % n)  # literals too: generalized triples (module docstring)
             else:
                 ends = dedup_sorted(facts // n)  # sorted by subject (a delta per chunk; repeats are harmless)
-            if ends.size:
-                out.append((ends[:, None] * n + classes[None, :]).ravel())
-        if not out:
-            return set()
-        return {eng.TYPE} if st.add(eng.TYPE, np.concatenate(out)) else set()
+            step = max(1, CHUNK // classes.size)  # a part at a time: the store's limit applies
+            for lo in range(0, ends.size, step):
+                out.append((ends[lo:lo + step, None] * n + classes[None, :]).ravel())
+                size += out[-1].size
+                if size >= CHUNK:
+                    added += st.add(eng.TYPE, np.concatenate(out))
+                    out, size = [], 0
+        if out:
+            added += st.add(eng.TYPE, np.concatenate(out))
+        return {eng.TYPE} if added else set()
 
     def closed(self, written):
         return self.eng.TYPE not in self.decl()
@@ -206,8 +215,10 @@ class _SubClass(_Op):
     def apply(self, full, delta):
         eng, st = self.eng, self.eng.store
         types = st.get(eng.TYPE) if full else delta.get(eng.TYPE, EMPTY)
-        cand = expand(types, st.n, eng.csr(eng.SCO), by_object=True)
-        return {eng.TYPE} if st.add(eng.TYPE, cand) else set()
+        added = 0
+        for cand in expand_parts(types, st.n, eng.csr(eng.SCO), by_object=True, most=CHUNK):
+            added += st.add(eng.TYPE, cand)
+        return {eng.TYPE} if added else set()
 
 
 class Engine:
@@ -239,7 +250,19 @@ class Engine:
                 self._cache[(kind, p)] = (self.store.version(p), hit[1])
 
     def reach(self, p: int) -> dict[int, frozenset[int]]:
-        return self._cached("reach", p, lambda: reach_sets(*self.store.pairs(p)))
+        return self._cached("reach", p, lambda: self._reach(p))
+
+    def _reach(self, p: int) -> dict[int, frozenset[int]]:
+        """What each node reaches by p; under the store's limit, stopped as soon as the pairs
+        beyond p's own facts pass it (the closure would hold each of them)."""
+        st = self.store
+        if st.limit is None:
+            return reach_sets(*st.pairs(p))
+        held = st.get(p).size
+        try:
+            return reach_sets(*st.pairs(p), limit=st.limit - st.derived + held)
+        except InferenceLimitError as err:
+            raise InferenceLimitError(st.derived + err.derived - held, st.limit) from None
 
     def csr(self, p: int):
         return self._cached("csr", p, lambda: csr(self.reach(p)))
@@ -280,6 +303,7 @@ class Engine:
                 if op.run():
                     progress = True
         self.store.compact()
+        self.store.limit = None  # saturated: what is read from it later derives nothing
 
 
 def intern(triples: Iterable[Triple]) -> tuple[list[str], np.ndarray]:
@@ -301,11 +325,13 @@ def intern(triples: Iterable[Triple]) -> tuple[list[str], np.ndarray]:
     return [terms[i] for i in order], arr
 
 
-def build_store(terms: list[str], arr: np.ndarray) -> tuple[KeyStore, dict[int, np.ndarray]]:
+def build_store(terms: list[str], arr: np.ndarray,
+                limit: int | None = None) -> tuple[KeyStore, dict[int, np.ndarray]]:
+    """The key store of `arr`; `limit`: the most keys saturating it may derive (`KeyStore`)."""
     n = max(len(terms), 1)
     if n >= 3_000_000_000:
         raise ValueError("too many distinct terms for 64-bit triple keys")
-    st = KeyStore(n)
+    st = KeyStore(n, limit)
     base: dict[int, np.ndarray] = {}
     if arr.size:
         keys = arr[:, 0] * n + arr[:, 2]

@@ -8,10 +8,16 @@ between predicates without decoding them (see `kgprobe.reasoning.rdfs_engine`).
 from __future__ import annotations
 
 from itertools import chain
+from typing import Iterator
 
 import numpy as np
 
+from kgprobe.errors import InferenceLimitError
+
 EMPTY = np.zeros(0, dtype=np.int64)
+#: The most candidate keys an operator builds before adding them (32 MB of int64): bounds
+#: the memory a rule's expansion takes, so `KeyStore.limit` is checked before it grows.
+CHUNK = 1 << 22
 
 
 def dedup_sorted(a: np.ndarray) -> np.ndarray:
@@ -33,12 +39,23 @@ def isin_sorted(values: np.ndarray, sorted_arr: np.ndarray) -> np.ndarray:
 
 
 class KeyStore:
-    """Per-predicate sorted key arrays plus an append log for semi-naive evaluation."""
+    """Per-predicate sorted key arrays plus an append log for semi-naive evaluation.
 
-    def __init__(self, n_terms: int):
+    `limit`: the most keys `add` may derive beyond the initial ones (None: no limit); past
+    it an `InferenceLimitError`, so a closure that grows with the square of its input stops
+    while its arrays are still small (`reserve` refuses before the candidates are built)."""
+
+    def __init__(self, n_terms: int, limit: int | None = None):
         self.n = n_terms
         self.full: dict[int, np.ndarray] = {}
         self.log: dict[int, list[np.ndarray]] = {}
+        self.limit = limit
+        self.derived = 0  # keys added beyond the initial ones
+
+    def reserve(self, more: int) -> None:
+        """Refuse when `more` new keys would pass `limit` (before anything is built)."""
+        if self.limit is not None and self.derived + more > self.limit:
+            raise InferenceLimitError(self.derived + more, self.limit)
 
     def version(self, p: int) -> int:
         log = self.log.get(p)
@@ -65,12 +82,15 @@ class KeyStore:
         old = self.full.get(p)
         if old is None or old.size == 0:
             new = cand
+            self.reserve(int(new.size))
             self.full[p] = new
         else:
             new = cand[~isin_sorted(cand, old)]
             if new.size == 0:
                 return 0
+            self.reserve(int(new.size))
             self.full[p] = np.insert(old, np.searchsorted(old, new), new)
+        self.derived += int(new.size)
         self.log.setdefault(p, []).append(new)
         return int(new.size)
 
@@ -84,8 +104,12 @@ class KeyStore:
         return k // self.n, k % self.n
 
 
-def reach_sets(src: np.ndarray, dst: np.ndarray) -> dict[int, frozenset[int]]:
+def reach_sets(src: np.ndarray, dst: np.ndarray,
+               limit: int | None = None) -> dict[int, frozenset[int]]:
     """For each node with an out-edge, the nodes reachable by a path of length >= 1.
+
+    `limit`: the most (node, reached) pairs to hold; past it an `InferenceLimitError` naming
+    how many were found so far (a chain of n nodes reaches n²/2: stopped before it is built).
 
     Iterative Tarjan: strongly connected components come out sinks first, so each
     component's successors are finished before it.  A node reaches itself exactly
@@ -96,7 +120,7 @@ def reach_sets(src: np.ndarray, dst: np.ndarray) -> dict[int, frozenset[int]]:
     adj: dict[int, list[int]] = {}
     for a, b in zip(src.tolist(), dst.tolist()):
         adj.setdefault(a, []).append(b)
-    walk = _Tarjan(adj)
+    walk = _Tarjan(adj, limit)
     for root in adj:
         if root not in walk.index:
             walk.visit(root)
@@ -107,8 +131,9 @@ class _Tarjan:
     """The state of one Tarjan pass (`reach_sets`), kept on an object so that entering a
     node, walking the edges and closing a component are each one method."""
 
-    def __init__(self, adj: dict[int, list[int]]):
+    def __init__(self, adj: dict[int, list[int]], limit: int | None = None):
         self.adj = adj
+        self.limit, self.pairs = limit, 0
         self.reach: dict[int, frozenset[int]] = {}
         self.index: dict[int, int] = {}
         self.low: dict[int, int] = {}
@@ -169,6 +194,9 @@ class _Tarjan:
         for c in comp:
             if c in self.adj:
                 self.reach[c] = fr
+                self.pairs += len(fr)
+        if self.limit is not None and self.pairs > self.limit:
+            raise InferenceLimitError(self.pairs, self.limit)
 
 
 def csr(reach: dict[int, frozenset[int]]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -184,21 +212,34 @@ def csr(reach: dict[int, frozenset[int]]) -> tuple[np.ndarray, np.ndarray, np.nd
 
 def expand(keys: np.ndarray, n: int, csr, by_object: bool) -> np.ndarray:
     """For keys (s, o): produce s*n + t for every t in csr-targets of o (or of s, swapping)."""
+    parts = list(expand_parts(keys, n, csr, by_object))
+    return parts[0] if len(parts) == 1 else np.concatenate(parts) if parts else EMPTY
+
+
+def expand_parts(keys: np.ndarray, n: int, csr, by_object: bool,
+                 most: int | None = None) -> Iterator[np.ndarray]:
+    """`expand`, in parts of about `most` keys each (one key's whole expansion at least):
+    rdfs9 over a million instances of a deep class builds its candidates a part at a time,
+    so the store's limit stops it before they are all in memory."""
     nodes, starts, lens, targets = csr
     if keys.size == 0 or nodes.size == 0:
-        return EMPTY
+        return
     s, o = keys // n, keys % n
     look, keep = (o, s) if by_object else (s, o)
     pos = np.searchsorted(nodes, look)
     np.minimum(pos, nodes.size - 1, out=pos)
     hit = nodes[pos] == look
-    if not hit.any():
-        return EMPTY
     pos, keep = pos[hit], keep[hit]
     cnt = lens[pos]
-    total = int(cnt.sum())
-    if total == 0:
-        return EMPTY
-    first = np.cumsum(cnt) - cnt
-    offs = np.repeat(starts[pos] - first, cnt) + np.arange(total, dtype=np.int64)
-    return np.repeat(keep, cnt) * n + targets[offs]
+    ends = np.cumsum(cnt)
+    lo = 0
+    while lo < cnt.size:
+        done = int(ends[lo - 1]) if lo else 0
+        hi = cnt.size if most is None else max(
+            lo + 1, int(np.searchsorted(ends, done + most, side="right")))
+        c, total = cnt[lo:hi], int(ends[hi - 1]) - done
+        if total:
+            first = np.cumsum(c) - c
+            offs = np.repeat(starts[pos[lo:hi]] - first, c) + np.arange(total, dtype=np.int64)
+            yield np.repeat(keep[lo:hi], c) * n + targets[offs]
+        lo = hi
