@@ -20,8 +20,8 @@ from kgprobe.ontology.source import Source
 if TYPE_CHECKING:
     from kgprobe.ontology.from_triples import BuildOptions
 
-__all__ = ["Source", "bundled_ontology_dir",
-           "bundled_source", "load_rdf", "load_source", "malformed", "open_rdf",
+__all__ = ["ONTOPROBE_NS", "Source", "build_ontology", "bundled_ontology_dir",
+           "bundled_source", "load_ontoprobe", "load_rdf", "load_source", "malformed", "open_rdf",
            "ox_term", "parse_rdf"]
 
 #: Triple syntaxes pyoxigraph bulk-loads into one graph; quad syntaxes (TriG, N-Quads, JSON-LD
@@ -31,6 +31,20 @@ _BULK_FORMATS = ("TURTLE", "N_TRIPLES", "N3", "RDF_XML")
 #: Files from this size on are bulk-loaded; smaller ones are parsed before the store is opened,
 #: as always (a malformed small file never touches the store; the fuzz tests run this path).
 BULK_MIN_BYTES = 8 << 20
+
+
+#: Names this module offers from the modules that build models, imported on first use: a
+#: command that only detects a file's format (the CLI's parsers) imports no networkx.
+_LAZY = {"build_ontology": "from_triples", "load_ontoprobe": "ontoprobe_json",
+         "ONTOPROBE_NS": "ontoprobe_json"}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(f"kgprobe.ontology.{_LAZY[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def bundled_ontology_dir() -> Path:
