@@ -167,7 +167,8 @@ def direct_writes(root: Path) -> list[str]:
 
     for path in sorted(root.rglob("*.py")):
         rel = path.relative_to(root).as_posix()
-        if rel.split("/")[0] in NOT_SCANNED | {".venv"} or rel == "atomic.py":
+        top = rel.split("/")[0]
+        if top in NOT_SCANNED or top.startswith(".") or rel == "atomic.py":  # .venv*, .git
             continue
         walk(ast.parse(path.read_text(encoding="utf-8")), rel, "<module>", False)
     return found
