@@ -213,7 +213,22 @@ def test_a_server_that_cannot_start_is_named_by_its_error_not_its_backtrace(tmp_
     assert line.startswith(str(tmp_path / "afile")), line
 
 
-def test_the_check_runs_beside_a_long_parse(monkeypatch):
+@pytest.fixture
+def parser_as_kg_serve_runs_it():
+    """pyparsing as in `kg serve`'s proxy process, which imports no matplotlib: matplotlib's
+    mathtext turns pyparsing's packrat cache on for the whole process, and with it every parse
+    runs behind one lock (and the long one about three times slower), which a test that drew
+    a figure in this process earlier would otherwise impose here. Restored afterwards."""
+    from pyparsing import ParserElement
+
+    was = ParserElement._packratEnabled
+    ParserElement.disable_memoization()
+    yield
+    if was:
+        ParserElement.enable_packrat()
+
+
+def test_the_check_runs_beside_a_long_parse(monkeypatch, parser_as_kg_serve_runs_it):
     """Before: a 241 KB text held the check for 8 s. Now a text past MAX_PARSED is refused
     unparsed, so a check waits at most for one bounded parse."""
     from kgprobe.kg.sparql_guard import MAX_PARSED, federation
