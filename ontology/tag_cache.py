@@ -57,6 +57,7 @@ class TagCache:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
                 db = sqlite3.connect(self.path, timeout=30)
                 db.execute("PRAGMA journal_mode=WAL")
+                db.execute("PRAGMA synchronous=NORMAL")  # a cache: a lost row is retagged
                 db.execute("CREATE TABLE IF NOT EXISTS tags (version TEXT, key TEXT, tags TEXT, "
                            "PRIMARY KEY (version, key))")
                 db.commit()

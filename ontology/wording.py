@@ -354,11 +354,13 @@ def word_labels(onto, names: tuple[str, ...] = ()) -> None:
     for i in onto.instances.values():  # a name keeps its case; only its parenthetical goes
         if _wordable(i.label):
             i.label, i.disambiguator = split_disambiguator(normalize_spaces(i.label))
-    for p in onto.properties.values():
-        if _wordable(p.label):
-            p.label = label_words(p.label, lower)
-            if p.pattern is None and _verb_between_classes(p, onto):
-                p.pattern = f"[X] {p.label} [Y] ."
+    worded = [p for p in onto.properties.values() if _wordable(p.label)]
+    for p in worded:
+        p.label = label_words(p.label, lower)
+    tag_all(normalize_spaces(p.label) for p in worded)  # their shapes, in one batch
+    for p in worded:
+        if p.pattern is None and _verb_between_classes(p, onto):
+            p.pattern = f"[X] {p.label} [Y] ."
 
 
 def _wordable(label: str | None) -> bool:
