@@ -26,6 +26,7 @@ or all of them in a seeded shuffled order.
 
 from __future__ import annotations
 
+import functools
 import random
 import re
 from dataclasses import replace
@@ -192,6 +193,7 @@ class DistractorPool:
             if p in (RDFS_SUBCLASSOF, RDFS_SUBPROPERTYOF):
                 self.above.setdefault(s, set()).add(o)
         self.statements: dict[str, list[PremiseText]] = {}
+        self._picked: dict[tuple, list[PremiseText]] = {}
         for relation, predicate in SCHEMA.items():
             found = [t for t in closure.asserted if t[1] == predicate]
             self.statements[relation] = [p for t in sorted(found)
@@ -223,9 +225,20 @@ class DistractorPool:
         `names`: the prompt's candidates that are no true answer of the item. Distractors
         that name one of them (`naming`) come first in the order, so a prompt names other
         candidates than its gold and copying a named candidate no longer finds it; the
-        others follow only where too few statements name one."""
+        others follow only where too few statements name one.
+
+        The pick is kept per (item, n, seed, names): the model's cell and each control's ask
+        the same prompts, and finding naming statements in a pool of thousands is the costly
+        part of writing a chained prompt."""
         if n <= 0:
             return []
+        key = (item.id, tuple(p.text for p in item.premises), n, seed, tuple(names))
+        if key not in self._picked:
+            self._picked[key] = self._pick(item, n, seed, names)
+        return list(self._picked[key])
+
+    def _pick(self, item: ReasoningItem, n: int, seed: int,
+              names: Sequence[str]) -> list[PremiseText]:
         near = self.near(item)
         words = {p.subject for p in item.premises} | {p.answer for p in item.premises}
         words |= set(item.answers)
@@ -235,18 +248,46 @@ class DistractorPool:
                 and p.subject not in words and p.answer not in words]
         order = list(range(len(pool)))
         random.Random(f"{seed}:{item.id}:distractors").shuffle(order)
-        if names:  # a stable sort: the seeded order within the naming and the other ones
-            order.sort(key=lambda i: not naming(pool[i].text, names))
-        return [pool[i] for i in order[:n]]
+        if not names:
+            return [pool[i] for i in order[:n]]
+        # the first n of a stable sort that puts the naming statements first: the naming
+        # ones in the seeded order, then as many of the others as are still missing
+        found = Names(names)
+        chosen: list[int] = []
+        others: list[int] = []
+        for i in order:
+            if found.in_text(pool[i].text):
+                chosen.append(i)
+                if len(chosen) == n:
+                    break
+            elif len(others) < n:
+                others.append(i)
+        return [pool[i] for i in (chosen + others)[:n]]
+
+
+class Names:
+    """Candidate names to find in statements as whole words (any case), each normalised and
+    compiled once for a whole pool of statements."""
+
+    def __init__(self, names: Sequence[str]):
+        self.names = [(" ".join(name.lower().split()), _whole_words(name))
+                      for name in names if name.split()]
+
+    def in_text(self, text: str) -> bool:
+        low = " ".join(text.lower().split())
+        return any(plain in low and pattern.search(text) for plain, pattern in self.names)
+
+
+@functools.lru_cache(maxsize=4096)
+def _whole_words(name: str) -> re.Pattern:
+    return re.compile(r"(?<!\w)" + r"\s+".join(map(re.escape, name.split())) + r"(?!\w)",
+                      re.IGNORECASE)
 
 
 def naming(text: str, names: Sequence[str]) -> bool:
     """Whether `text` names one of `names` as whole words (any case): what a reader who
     copies a candidate from the prompt would find there."""
-    low = " ".join(text.lower().split())
-    return any(" ".join(name.lower().split()) in low and re.search(
-        r"(?<!\w)" + r"\s+".join(map(re.escape, name.split())) + r"(?!\w)", text, re.IGNORECASE)
-        for name in names if name.split())
+    return Names(names).in_text(text)
 
 
 def arrange(item: ReasoningItem, distractors: Iterable[PremiseText], order: str,
