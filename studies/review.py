@@ -16,9 +16,9 @@ import csv
 import io
 import random
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
 
 from kgprobe.errors import KgprobeError
 from kgprobe.seeds import seed_key
@@ -145,7 +145,7 @@ def read_sheet(path: str | Path, known: dict[str, ProbePrompt]) -> list[Verdict]
         if not any(cell.strip() for cell in row):
             continue  # a blank line a spreadsheet left
 
-        def cell(name: str) -> str:
+        def cell(name: str, row: list = row) -> str:
             i = col.get(name)
             return row[i].strip() if i is not None and i < len(row) else ""
 

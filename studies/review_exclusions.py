@@ -15,9 +15,9 @@ from __future__ import annotations
 import json
 import re
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
 
 from kgprobe.errors import KgprobeError
 from kgprobe.ontology.exclusions import REVIEWED

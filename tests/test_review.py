@@ -14,7 +14,6 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-
 from kgprobe.cli import main
 from kgprobe.studies.probe_prompts import PROMPTS_FILE, read_probe_prompts
 from kgprobe.studies.review import allocate, sample_prompts, wilson
