@@ -38,7 +38,8 @@ from kgprobe.studies.contract import OptionsParser  # noqa: E402
 from kgprobe.studies.options import apply_threads  # noqa: E402
 from kgprobe.terminal import printable  # noqa: E402
 
-from . import cache, compare, generate, interop, kg, kg_check, kg_options, kg_remote, studies  # noqa: E402
+from . import (cache, compare, generate, interop, kg, kg_check, kg_options,  # noqa: E402
+               kg_remote, review, studies)
 from kgprobe.bounds import check_numbers  # noqa: E402
 from .outcome import damaged_store_line, os_error_line, quiet_broken_pipe  # noqa: E402
 from .registry import COMMANDS  # noqa: E402
@@ -118,6 +119,7 @@ def build_parser() -> argparse.ArgumentParser:
     kg_remote.add_parsers(kg_sub)
     kg_check.add_parsers(kg_sub)
     generate.add_parsers(sub)
+    review.add_parsers(sub)
     studies.add_parsers(sub)
     interop.add_parsers(sub)
     cache.add_parsers(sub)
@@ -198,7 +200,7 @@ def check_model(args) -> None:
 
 
 #: The commands whose `--out` is one file (every other `--out` is a folder).
-FILE_OUTPUTS = ("kg export",)
+FILE_OUTPUTS = ("kg export", "review sample")
 
 
 def check_outputs(args, name: str) -> None:

@@ -4,6 +4,9 @@ The typed model is built from the store's triples (or an endpoint's, a file's, t
 ontology's: the option group every command that reads an ontology shares,
 `studies.ontology_source`) with the model options (`--lang`, `--schema-includes`,
 `--exclusions`), and what it leaves out is printed as warnings and written to `summary.json`.
+Beside the records, `prompts.tsv` holds every split's sentences as the studies ask them
+(`studies/probe_prompts.py`), so a reader judges the probes before a model is run
+(`kgprobe review`).
 """
 
 from __future__ import annotations
@@ -141,6 +144,33 @@ def fresh_reader(args: argparse.Namespace):
         yield kg
 
 
+def _exclusions_used(options) -> str:
+    """The exclusion list the model was built with (summary.json's `exclusions`): `review
+    read` adds the reviewed terms to a copy of it."""
+    from kgprobe.ontology.exclusions import default_exclusions_path
+
+    return str(Path(options.exclusions.path).resolve()) if options.exclusions is not None \
+        else str(default_exclusions_path())
+
+
+def _warn_unread_review(out: Path, used: str) -> None:
+    """A review's exclusions lie in OUT but this run reads another list: say so, with the fix."""
+    from kgprobe.studies.review_exclusions import EXCLUSIONS_FILE, unread_review
+
+    n = unread_review(out, used)
+    if n:
+        warn(f"{out / EXCLUSIONS_FILE} lists {n} reviewed term{'s' * (n != 1)} this run does "
+             f"not leave out; pass --exclusions {out / EXCLUSIONS_FILE}")
+
+
+def _write_prompts(out: Path, prompts: list) -> None:
+    """`prompts.tsv`: every split's sentences, as the studies ask them."""
+    from kgprobe.studies.probe_prompts import write_probe_prompts
+
+    path = write_probe_prompts(out, prompts)
+    print(f"wrote {len(prompts)} sentences to {path}")
+
+
 def generation_args(p: argparse.ArgumentParser) -> None:
     """What `generate memorizing` and `generate reasoning` read from, the same way."""
     p.add_argument("--reason", action="store_true", help="re-run `kgprobe reason` first if the "
@@ -186,9 +216,15 @@ def cmd_generate_memorizing(args: argparse.Namespace) -> int:
             "sizes": scaled}
         warn("small relations, train/dev scaled down so the test split keeps half: " + ", ".join(
             f"{r} {t},{d} of {len(records[r])}" for r, (t, d) in scaled.items()))
+    used = _exclusions_used(options)
     _write_summary(out, onto, {
         **facts, "instances_per_class": args.instances_per_class, "lang": list(options.langs),
-        "skipped": _skipped_summary(onto, skipped), **_wording(onto, options.langs)})
+        "exclusions": used, "skipped": _skipped_summary(onto, skipped),
+        **_wording(onto, options.langs)})
+    from kgprobe.studies.probe_prompts import memorizing_prompts
+
+    _write_prompts(out, memorizing_prompts(out))  # read back as `study memorization --probes`
+    _warn_unread_review(out, used)
     print(f"wrote {out}")
     return 0
 
@@ -221,10 +257,15 @@ def cmd_generate_reasoning(args: argparse.Namespace) -> int:
         print(f"{rule:7s} {entry['items']:>6} items from {entry['derivations']:>7} derivations"
               f"{'  (' + entry['note'] + ')' if 'note' in entry else ''}")
     write_json(out / "candidates.json", candidate_sets(onto))
+    used = _exclusions_used(options)
     _write_summary(out, onto, {"rules": summary, "pseudowords": not args.no_pseudowords,
                                "templates": templates.path, "lang": list(options.langs),
-                               "skipped": _skipped_summary(onto, skipped),
+                               "exclusions": used, "skipped": _skipped_summary(onto, skipped),
                                **_wording(onto, options.langs)})
+    from kgprobe.studies.probe_prompts import reasoning_prompts
+
+    _write_prompts(out, reasoning_prompts(items, templates))
+    _warn_unread_review(out, used)
     print(f"wrote {out}")
     return 0
 

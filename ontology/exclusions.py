@@ -40,6 +40,9 @@ ROOT = "root"
 VOCABULARY_CLASS = "vocabulary class"
 #: ... a label over `labels.MAX_LABEL_CHARS` characters: a text, not a name.
 LONG_LABEL = "long label"
+#: ... a term a reviewer marked in a review sheet (`kgprobe review read` writes it into the
+#: probe folder's exclusion list, table `reviewed`).
+REVIEWED = "reviewed"
 #: Reasons the user can turn back on (`--keep-annotations`, `--keep-deprecated`,
 #: `--keep-roots`).
 KEEPABLE = (ANNOTATION, DEPRECATED, ROOT)
@@ -74,6 +77,7 @@ WHY = {ID_LIKE: "no label usable as words (an ID-like name)",
        HEADER: "the ontology document's own header (owl:Ontology), about the file, not "
                "the world",
        VOCABULARY_CLASS: "subclasses of skos:Concept hold vocabulary terms (codes), not things",
+       REVIEWED: "marked to exclude in a review sheet (kgprobe review read)",
        LONG_LABEL: f"labels over {MAX_LABEL_CHARS:,} characters are texts, not names"}
 
 _OWL = "http://www.w3.org/2002/07/owl#"

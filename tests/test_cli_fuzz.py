@@ -64,6 +64,8 @@ BASE: dict[str, list[str]] = {
                        "--out", OUT],
     "import lm-eval": ["--out", OUT],
     "compare": ["--out", OUT],
+    "review sample": [DIR, "--out", OUT + "/sheet.tsv"],
+    "review read": [FILE, "--probes", DIR],
     "cache stats": [],
     "cache clear": [],
 }
@@ -137,6 +139,12 @@ case("import lm-eval", DIR, "--out", FILE, names="--out")
 case("compare", MISSING, DIR, names=MISSING)
 case("compare", FILE, FILE, names=FILE)
 case("compare", DIR, names="at least two run folders")
+case("review sample", MISSING, names=MISSING)
+case("review sample", FILE, names=FILE)
+case("review sample", DIR, "--out", DIR, names="--out")
+case("review read", MISSING + "/s.tsv", names="s.tsv")
+case("review read", DIR, names=DIR)
+case("review read", FILE, "--probes", MISSING, names=MISSING)
 
 # numbers
 for command in ("kg query", "kg stats", "kg export"):
@@ -192,6 +200,8 @@ numbers("study consistency", "--limit", "-1", "x")
 numbers("study consistency", "--believe-at", "0", "-1")
 numbers("study consistency", "--seed", "-1")
 numbers("compare", "--seed", "-1")
+numbers("review sample", "--n", "0", "-1", "some")
+numbers("review sample", "--seed", "-1")
 for command in ("kg load", "kg stats", "reason", "generate memorizing"):
     numbers(command, "--max-memory", "lots", "-1G")
 
@@ -224,7 +234,8 @@ case("study premise-ablation", "--device", "tpu", names="tpu")
 case("study memorization", "--device", "tpu", names="tpu")
 
 #: Commands with positional arguments: a case's positional replaces the base's.
-POSITIONAL = {"kg load", "kg query", "kg remove", "report", "import lm-eval", "compare"}
+POSITIONAL = {"kg load", "kg query", "kg remove", "report", "import lm-eval", "compare",
+              "review sample", "review read"}
 
 
 def leaf_commands() -> list[str]:

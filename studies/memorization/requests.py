@@ -74,9 +74,19 @@ def record_requests(texts: Sequence[str], records: Sequence, candidates: Sequenc
     return requests
 
 
+def record_prompt(template, record, mset) -> str:
+    """A record's cloze under one manual template of its task: its subject (and, for a
+    property subject, the property's wording `mset.metas` holds) in the template, capitalized.
+    The run, its dry run and `generate memorizing`'s `prompts.tsv` write a record's sentence
+    here alone, so what a reviewer reads is what the model is asked."""
+    from kgprobe.ontology.verbalize import capitalize
+
+    return capitalize(template.render(text_a=record.subject, meta=mset.metas.get(record.id)))
+
+
 def default_plan(config: MemorizationConfig) -> list[PlannedUnit]:
     """Every (task, template) unit of the default protocol, in the order the run scores them."""
-    from kgprobe.ontology.verbalize import capitalize, load_templates
+    from kgprobe.ontology.verbalize import load_templates
     from kgprobe.reasoning.memorizing_sets import PAPER_LIMITS
 
     protocol = config.candidates
@@ -92,8 +102,7 @@ def default_plan(config: MemorizationConfig) -> list[PlannedUnit]:
         records = select(mset.records, config.split, limit)
         for t in chosen_templates(config, relation, len(templates[relation].manual)):
             tmpl = templates[relation].manual[t]
-            texts = [capitalize(tmpl.render(text_a=r.subject, meta=mset.metas.get(r.id)))
-                     for r in records]
+            texts = [record_prompt(tmpl, r, mset) for r in records]
             requests = record_requests(texts, records, mset.candidates, protocol, config.seed,
                                        setting={"task": relation, "template": t})
             # A K run's units are other files, so one folder never mixes protocols.
