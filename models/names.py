@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import difflib
 import os
+from collections import ChainMap
+from collections.abc import Mapping
 from pathlib import Path
 
 from kgprobe.errors import ModelError
@@ -32,8 +34,9 @@ from kgprobe.models.user_models import declares_control, user_model_class, user_
 PRESET_NAMES = ("gemma3-270m", "smollm2-135m")
 #: Seconds the one hub look-up for an id that is not cached may take.
 HUB_TIMEOUT = 3.0
-#: Every weightless control by ``--model`` name: the baselines and the premise-blind priors.
-WEIGHTLESS: dict[str, type] = {**BASELINES, **PRIORS}
+#: Every weightless control by ``--model`` name: the baselines, then the premise-blind priors
+#: (a live view of both registries, so a baseline registered later is known here too).
+WEIGHTLESS: Mapping[str, type] = ChainMap(PRIORS, BASELINES)
 
 
 def _cached(name: str) -> bool:
