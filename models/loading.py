@@ -15,7 +15,10 @@ The model's configuration decides its family: ``"masked"`` (BERT-like, loaded wi
 the studies use (``models/language_model.py``). A baseline's name (``frequency``, ``random``,
 ``copy``: `models.baselines.BASELINES`) returns that weightless model, seeded with `seed`,
 without importing torch: this module imports torch and transformers only where weights are
-loaded. ``prior:MODEL`` returns MODEL wrapped as its content-free prior (`models.prior`).
+loaded. ``prior:MODEL`` returns MODEL wrapped as its content-free prior (`models.prior`). The
+premise-blind priors (``general``, ``test-prior``: `models.general_prior`) load as the
+baselines do, and a user model (``module:Class`` or a ``kgprobe.models`` entry point,
+`models.user_models`) is its class built as ``Class(name, seed=seed)``.
 
 GGUF files are de-quantised by transformers (`from_pretrained(dir, gguf_file=...)`), which
 takes 15-80 s. We therefore convert each GGUF file ONCE into a plain Hugging Face directory
@@ -41,7 +44,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from kgprobe.errors import ModelError
 from kgprobe.models.baselines import BASELINES, load_baseline
-from kgprobe.models.names import check_model_name, prior_target, unknown_model
+from kgprobe.models.names import WEIGHTLESS, check_model_name, prior_target, unknown_model
 from kgprobe.models.prior import prior_of
 
 if TYPE_CHECKING:
@@ -255,6 +258,8 @@ every study passes it, so none needs to know which model draws.
     name = str(name_or_path)
     if name in BASELINES:
         return load_baseline(name, seed=seed)
+    if name in WEIGHTLESS:
+        return WEIGHTLESS[name](name, seed=seed)
     if prior_of(name) is not None:
         from kgprobe.models.prior import PriorModel
 
@@ -266,6 +271,11 @@ every study passes it, so none needs to know which model draws.
 
     if is_served(name):
         return load_served(name)
+    from .names import PRESET_NAMES
+    from .user_models import load_user_model, user_model_class
+
+    if name not in PRESET_NAMES and user_model_class(name) is not None:  # presets win
+        return load_user_model(name, seed=seed)
     from .gguf import PRESETS, gguf_entry, preset_entry
 
     t0 = time.perf_counter()

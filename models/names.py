@@ -10,23 +10,33 @@ closest match suggested. The baselines (`models.baselines.BASELINES`: ``frequenc
 ``random``, ``copy``) are model names too, known here from that one registry, and so is
 ``prior:MODEL`` (`models.prior`) for every loadable MODEL that is not itself a control. A
 served model (``openai:URL#MODEL``, `models.served`) is checked for its form only here; the
-server is asked when the model loads.
+server is asked when the model loads. The premise-blind priors (``general``, ``test-prior``:
+`models.general_prior.PRIORS`) are controls beside the baselines (`WEIGHTLESS` holds both). A
+user model (``module:Class`` or a ``kgprobe.models`` entry point, `models.user_models`) is
+loadable when its module imports and names a model class.
 """
 
 from __future__ import annotations
 
 import difflib
 import os
+from collections import ChainMap
+from collections.abc import Mapping
 from pathlib import Path
 
 from kgprobe.errors import ModelError
 from kgprobe.models.baselines import BASELINES
+from kgprobe.models.general_prior import PRIORS
 from kgprobe.models.prior import prior_of
+from kgprobe.models.user_models import declares_control, user_model_class, user_model_spec
 
 #: The presets' names (`models.gguf.PRESETS`, which needs torch, has the same keys; tested).
 PRESET_NAMES = ("gemma3-270m", "smollm2-135m")
 #: Seconds the one hub look-up for an id that is not cached may take.
 HUB_TIMEOUT = 3.0
+#: Every weightless control by ``--model`` name: the baselines, then the premise-blind priors
+#: (a live view of both registries, so a baseline registered later is known here too).
+WEIGHTLESS: Mapping[str, type] = ChainMap(PRIORS, BASELINES)
 
 
 def _cached(name: str) -> bool:
@@ -65,21 +75,22 @@ def _on_hub(name: str) -> str | None:
 
 def unknown_model(name: str, why: str, extra: tuple[str, ...] = ()) -> ModelError:
     """One line: what `name` is not, the presets and baselines, and the closest known name."""
-    extra = tuple(BASELINES) + tuple(e for e in extra if e not in BASELINES)
+    extra = tuple(WEIGHTLESS) + tuple(e for e in extra if e not in WEIGHTLESS)
     known = list(PRESET_NAMES) + list(extra)
     close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
     hint = f"; did you mean '{close[0]}'?" if close else ""
     return ModelError(
         f"unknown model '{name}': {why}; pass a preset ({', '.join(PRESET_NAMES)}"
         f"{', ' + ', '.join(extra) if extra else ''}), a local model directory, a .gguf file, "
-        f"a Hugging Face model id or a served model openai:URL#MODEL{hint}")
+        f"a Hugging Face model id, a served model openai:URL#MODEL or a user model "
+        f"module:Class{hint}")
 
 
 def prior_target(name: str) -> str:
     """The model ``prior:MODEL`` wraps; a control there (``prior:frequency``) or nothing is
     one line: a control has no content-free prior of its own to ask."""
     inner = prior_of(name) or ""
-    if inner in BASELINES or prior_of(inner) is not None or not inner.strip():
+    if is_control_model(inner) or not inner.strip():
         raise ModelError(f"--model {name}: the prior control asks a language model with the "
                          "content removed; name one after 'prior:' (e.g. "
                          f"prior:{PRESET_NAMES[-1]}), not a control")
@@ -89,9 +100,12 @@ def prior_target(name: str) -> str:
 def check_model_name(name: str, *, extra: tuple[str, ...] = (),
                      local_files_only: bool | None = None) -> None:
     """Raise `ModelError` (one line, with a suggestion) unless `name` can be loaded: a preset,
-    a baseline (`BASELINES`), one of `extra`, an existing ``.gguf`` file, a local directory, a hub id in the
-    local hub cache, or (hub allowed) a hub id the hub knows."""
-    if name in PRESET_NAMES or name in BASELINES or name in extra:
+    a control (`WEIGHTLESS`), one of `extra`, a user model (`models.user_models`: its module
+    imported, its class checked), an existing ``.gguf`` file, a local directory, a hub id in
+    the local hub cache, or (hub allowed) a hub id the hub knows."""
+    if name in PRESET_NAMES or name in WEIGHTLESS or name in extra:
+        return
+    if user_model_class(name) is not None:
         return
     if prior_of(name) is not None:
         check_model_name(prior_target(name), extra=extra, local_files_only=local_files_only)
@@ -122,6 +136,24 @@ def check_model_name(name: str, *, extra: tuple[str, ...] = (),
 
 
 def is_control_model(name: str | None) -> bool:
-    """Whether `name` is a model of the baseline family (a baseline, or ``prior:MODEL``): a
-    control, which knows nothing of the items, so no study claims a finding from its run."""
-    return name is not None and (name in BASELINES or prior_of(name) is not None)
+    """Whether `name` is a model of the baseline family (a baseline, a premise-blind prior,
+    or ``prior:MODEL``): a control, which knows nothing of the items, so no study claims a
+    finding from its run. A user model is one only when its class sets ``control = True``."""
+    if name is None:
+        return False
+    return name in WEIGHTLESS or prior_of(name) is not None or declares_control(name)
+
+
+def is_language_model(name: str | None) -> bool:
+    """Whether `name` loads a language model with weights or behind a server (a preset, a
+    ``.gguf`` file, a directory, a hub id, ``openai:URL#MODEL``): the models whose
+    content-free prior (``prior:MODEL``) runs as a control by default. A control, a user
+    model and any other ``PREFIX:...`` name are not; nothing is loaded to decide."""
+    if not name or is_control_model(name):
+        return False
+    from kgprobe.models.served_client import is_served
+    from kgprobe.models.user_models import is_user_model
+
+    if is_served(name):
+        return True
+    return ":" not in name and not is_user_model(name)

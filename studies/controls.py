@@ -1,8 +1,13 @@
 """Controls run beside a study's model: the same requests, scored by models that cannot reason.
 
 A control is a model of the baseline family (`models.baselines.BASELINES`: ``frequency``,
-``copy``, ``random``) or the model's own content-free prior (``prior`` = ``prior:MODEL``,
-`models.prior`). ``--controls`` names them; each is asked **exactly the requests the model was
+``copy``, ``random``; the premise-blind priors `models.general_prior.PRIORS`: ``general``, the
+most general candidate first, and ``test-prior``, each cell's own golds by frequency) or the
+model's own content-free prior (``prior`` = ``prior:MODEL``, `models.prior`). ``--controls``
+names them; by default (`default_controls`) every weightless one, and ``prior`` where the run
+loads a language model (`models.names.is_language_model`: a preset, a hub id, a directory, a
+``.gguf`` file, a served model): a baseline, a heuristic or a user model gets the weightless
+ones only (``--controls prior`` asks a user model's prior all the same). each is asked **exactly the requests the model was
 asked** — the same units, built from the same setup (the model's premise split, pseudowords,
 candidates), only the scorer swapped — so a control's number in a cell is what a model without
 the ability scores on the very prompts and items the model's number comes from (a selection
@@ -30,10 +35,16 @@ from typing import Any
 
 from kgprobe.errors import StudyError
 
-#: The controls that need no language model (no network, seconds): the default.
+#: The baselines as controls (no network, seconds).
 FREE = ("frequency", "copy", "random")
+#: Every control that needs no language model: the baselines and the premise-blind priors.
+WEIGHTLESS = (*FREE, "general", "test-prior")
 #: What ``--controls`` accepts (``prior``: the run's model asked with the content removed).
-CHOICES = (*FREE, "prior")
+CHOICES = (*WEIGHTLESS, "prior")
+#: The controls that only rank a ranking study's requests: ``prior`` (a content-free prompt
+#: has nothing to complete, no question to answer) and ``test-prior`` (handed the golds of the
+#: requests it ranks, `studies.probes.score_requests`): no open answers, no option letters.
+RANKING_ONLY = ("test-prior", "prior")
 #: The folder under a run folder that holds the controls' run folders.
 FOLDER = "controls"
 
@@ -43,16 +54,32 @@ def controls_option(parser, note: str = "") -> None:
     (`parse_controls` reads it); `note` adds what the study does differently."""
     parser.add_argument("--controls", default=None, metavar="LIST",
                         help="controls scored on the same prompts and shown beside every cell: "
-                             "frequency, copy, random, prior (the model with the content "
-                             "removed), comma-separated, or none (default: frequency,copy,random)"
+                             "frequency, copy, random, general (the most general candidate "
+                             "first), test-prior (each cell's own golds by frequency: the best "
+                             "premise-blind prior), prior (the model with the content removed), "
+                             "comma-separated, or none (default: frequency,copy,random,general,"
+                             "test-prior, and prior where --model is a language model)"
                              + (f"; {note}" if note else ""))
 
 
-def parse_controls(text: str | Sequence[str] | None) -> tuple[str, ...]:
+def default_controls(model: str | None, *, ranking: bool = True) -> tuple[str, ...]:
+    """The controls a run scores unless ``--controls`` says otherwise: every weightless one,
+    and ``prior`` where `model` is a language model (a run of a baseline, a heuristic or a user
+    model has no content-free prior of its own to ask by default). `ranking` false (open
+    answers): without the `RANKING_ONLY` ones."""
+    from kgprobe.models.names import is_language_model
+
+    chosen = (*WEIGHTLESS, "prior") if is_language_model(model) else WEIGHTLESS
+    return tuple(c for c in chosen if ranking or c not in RANKING_ONLY)
+
+
+def parse_controls(text: str | Sequence[str] | None, model: str | None = None, *,
+                   ranking: bool = True) -> tuple[str, ...]:
     """``--controls frequency,copy`` → the names in `CHOICES` order; ``none`` → no control;
-    None → `FREE`. Anything else is one line naming the choices."""
+    None → `default_controls` of `model` (`ranking`: whether the run ranks candidates). Anything
+    else is one line naming the choices."""
     if text is None:
-        return FREE
+        return default_controls(model, ranking=ranking)
     items = [x.strip() for x in (text.split(",") if isinstance(text, str) else text)]
     items = [x for x in items if x]
     if items == ["none"]:

@@ -93,7 +93,16 @@ def summarize(predictions: Sequence[Prediction], ks: Sequence[int]) -> dict[str,
 
 def score_requests(scorer, requests: Sequence[Request], *, batch_size: int, desc: str,
                    progress: bool = True) -> list[np.ndarray]:
-    """Score rows of `requests` (in their order); prompts sharing candidates go together."""
+    """Score rows of `requests` (in their order); prompts sharing candidates go together.
+
+    A scorer with ``given_golds`` (the ``test-prior`` control, `models.general_prior`) ranks by
+    the golds of the requests it scores: it is handed those of this call's requests (a cell or
+    a unit: every study scores one through one call), by what the scorer asks for and never
+    by its name. No other scorer sees a gold."""
+    given = getattr(scorer, "given_golds", None)
+    if callable(given):
+        scorer = given([[req.candidates[i] for i in getattr(req, "golds", ())]
+                        for req in requests])
     groups: dict[tuple[str, ...], list[int]] = {}
     for i, req in enumerate(requests):
         groups.setdefault(req.candidates, []).append(i)

@@ -51,7 +51,7 @@ def grid(effect_known: float, effect_unknown: float, n: int = 12) -> list[Prompt
 
 
 def test_parse_controls_defaults_to_the_free_ones_and_refuses_others():
-    assert parse_controls(None) == ("frequency", "copy", "random")
+    assert parse_controls(None) == ("frequency", "copy", "random", "general", "test-prior")
     assert parse_controls("random, prior,copy") == ("copy", "random", "prior")
     assert parse_controls("none") == ()
     for bad in ("gpt2", "copy,none", ""):

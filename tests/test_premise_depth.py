@@ -192,11 +192,12 @@ def test_run_without_the_options_has_no_new_columns(tmp_path, zoo, tiny_gpt2_dir
                  "--rules", "rdfs9", "--templates", "manual", "--limit", "1", "--pairs", "1",
                  "--threads", "1",
                  "--out", str(out)]) == 0
-    from kgprobe.studies.controls import FREE
+    from kgprobe.studies.controls import default_controls
     from kgprobe.studies.premise_ablation.contrasts import control_columns
 
     header = list(_read(out / "results.csv")[0])
-    assert header == COLUMNS + control_columns(FREE)  # the controls' values, no depth columns
+    # the default controls' values (a language model's: prior among them), no depth columns
+    assert header == COLUMNS + control_columns(default_controls(str(tiny_gpt2_dir)))
     config = json.loads((out / "config.json").read_text())
     assert not {"depth", "distractors", "premise_order"} & set(json.dumps(config).split('"'))
     assert all("depth" not in json.loads(line) for line in (out / "predictions.jsonl").open())

@@ -65,7 +65,7 @@ class MemorizationConfig:
     answers: str = "rank"  # generate: the model's own answer, graded by the ontology
     max_new_tokens: int = 8  # --answers generate: the longest answer, in tokens
     #: the controls asked the same requests and shown beside every cell (`studies.controls`,
-    #: `controls.py`); the CLI and `kgprobe.run` default to frequency,copy,random
+    #: `controls.py`); the CLI and `kgprobe.run` default to `controls.default_controls`
     controls: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
@@ -95,9 +95,13 @@ class MemorizationConfig:
         from kgprobe.studies.controls import parse_controls
 
         self.controls = parse_controls(self.controls) if self.controls else ()
-        if "prior" in self.controls and self.answers == "generate":
-            raise StudyError("--controls prior: the prior control ranks candidates and writes "
-                             "no answer; drop prior from --controls with --answers generate")
+        from kgprobe.studies.controls import RANKING_ONLY
+
+        for control in (c for c in RANKING_ONLY if c in self.controls):
+            if self.answers == "generate":
+                raise StudyError(f"--controls {control}: the {control} control ranks "
+                                 f"candidates and writes no answer; drop {control} from "
+                                 "--controls with --answers generate")
         self.ranking = parse_ranking(self.ranking)
 
     @classmethod
@@ -116,7 +120,8 @@ class MemorizationConfig:
                    **ModelSettings.from_args(args).fields(), candidates=args.candidates,
                    protocol=args.protocol, ranking=args.ranking, answers=getattr(args, "answers", "rank"),
                    max_new_tokens=getattr(args, "max_new_tokens", 8),
-                   controls=parse_controls(getattr(args, "controls", None)),
+                   controls=parse_controls(getattr(args, "controls", None), args.model,
+                                           ranking=getattr(args, "answers", "rank") != "generate"),
                    probes=source.location if source.origin == "probes" else None,
                    ontology=None if source.origin == "probes" else source)
 

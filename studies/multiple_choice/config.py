@@ -52,6 +52,10 @@ class MultipleChoiceConfig:
             raise StudyError("--controls prior: the prior removes a cloze's subject, and a "
                              "multiple-choice question has no such slot; use frequency, copy, "
                              "random")
+        if "test-prior" in self.controls:
+            raise StudyError("--controls test-prior: it ranks a cloze's candidates by the golds "
+                             "of the requests it scores, and a question's letters are no "
+                             "cloze; use frequency, copy, random")
 
     @classmethod
     def from_args(cls, args) -> "MultipleChoiceConfig":
@@ -98,8 +102,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--chat", choices=["auto", "on", "off"], default="auto",
                    help="wrap the question in the tokenizer's chat template (auto: if it has one); "
                         "--chat-template auto|none|FILE says the same and wins")
-    controls_option(p, "multiple choice skips copy for --answer letter, whose option list "
-                       "names every option, and refuses prior")
+    controls_option(p, "multiple choice defaults to frequency,copy,random, skips copy for "
+                       "--answer letter, whose option list names every option, and refuses "
+                       "prior and test-prior")
     model_options(p, batch_size=4, batch_help="questions scored at once")
     p.add_argument("--out", required=True, type=Path,
                    help="the run folder: results, report and every unit written as it finishes; rerun into it to resume")

@@ -33,6 +33,9 @@ def check(config) -> None:
     if config.deep or config.counterfactual:
         raise StudyError("--answers generate: chained and counterfactual cells rank candidates; "
                          "drop --depth, --distractors, --premise-order and --premises")
-    if "prior" in config.controls:
-        raise StudyError("--controls prior: a content-free prompt has nothing to complete; "
-                         "use frequency, copy, random or none with --answers generate")
+    from kgprobe.studies.controls import RANKING_ONLY
+
+    for control in (c for c in RANKING_ONLY if c in config.controls):
+        raise StudyError(f"--controls {control}: it only ranks candidates (a content-free prompt "
+                         "has nothing to complete; test-prior reads the golds of what it ranks); "
+                         "use frequency, copy, random, general or none with --answers generate")

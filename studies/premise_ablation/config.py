@@ -307,7 +307,8 @@ def config_from_args(args: argparse.Namespace) -> AblationConfig:
                          f"{' or '.join(DISTRACTOR_KINDS)}")
     from kgprobe.studies.controls import parse_controls
 
-    config.controls = parse_controls(getattr(args, "controls", None))
+    config.controls = parse_controls(getattr(args, "controls", None), config.model,
+                                     ranking=getattr(args, "answers", "rank") != "generate")
     from .answers import check
 
     config.answers = getattr(args, "answers", "rank")
