@@ -28,7 +28,7 @@ BOUNDS: dict[str, tuple[float, bool, float | None]] = {
     "--random-permutations": (0, False, None),
     "--retries": (0, False, None),
     "--pairs": (1, False, None),
-    "--n": (1, False, None),  # prompts a review sheet samples
+    "--size": (1, False, None),  # prompts a review sheet samples
     "--resamples": (1, False, None),
     "--epochs": (1, False, None),
     "--batch-size": (1, False, None),

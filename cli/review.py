@@ -29,7 +29,7 @@ def cmd_review_sample(args: argparse.Namespace) -> int:
     if out.exists() and not args.force:
         raise KgprobeError(f"--out {out}: exists (a sheet being filled?); pass another --out, "
                            "or --force to replace it")
-    rows = sample_prompts(prompts, args.n, args.seed)
+    rows = sample_prompts(prompts, args.size, args.seed)
     write_text(out, sheet_tsv(rows))
     kinds = len({r.kind for r in rows})
     print(f"wrote {out}: {len(rows)} of {len(prompts)} prompts from {kinds} relations or rules "
@@ -89,7 +89,7 @@ def add_parsers(sub) -> None:
                            "relation or rule")
     p.add_argument("probes", type=Path, metavar="PROBES",
                    help="a `kgprobe generate memorizing|reasoning` folder (its prompts.tsv)")
-    p.add_argument("--n", type=int, default=60, help="prompts to read (default 60), shared "
+    p.add_argument("--size", type=int, default=60, help="prompts to read (default 60), shared "
                    "among relations or rules by size, at least one each")
     p.add_argument("--seed", type=int, default=0, help="seed of the sample")
     p.add_argument("--out", type=Path, required=True, help="the sheet to write (.tsv)")

@@ -71,7 +71,7 @@ def sample_prompts(prompts: Sequence[ProbePrompt], n: int, seed: int) -> list[Pr
     its own seed (``seed:review:KIND``, so adding a relation leaves the others' draws as
     they were), in (kind, file) order."""
     if n < 1:
-        raise KgprobeError(f"--n {n}: give the number of prompts to read (1 or more)")
+        raise KgprobeError(f"--size {n}: give the number of prompts to read (1 or more)")
     by_kind: dict[str, list[ProbePrompt]] = {}
     for p in prompts:
         by_kind.setdefault(p.kind, []).append(p)
@@ -97,12 +97,13 @@ def sheet_tsv(prompts: Sequence[ProbePrompt]) -> str:
 
 @dataclass(frozen=True)
 class Verdict:
-    """One filled row of a sheet: its line number (for messages), the prompt's id and kind,
-    the defect codes (sorted, "" for fine), the terms to exclude, the note."""
+    """One filled row of a sheet: its line number (for messages), the prompt's id and its
+    probe file's stem (`stratum`: a relation or rule, the sample's strata), the defect codes
+    (sorted, "" for fine), the terms to exclude, the note."""
 
     line: int
     id: str
-    kind: str
+    stratum: str
     codes: str
     exclude: tuple[str, ...]
     note: str
@@ -187,8 +188,8 @@ def defect_rates(verdicts: Sequence[Verdict]) -> dict:
     n = len(verdicts)
     out = {"any": _rate(sum(bool(v.codes) for v in verdicts), n)}
     out.update({c: _rate(sum(c in v.codes for v in verdicts), n) for c in CODES})
-    kinds = Counter(v.kind for v in verdicts)
-    out["by_kind"] = {kind: _rate(sum(bool(v.codes) for v in verdicts if v.kind == kind), m)
+    kinds = Counter(v.stratum for v in verdicts)
+    out["by_kind"] = {kind: _rate(sum(bool(v.codes) for v in verdicts if v.stratum == kind), m)
                       for kind, m in sorted(kinds.items())}
     return out
 

@@ -85,17 +85,17 @@ def resolve_terms(folder: str | Path, verdicts: Sequence[Verdict], sheet: str) -
     for v in verdicts:
         if not v.exclude:
             continue
-        if v.kind not in records:
-            path = folder / f"{v.kind}.jsonl"
+        if v.stratum not in records:
+            path = folder / f"{v.stratum}.jsonl"
             if not path.is_file():
                 raise KgprobeError(f"{path}: not found; the probe folder lost the records of "
-                                   f"{v.kind}, which its prompts.tsv names: generate it again")
+                                   f"{v.stratum}, which its prompts.tsv names: generate it again")
             lines = path.read_text(encoding="utf-8").splitlines()
-            records[v.kind] = {r["id"]: r for r in map(json.loads, lines) if r}
-        record = records[v.kind].get(v.id)
+            records[v.stratum] = {r["id"]: r for r in map(json.loads, lines) if r}
+        record = records[v.stratum].get(v.id)
         if record is None:
             raise KgprobeError(f"{sheet} line {v.line} (id {v.id}): no such record in "
-                               f"{v.kind}.jsonl; generate the folder again, then sample a sheet")
+                               f"{v.stratum}.jsonl; generate the folder again, then sample a sheet")
         pairs = record_terms(record)
         for term in v.exclude:
             iris = sorted({iri for label, iri in pairs if iri == term or

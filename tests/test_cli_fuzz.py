@@ -200,7 +200,7 @@ numbers("study consistency", "--limit", "-1", "x")
 numbers("study consistency", "--believe-at", "0", "-1")
 numbers("study consistency", "--seed", "-1")
 numbers("compare", "--seed", "-1")
-numbers("review sample", "--n", "0", "-1", "some")
+numbers("review sample", "--size", "0", "-1", "some")
 numbers("review sample", "--seed", "-1")
 for command in ("kg load", "kg stats", "reason", "generate memorizing"):
     numbers(command, "--max-memory", "lots", "-1G")

@@ -120,7 +120,7 @@ def test_a_review_round_trip_rates_the_sheet_and_the_next_generate_leaves_the_te
     probes = tmp_path / "m"
     shutil.copytree(world["m"], probes)
     sheet = tmp_path / "sheet.tsv"
-    assert run("review", "sample", probes, "--n", "12", "--seed", "0", "--out", sheet) == 0
+    assert run("review", "sample", probes, "--size", "12", "--seed", "0", "--out", sheet) == 0
     rows = read_sheet(sheet)
     header = rows[0]
     assert header == ["id", "kind", "prompt", "golds", "codes", "exclude_term", "note"]
@@ -163,7 +163,7 @@ def test_a_review_round_trip_rates_the_sheet_and_the_next_generate_leaves_the_te
     assert f"{EX}rex\tinstance\trex\treviewed" in excluded.replace("Rex", "rex")
     # a second review appends to the same list, keeping the first
     sheet2 = tmp_path / "sheet2.tsv"
-    assert run("review", "sample", probes, "--n", "30", "--out", sheet2) == 0
+    assert run("review", "sample", probes, "--size", "30", "--out", sheet2) == 0
     rows = read_sheet(sheet2)
     fido = next(r for r in rows[1:] if r[2].startswith("Fido "))
     fido[5] = EX + "fido"
@@ -182,7 +182,7 @@ def one_error(capsys) -> str:
 
 def filled(world, tmp_path, codes: str = "", term: str = "") -> Path:
     sheet = tmp_path / "s.tsv"
-    assert run("review", "sample", world["m"], "--n", "6", "--out", sheet) == 0
+    assert run("review", "sample", world["m"], "--size", "6", "--out", sheet) == 0
     rows = read_sheet(sheet)
     rows[2][4], rows[2][5] = codes, term
     write_sheet(sheet, rows)
