@@ -8,7 +8,9 @@ is not is looked up once on the hub (one request, no retries, a short timeout) u
 switched off (``HF_HUB_OFFLINE``); an unknown name fails with the presets listed and the
 closest match suggested. The baselines (`models.baselines.BASELINES`: ``frequency``,
 ``random``, ``copy``) are model names too, known here from that one registry, and so is
-``prior:MODEL`` (`models.prior`) for every loadable MODEL that is not itself a control. A
+``prior:MODEL`` (`models.prior`) for every loadable MODEL that is not itself a control; so
+are the weightless models that are no controls (`models.weightless`: ``reader``,
+``reader:Q``, ``heuristic:NAME``). A
 served model (``openai:URL#MODEL``, `models.served`) is checked for its form only here; the
 server is asked when the model loads.
 """
@@ -22,6 +24,7 @@ from pathlib import Path
 from kgprobe.errors import ModelError
 from kgprobe.models.baselines import BASELINES
 from kgprobe.models.prior import prior_of
+from kgprobe.models.weightless import weightless_loader
 
 #: The presets' names (`models.gguf.PRESETS`, which needs torch, has the same keys; tested).
 PRESET_NAMES = ("gemma3-270m", "smollm2-135m")
@@ -79,7 +82,8 @@ def prior_target(name: str) -> str:
     """The model ``prior:MODEL`` wraps; a control there (``prior:frequency``) or nothing is
     one line: a control has no content-free prior of its own to ask."""
     inner = prior_of(name) or ""
-    if inner in BASELINES or prior_of(inner) is not None or not inner.strip():
+    if (inner in BASELINES or prior_of(inner) is not None or not inner.strip()
+            or weightless_loader(inner) is not None):
         raise ModelError(f"--model {name}: the prior control asks a language model with the "
                          "content removed; name one after 'prior:' (e.g. "
                          f"prior:{PRESET_NAMES[-1]}), not a control")
@@ -92,6 +96,8 @@ def check_model_name(name: str, *, extra: tuple[str, ...] = (),
     a baseline (`BASELINES`), one of `extra`, an existing ``.gguf`` file, a local directory, a hub id in the
     local hub cache, or (hub allowed) a hub id the hub knows."""
     if name in PRESET_NAMES or name in BASELINES or name in extra:
+        return
+    if weightless_loader(name) is not None:  # reader, reader:Q, heuristic:NAME (no controls)
         return
     if prior_of(name) is not None:
         check_model_name(prior_target(name), extra=extra, local_files_only=local_files_only)
