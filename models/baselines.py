@@ -18,7 +18,8 @@ answers, asks for scores.
   (a prompt that states the answer lets copying find it without any inference). A candidate
   is named by its words or in other words (`models.lexicon.PromptWords`): a property label
   names its wording ("Chairperson" names "'s chairperson is") and a wording its label, so an
-  rdfs7 premise that names the superproperty by label is copied like any other.
+  rdfs7 premise that names the superproperty by label is copied like any other (after the
+  candidates named word for word).
 
 Why `trained_on` and not a scorer setting: the training answers are data a run hands every
 model alike (a pretrained model's knowledge comes from pretraining, so it has nothing to fit
@@ -148,8 +149,9 @@ class FrequencyBaseline(_NoGradients):
 class CopyBaseline(FrequencyBaseline):
     """Candidates the prompt names first (earlier mention higher), then `FrequencyBaseline`.
 
-    Named: by the candidate's words or in other words (`named_at`; a property label in the
-    prompt names its wording among the candidates, and a wording its label).
+    Named: by the candidate's words, or else in other words (`named_at`; a property label in
+    the prompt names its wording among the candidates, and a wording its label), every
+    word-for-word name before every other one.
 
     Overlapping labels: each label is matched on its own, so in "... a sports team ..." both
     ``sports team`` and ``team`` are named, ``sports team`` earlier (its mention starts

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from kgprobe.models.lexicon import FUNCTION_WORDS, content_words, trim
+from kgprobe.models.lexicon import FUNCTION_WORDS, content_words, trim, words_match
 
 __all__ = ["PromptWords", "blank_slots", "mention", "named_at"]
 
@@ -53,22 +53,26 @@ def blank_slots(text: str) -> str:
     return _SLOT.sub(lambda m: " " * len(m.group(0)), text)
 
 
-def named_at(label: str, blank: str, words: "PromptWords") -> int | None:
-    """Where the (slot-blanked) prompt first names `label`: by its words (`mention`) or in
-    other words (`words`, the prompt's `PromptWords`: a label naming its wording)."""
-    found = [at for at in (mention(label, blank, blanked=True), words.named_at(label))
-             if at is not None]
-    return min(found) if found else None
+def named_at(label: str, blank: str, words: "PromptWords") -> tuple[int, int] | None:
+    """Where the (slot-blanked) prompt first names `label`, as (0, offset) by its own words
+    (`mention`), else (1, offset) in other words (`words`, the prompt's `PromptWords`: a
+    label naming its wording), else None. Sorting by it puts word-for-word names first."""
+    at = mention(label, blank, blanked=True)
+    if at is not None:
+        return (0, at)
+    at = words.named_at(label)
+    return None if at is None else (1, at)
 
 
 class PromptWords:
     """A prompt's content words with where they are, to find a term named in other words.
 
-    A term (a label or a wording) is named here when all its content words stand within one
-    sentence, no more than two other content words apart ("Head of government implies …"
-    names "'s government is headed by"; "[X]'s chairperson is [Y]" names "chairperson").
-    Only exact (trimmed) words count here, not loose ones: a copier copies words, and
-    "person" is not named by "personality"."""
+    A term (a label or a wording) is named here when at least two thirds of its content
+    words (all of a term of one or two) stand within one sentence, no more than two other
+    content words apart, each the same word or a word of the same stem (`lexicon.words_match`:
+    "Head of government implies …" names "'s government is headed by", "Official language
+    implies language used" names "'s widely used language is"). Looser than `mention`, so the
+    copy ranks what it names this way after what the prompt names word for word."""
 
     def __init__(self, text: str):
         self.tokens: list[tuple[int, int, str]] = []  # (offset, sentence, word)
@@ -84,17 +88,24 @@ class PromptWords:
                 continue
             self.tokens.append((m.start(), sentence, trim(word)))
         self.words = frozenset(w for _, _, w in self.tokens)
+        self.stems = frozenset(w[:4] for w in self.words)  # a loose match shares these
+
+    def _may_match(self, word: str) -> bool:
+        return word in self.words or (len(word) >= 4 and word[:4] in self.stems)
 
     def named_at(self, term: str) -> int | None:
         """Where the prompt first names `term` in its content words (an offset), or None."""
-        need = set(content_words(term))
-        if not need or not need <= self.words:
+        need = list(dict.fromkeys(content_words(term)))
+        if not need:
+            return None
+        enough = len(need) if len(need) <= 2 else -(-2 * len(need) // 3)
+        if sum(map(self._may_match, need)) < enough:
             return None
         width = len(need) + 2
         for j, (offset, sentence, word) in enumerate(self.tokens):
-            if word not in need:
+            if not any(words_match(word, w) for w in need):
                 continue
-            window = {w for _, s, w in self.tokens[j:j + width] if s == sentence}
-            if need <= window:
+            window = [w for _, s, w in self.tokens[j:j + width] if s == sentence]
+            if sum(any(words_match(w, x) for x in window) for w in need) >= enough:
                 return offset
         return None
