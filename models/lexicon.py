@@ -64,6 +64,7 @@ def content_words(text: str) -> tuple[str, ...]:
     return tuple(trim(w) for w in words if w not in FUNCTION_WORDS)
 
 
+@lru_cache(maxsize=1 << 16)
 def words_match(a: str, b: str) -> float:
     """1 for the same (trimmed) word, `LOOSE` for a shared stem (see the module), else 0."""
     if a == b:

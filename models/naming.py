@@ -101,11 +101,13 @@ class PromptWords:
         enough = len(need) if len(need) <= 2 else -(-2 * len(need) // 3)
         if sum(map(self._may_match, need)) < enough:
             return None
+        hits = {w: [j for j, (_, _, t) in enumerate(self.tokens) if words_match(t, w)]
+                for w in need}
         width = len(need) + 2
-        for j, (offset, sentence, word) in enumerate(self.tokens):
-            if not any(words_match(word, w) for w in need):
-                continue
-            window = [w for _, s, w in self.tokens[j:j + width] if s == sentence]
-            if sum(any(words_match(w, x) for x in window) for w in need) >= enough:
-                return offset
+        for j in sorted({j for found in hits.values() for j in found}):
+            sentence = self.tokens[j][1]
+            inside = {k for k in range(j, j + width)
+                      if k < len(self.tokens) and self.tokens[k][1] == sentence}
+            if sum(bool(inside.intersection(found)) for found in hits.values()) >= enough:
+                return self.tokens[j][0]
         return None
