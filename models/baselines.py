@@ -15,7 +15,11 @@ answers, asks for scores.
   The training answers come through `trained_on`, which a pretrained model ignores.
 * ``copy`` ranks the candidates the prompt names first, the earlier named the higher, then
   the rest as ``frequency`` ranks them: the non-reasoning upper bound for written premises
-  (a prompt that states the answer lets copying find it without any inference).
+  (a prompt that states the answer lets copying find it without any inference). A candidate
+  is named by its words or in other words (`models.lexicon.PromptWords`): a property label
+  names its wording ("Chairperson" names "'s chairperson is") and a wording its label, so an
+  rdfs7 premise that names the superproperty by label is copied like any other (after the
+  candidates named word for word).
 
 Why `trained_on` and not a scorer setting: the training answers are data a run hands every
 model alike (a pretrained model's knowledge comes from pretraining, so it has nothing to fit
@@ -39,14 +43,13 @@ gradients for soft prompts) is one `ModelError` line naming the baseline.
 from __future__ import annotations
 
 import hashlib
-import re
 from collections import Counter
-from functools import lru_cache
 from typing import Any, ClassVar, Iterable, Mapping, Sequence
 
 import numpy as np
 
 from kgprobe.errors import ModelError
+from kgprobe.models.naming import PromptWords, blank_slots, mention, named_at  # noqa: F401 (mention: re-exported)
 
 __all__ = ["BASELINES", "Baseline", "CopyBaseline", "CopyModel", "FrequencyBaseline", "FrequencyModel", "RandomBaseline",
            "RandomModel", "stable_seed"]
@@ -143,43 +146,12 @@ class FrequencyBaseline(_NoGradients):
         return np.tile(row, (len(prompts), 1))
 
 
-#: Slots of a prompt (``[MASK]``, ``[X]``, ``[Y0]``, ``<s1>``): never a mention of a candidate.
-_SLOT = re.compile(r"\[[^\[\]\s]*\]|<s\d+>")
-
-
-def mention(label: str, text: str, *, blanked: bool = False) -> int | None:
-    """Where `text` first names `label` (a character offset), or None.
-
-    Case-insensitive, on word boundaries (``person`` is not named by ``personality``), any
-    run of whitespace matching a label's space (``sports team`` is named by ``Sports  team``).
-    Prompt slots (``[MASK]``, ``[X]``, ``<s1>``) are blanked first: a candidate ``mask`` is
-    not named by the slot it is to fill (`blanked`: `text` is blanked already, as
-    `CopyBaseline` does once per prompt rather than once per candidate)."""
-    pattern = _label_pattern(label)
-    if pattern is None:
-        return None
-    found = pattern.search(text if blanked else blank_slots(text))
-    return found.start() if found else None
-
-
-@lru_cache(maxsize=None)
-def _label_pattern(label: str) -> re.Pattern | None:
-    """A label's pattern, compiled once: a task's hundreds of candidates overflow `re`'s own
-    cache, and recompiling them for every prompt made copy the slowest control by far."""
-    words = label.split()
-    if not words:
-        return None
-    return re.compile(r"(?<!\w)" + r"\s+".join(re.escape(w) for w in words) + r"(?!\w)",
-                      re.IGNORECASE)
-
-
-def blank_slots(text: str) -> str:
-    """`text` with its prompt slots blanked to spaces (offsets kept)."""
-    return _SLOT.sub(lambda m: " " * len(m.group(0)), text)
-
-
 class CopyBaseline(FrequencyBaseline):
     """Candidates the prompt names first (earlier mention higher), then `FrequencyBaseline`.
+
+    Named: by the candidate's words, or else in other words (`named_at`; a property label in
+    the prompt names its wording among the candidates, and a wording its label), every
+    word-for-word name before every other one.
 
     Overlapping labels: each label is matched on its own, so in "... a sports team ..." both
     ``sports team`` and ``team`` are named, ``sports team`` earlier (its mention starts
@@ -192,13 +164,19 @@ class CopyBaseline(FrequencyBaseline):
     def __init__(self, train_golds, seed: int = 0, name: str = "copy"):
         super().__init__(train_golds, seed=seed, name=name)
 
-    def score(self, prompts, candidates, *, pseudowords=None, batch_size: int = 32) -> np.ndarray:
+    def tail(self, prompt: str, candidates: Sequence[str]) -> np.ndarray:
+        """Each candidate's place in the order of the unnamed ones (here: frequency's)."""
         fallback = np.empty(len(candidates), dtype=np.int64)
         fallback[self.ranking(candidates)] = np.arange(len(candidates))
+        return fallback
+
+    def score(self, prompts, candidates, *, pseudowords=None, batch_size: int = 32) -> np.ndarray:
         out = np.zeros((len(prompts), len(candidates)), dtype=np.float64)
         for row, prompt in enumerate(prompts):
+            fallback = self.tail(prompt, candidates)
             blank = blank_slots(prompt)
-            where = [mention(c, blank, blanked=True) for c in candidates]
+            words = PromptWords(blank)
+            where = [named_at(c, blank, words) for c in candidates]
             order = sorted(range(len(candidates)), key=lambda i, where=where: (
                 (0, where[i], -len(candidates[i]), int(fallback[i])) if where[i] is not None
                 else (1, 0, 0, int(fallback[i]))))
@@ -221,8 +199,12 @@ def baseline_answers(model: Any, prompts: Sequence[str], candidates: Sequence[Se
     out = []
     for i, prompt in enumerate(prompts):
         cands = list(candidates[i]) if candidates is not None else []
-        if isinstance(scorer, CopyBaseline):
-            named = [(at, -len(c), c) for c in cands if (at := mention(c, prompt)) is not None]
+        if getattr(scorer, "ranks_prompts", False):  # the reader: its ranking's first
+            out.append(cands[int(scorer.score([prompt], cands)[0].argmax())] if cands else "")
+        elif isinstance(scorer, CopyBaseline):
+            blank = blank_slots(prompt)
+            words = PromptWords(blank)
+            named = [(at, -len(c), c) for c in cands if (at := named_at(c, blank, words)) is not None]
             out.append(min(named)[2] if named else most_frequent)
         elif isinstance(scorer, FrequencyBaseline):
             seen = [c for c in cands if scorer.counts.get(c, 0) > 0]

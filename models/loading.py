@@ -46,6 +46,7 @@ from kgprobe.errors import ModelError
 from kgprobe.models.baselines import BASELINES, load_baseline
 from kgprobe.models.names import WEIGHTLESS, check_model_name, prior_target, unknown_model
 from kgprobe.models.prior import prior_of
+from kgprobe.models.weightless import weightless_loader
 
 if TYPE_CHECKING:
     import torch
@@ -260,6 +261,9 @@ every study passes it, so none needs to know which model draws.
         return load_baseline(name, seed=seed)
     if name in WEIGHTLESS:
         return WEIGHTLESS[name](name, seed=seed)
+    weightless = weightless_loader(name)
+    if weightless is not None:  # the reader and the heuristics (`models.weightless`)
+        return weightless(seed)
     if prior_of(name) is not None:
         from kgprobe.models.prior import PriorModel
 

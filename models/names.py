@@ -8,7 +8,9 @@ is not is looked up once on the hub (one request, no retries, a short timeout) u
 switched off (``HF_HUB_OFFLINE``); an unknown name fails with the presets listed and the
 closest match suggested. The baselines (`models.baselines.BASELINES`: ``frequency``,
 ``random``, ``copy``) are model names too, known here from that one registry, and so is
-``prior:MODEL`` (`models.prior`) for every loadable MODEL that is not itself a control. A
+``prior:MODEL`` (`models.prior`) for every loadable MODEL that is not itself a control; so
+are the weightless models that are no controls (`models.weightless`: ``reader``,
+``reader:Q``, ``heuristic:NAME``). A
 served model (``openai:URL#MODEL``, `models.served`) is checked for its form only here; the
 server is asked when the model loads. The premise-blind priors (``general``, ``test-prior``:
 `models.general_prior.PRIORS`) are controls beside the baselines (`WEIGHTLESS` holds both). A
@@ -29,6 +31,7 @@ from kgprobe.models.baselines import BASELINES
 from kgprobe.models.general_prior import PRIORS
 from kgprobe.models.prior import prior_of
 from kgprobe.models.user_models import declares_control, user_model_class, user_model_spec
+from kgprobe.models.weightless import weightless_loader
 
 #: The presets' names (`models.gguf.PRESETS`, which needs torch, has the same keys; tested).
 PRESET_NAMES = ("gemma3-270m", "smollm2-135m")
@@ -90,7 +93,8 @@ def prior_target(name: str) -> str:
     """The model ``prior:MODEL`` wraps; a control there (``prior:frequency``) or nothing is
     one line: a control has no content-free prior of its own to ask."""
     inner = prior_of(name) or ""
-    if is_control_model(inner) or not inner.strip():
+    if (is_control_model(inner) or not inner.strip()
+            or weightless_loader(inner) is not None):
         raise ModelError(f"--model {name}: the prior control asks a language model with the "
                          "content removed; name one after 'prior:' (e.g. "
                          f"prior:{PRESET_NAMES[-1]}), not a control")
@@ -106,6 +110,8 @@ def check_model_name(name: str, *, extra: tuple[str, ...] = (),
     if name in PRESET_NAMES or name in WEIGHTLESS or name in extra:
         return
     if user_model_class(name) is not None:
+        return
+    if weightless_loader(name) is not None:  # reader, reader:Q, heuristic:NAME (no controls)
         return
     if prior_of(name) is not None:
         check_model_name(prior_target(name), extra=extra, local_files_only=local_files_only)
@@ -156,4 +162,5 @@ def is_language_model(name: str | None) -> bool:
 
     if is_served(name):
         return True
-    return ":" not in name and not is_user_model(name)
+    return (":" not in name and not is_user_model(name)
+            and weightless_loader(name) is None)  # `reader`: a positive control, no weights
