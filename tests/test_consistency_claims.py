@@ -137,8 +137,9 @@ def test_a_model_equal_to_a_control_is_not_claimed(synthetic):
 
 
 def test_too_few_clusters_is_not_testable():
-    derivations, statements = world(n_roots=3)
-    row = _all(table(derivations, statements, closed(derivations["rdfs9"], statements), {}))
+    derivations, statements = world(n_roots=3, instances=8)
+    believer = closed(derivations["rdfs9"], statements, rate=0.7)
+    row = _all(table(derivations, statements, believer, {}))
     assert 0 < row["G"] <= 3 and not row["testable"]
     assert np.isnan(row["p_claim"]) and np.isnan(row["subject_matched_lo"])
     assert row["claimed"] is False
