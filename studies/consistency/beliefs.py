@@ -55,8 +55,8 @@ COLUMNS = ["rule", "template", "n_derivations", "n_clusters", "n_both", "consist
            "matched_difference", "matched_difference_lo", "matched_difference_hi",
            "p_matched", "p_matched_holm", "reference", "reference_consistency",
            "consistency_minus_prior", "consistency_minus_prior_lo",
-           "consistency_minus_prior_hi", "p_minus_prior", "p_minus_prior_holm", "controls_hi",
-           "claimed", "violations", "conclusion_believed", "MRR", "MRR_lo", "MRR_hi",
+           "consistency_minus_prior_hi", "p_minus_prior", "p_minus_prior_holm",
+           "violations", "conclusion_believed", "MRR", "MRR_lo", "MRR_hi",
            "graded", "graded_lo", "graded_hi", "believe_at"]
 ALPHA = 0.05
 MIN_BOTH = 10  # a row with fewer derivations whose premises are both believed claims nothing
@@ -239,8 +239,8 @@ def consistency_table(by_cell: dict[tuple[str, int], Sequence[DerivationRanks]],
                       reference_name: str = "") -> list[dict]:
     """A row per (rule, template) cell and an ``all`` row per template (every rule's
     derivations pooled; its contrasts within rules); every p of the table (difference,
-    matched, minus prior) is Holm-adjusted together, as one family. ``claimed`` is set by
-    `claim` once the controls' rows are known."""
+    matched, minus prior) is Holm-adjusted together, as one exploratory family (what a run
+    claims is `claims`' confirmatory test, not these)."""
     rows = []
     for template in sorted({t for _, t in by_cell}):
         clusters = template_clusters(by_cell, template)
@@ -261,23 +261,4 @@ def consistency_table(by_cell: dict[tuple[str, int], Sequence[DerivationRanks]],
     family = [(r, name) for r in rows for name in ("p", "p_matched", "p_minus_prior")]
     for (row, name), p in zip(family, holm([row[name] for row, name in family])):
         row[f"{name}_holm"] = float(p)
-    return rows
-
-
-def claim(rows: list[dict], controls: dict[str, list[dict]]) -> list[dict]:
-    """Set each row's ``controls_hi`` (the highest upper bound of the controls' consistency in
-    the same cell; a control with no derivation whose premises are both believed sets none)
-    and ``claimed``: true only where the consistency minus the reference and the matched
-    difference both have intervals above 0 and Holm p < 0.05, at least `MIN_BOTH` derivations
-    have both premises believed, and the consistency exceeds ``controls_hi``."""
-    for row in rows:
-        bounds = [c["consistency_hi"] for rs in controls.values() for c in rs
-                  if (c["rule"], c["template"]) == (row["rule"], row["template"])
-                  and np.isfinite(c["consistency_hi"])]
-        row["controls_hi"] = max(bounds) if bounds else float("nan")
-        supported = all(row[f"{name}_lo"] > 0 and row[f"p_{short}_holm"] < ALPHA
-                        for name, short in (("consistency_minus_prior", "minus_prior"),
-                                            ("matched_difference", "matched")))
-        row["claimed"] = bool(supported and row["n_both"] >= MIN_BOTH
-                              and not row["consistency"] <= row["controls_hi"])
     return rows

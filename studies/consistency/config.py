@@ -10,6 +10,7 @@ from kgprobe.errors import StudyError
 from kgprobe.reasoning.distractors import Protocol, parse_protocol
 from kgprobe.reasoning.filtering import Ranking, parse_ranking
 from kgprobe.reasoning.rule_names import RULES
+from kgprobe.studies.controls import FREE, controls_option, parse_controls
 from kgprobe.studies.ontology_source import OntologySource, add_ontology_options
 from kgprobe.studies.options import (
     answers_options,
@@ -48,10 +49,13 @@ class ConsistencyConfig:
     #: rank, or generate: a statement believed when the model writes its gold (`generate.py`)
     answers: str = "rank"
     max_new_tokens: int = 8  # --answers generate: the longest answer, in tokens
+    #: the controls scored beside the model and tested against it (`claims`); `FREE` by default
+    controls: tuple[str, ...] = FREE
 
     def __post_init__(self) -> None:
         self.candidates = parse_protocol(self.candidates)
         self.ranking = parse_ranking(self.ranking)
+        self.controls = parse_controls(self.controls)
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> "ConsistencyConfig":
@@ -75,6 +79,10 @@ class ConsistencyConfig:
         answers = getattr(args, "answers", "rank")
         max_new_tokens = getattr(args, "max_new_tokens", 8)
         reference = check(answers, max_new_tokens, args.believe_at, args.reference)
+        controls = parse_controls(getattr(args, "controls", None))
+        if answers == "generate" and "prior" in controls:
+            raise StudyError("--controls prior: the content-free prior has no open answer; "
+                             "leave prior out with --answers generate")
         rules = None
         if args.rules != "all":
             rules = tuple(r for r in RULES if r in comma_list(args.rules, choices=RULES,
@@ -82,7 +90,8 @@ class ConsistencyConfig:
         return cls(args.model, rules, args.limit or None, args.seed, args.template,
                    parse_protocol(args.candidates), parse_ranking(args.ranking), args.believe_at,
                    OntologySource.from_args(args), **ModelSettings.from_args(args).fields(),
-                   reference=reference, answers=answers, max_new_tokens=max_new_tokens)
+                   reference=reference, answers=answers, max_new_tokens=max_new_tokens,
+                   controls=controls)
 
     def pinned(self) -> dict:
         """The settings a run folder is pinned to: every one that decides which statements
@@ -103,7 +112,8 @@ class ConsistencyConfig:
         return OntologySource.of(self.ontology)
 
     def report_settings(self) -> dict:
-        return {"believe_at": self.believe_at, "reference": self.reference}
+        return {"believe_at": self.believe_at, "reference": self.reference,
+                "controls": list(self.controls)}
 
     def template_indices(self, n_templates: int) -> list[int]:
         """The template indices a run asks: one, or every index some relation has."""
@@ -128,6 +138,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="whose consistency the headline subtracts (default prior: the model's "
                         "own content-free prior, prior:MODEL, scored in the same run; with "
                         "--answers generate, frequency)")
+    controls_option(p, "each is tested against the model, paired on the same statements; a "
+                       "row is claimed only above every one of them")
     answers_options(p, "a statement is believed when the model's own answer is its gold "
                        "(rank: when its gold ranks at --believe-at)")
     dry_run_option(p)

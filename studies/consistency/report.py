@@ -10,6 +10,8 @@ from kgprobe.atomic import write_text
 from kgprobe.studies.runner import read_results
 from kgprobe.studies.stats import MIN_ITEMS, read_predictions
 
+from .wild_bootstrap import MIN_CLUSTERS
+
 TITLE = "Consistency study: are a model's beliefs about real entities closed under entailment?"
 #: Violations shown as examples.
 EXAMPLES = 8
@@ -35,23 +37,54 @@ def _pct(row: dict, key: str) -> str:
     return f"{100 * value:.1f} [{100 * lo:.1f}, {100 * hi:.1f}]"
 
 
+def _controls(rows: list[dict]) -> list[str]:
+    """The controls the run tested the model against (their ``vs_NAME`` columns)."""
+    from kgprobe.studies.controls import CHOICES
+
+    return [c for c in CHOICES if rows and f"vs_{c}" in rows[0]]
+
+
+def _signed(row: dict, key: str) -> str:
+    """``+12.3 [+4.0, +20.1]`` points, ``[not testable]`` where the interval is undefined."""
+    value, lo, hi = _num(row, key), _num(row, f"{key}_lo"), _num(row, f"{key}_hi")
+    if value != value:
+        return "—"
+    if lo != lo:
+        return f"{100 * value:+.1f} [not testable]"
+    return f"{100 * value:+.1f} [{100 * lo:+.1f}, {100 * hi:+.1f}]"
+
+
 def format_table(rows: list[dict]) -> str:
     """The results as a Markdown table (percentages with 95 % intervals)."""
+    controls = _controls(rows)
     head = ("| rule | template | derivations (clusters) | both believed | consistency "
-            "| minus reference | p (Holm) | matched difference | p (Holm) | controls' upper "
-            "bound | claimed | P(c \\| not both) | difference | p (Holm) | violations | MRR "
-            "| graded |")
-    lines = [head, "|" + "---|" * 17]
+            "| minus base rate | subject-matched (strata, G) | "
+            + "".join(f"minus {c}'s (G, p) | " for c in controls)
+            + "p claim (Holm) | claimed | P(c \\| not both) | difference | p (Holm) "
+            "| matched difference | p (Holm) | minus reference | violations | MRR | graded |")
+    lines = [head, "|" + "---|" * (18 + len(controls))]
     for r in rows:
+        versus = "".join(f"{_signed(r, f'vs_{c}')} ({r.get(f'G_vs_{c}', '')}, "
+                         f"{_p(r, f'p_vs_{c}')}) | " for c in controls)
         lines.append(
             f"| {r['rule']} | {r['template']} | {r['n_derivations']} ({r.get('n_clusters', '')})"
             f" | {r['n_both']} | {_pct(r, 'consistency')} | "
-            f"{_pct(r, 'consistency_minus_prior')} | {_p(r, 'p_minus_prior_holm')} | "
-            f"{_pct(r, 'matched_difference')} | {_p(r, 'p_matched_holm')} | "
-            f"{_one(r, 'controls_hi')} | {r.get('claimed', '')} | "
+            f"{_signed(r, 'consistency_minus_base_rate')} | "
+            f"{_signed(r, 'subject_matched')} ({r.get('n_strata', '')}, {r.get('G', '')}) | "
+            f"{versus}{_p(r, 'p_claim')} ({_p(r, 'p_claim_holm')}) | {_claimed(r)} | "
             f"{_pct(r, 'p_given_not_both')} | {_pct(r, 'difference')} | {_p(r, 'p_holm')} | "
+            f"{_pct(r, 'matched_difference')} | {_p(r, 'p_matched_holm')} | "
+            f"{_pct(r, 'consistency_minus_prior')} | "
             f"{r['violations']} | {_pct(r, 'MRR')} | {_pct(r, 'graded')} |")
     return "\n".join(lines)
+
+
+def _claimed(r: dict) -> str:
+    if str(r.get("claimed")) == "True":
+        return "**yes**"
+    if str(r.get("confirmatory")) != "True":
+        return "exploratory"
+    return "no" if str(r.get("testable")) == "True" else "not testable"
 
 
 def _p(row: dict, key: str) -> str:
@@ -71,12 +104,12 @@ def reading(rows: list[dict]) -> str:
         name = f"{r['rule']} (template {r['template']})"
         if int(r["n_both"]) == 0:
             lines.append(f"- {name}: no derivation has both premises believed, so consistency "
-                         "is undefined.")
+                         "is undefined" + _confirmatory(r) + ".")
             continue
         if int(r["n_both"]) < MIN_ITEMS:
             lines.append(f"- {name}: only {r['n_both']} derivations have both premises believed "
                          f"(consistency {_pct(r, 'consistency')} %, {r['violations']} violations): "
-                         f"too few (< {MIN_ITEMS}) to read.")
+                         f"too few (< {MIN_ITEMS}) to read" + _confirmatory(r) + ".")
             continue
         text = (f"- {name}: the conclusion is believed in {_pct(r, 'consistency')} % of the "
                 f"{r['n_both']} derivations whose premises are both believed "
@@ -93,29 +126,49 @@ def reading(rows: list[dict]) -> str:
             text += ("; the data show no difference from derivations whose premises are not "
                      f"both believed ({what} {_pct(r, 'difference')} points"
                      + (f", Holm p = {p:.3g})" if p == p else ")"))
-        if str(r.get("claimed")) == "True":
-            text += (f"; **claimed**: above its reference ({r.get('reference')}) by "
-                     f"{_pct(r, 'consistency_minus_prior')} points, above what control premises "
-                     f"give ({_pct(r, 'matched_difference')} points), and above every "
-                     "control's upper bound")
-        elif "claimed" in r:
-            text += "; not claimed: " + _why_not(r)
+        text += "; " + _verdict(r)
         lines.append(text + ".")
     return "\n".join(lines)
 
 
+def _confirmatory(r: dict) -> str:
+    """A confirmatory row's verdict, after a reading that says nothing else."""
+    return "; " + _verdict(r) if str(r.get("confirmatory")) == "True" else ""
+
+
+def _verdict(r: dict) -> str:
+    """The row's claim (`claims`), or which of its conditions it misses."""
+    from .claims import FAMILY
+
+    if str(r.get("confirmatory")) != "True":
+        return "exploratory (the confirmatory family is " + FAMILY + ")"
+    matched = f"subject-matched contrast {_signed(r, 'subject_matched')} points"
+    if str(r.get("claimed")) == "True":
+        return (f"**claimed**: the {matched} is above 0 and above every control's on the same "
+                f"statements (intersection–union p = {_p(r, 'p_claim')}, Holm "
+                f"{_p(r, 'p_claim_holm')})")
+    if str(r.get("testable")) != "True":
+        return (f"not claimed: **not testable** (the {matched} rests on "
+                f"{r.get('G', 0)} clusters; at least {MIN_CLUSTERS} are needed for every "
+                "comparison)")
+    return _why_not(r)
+
+
 def _why_not(r: dict) -> str:
-    """Which of the claim's conditions (`beliefs.claim`) the row misses."""
+    """Which of the claim's conditions (`claims.confirm`) a testable row misses."""
+    from .beliefs import MIN_BOTH
+
     missing = []
-    if not (_num(r, "consistency_minus_prior_lo") > 0
-            and _num(r, "p_minus_prior_holm") < ALPHA):
-        missing.append(f"not above its reference {r.get('reference') or '—'} "
-                       f"({_pct(r, 'consistency_minus_prior')})")
-    if not (_num(r, "matched_difference_lo") > 0 and _num(r, "p_matched_holm") < ALPHA):
-        missing.append(f"not above control premises ({_pct(r, 'matched_difference')})")
-    if _num(r, "consistency") <= _num(r, "controls_hi"):
-        missing.append(f"within the controls' upper bound ({_one(r, 'controls_hi')})")
-    return "; ".join(missing) or "too few derivations"
+    if not _num(r, "p_subject_matched") < ALPHA:
+        missing.append(f"subject-matched contrast not above 0 ({_signed(r, 'subject_matched')},"
+                       f" p = {_p(r, 'p_subject_matched')})")
+    missing += [f"not above {c} ({_signed(r, f'vs_{c}')}, p = {_p(r, f'p_vs_{c}')})"
+                for c in _controls([r]) if not _num(r, f"p_vs_{c}") < ALPHA]
+    if int(r["n_both"]) < MIN_BOTH:
+        missing.append(f"fewer than {MIN_BOTH} derivations with both premises believed")
+    if not missing:
+        missing.append(f"Holm-adjusted p {_p(r, 'p_claim_holm')} ≥ {ALPHA}")
+    return "not claimed: " + "; ".join(missing)
 
 
 def _statement(label: str, s: dict) -> str:
@@ -182,17 +235,26 @@ def write_report(out: str | Path) -> Path:
                 "ontology; rank 1 below, else one past the candidates)."
                 if config.get("answers") == "generate" else
                 f"a statement is believed when its gold ranks ≤ {believe_at}."), "", f"Derivations (sampled of askable): {sampled or '—'}.", "",
-            "Percentages with 95 % bootstrap intervals over clusters of derivations that share "
-            "a statement; consistency = P(conclusion believed | both premises believed); minus "
-            "reference = consistency − the reference model's on the same derivations; matched "
-            "difference = P(conclusion believed | its premises believed) − P(conclusion "
-            "believed | control premises that do not entail it believed); difference = "
-            "consistency − P(conclusion believed | not both); p: permutation tests keeping "
-            "clusters whole, Holm-adjusted over the whole table; claimed: both contrasts above "
-            "0 (interval and Holm p < 0.05), at least 10 derivations with both premises "
-            "believed, and consistency above every control's (frequency, copy, random) upper "
-            "bound; graded = the conclusions' mean reciprocal rank weighted by "
-            "min(RR(P1), RR(P2)).", "", format_table(rows), "", "## Reading", "", reading(rows),
+            "Percentages with 95 % intervals. consistency = P(conclusion believed | both "
+            "premises believed); minus base rate = consistency − the conclusions' base rate "
+            "(the model's belief rate on statements of the same relation and answer about "
+            "other subjects); **subject-matched** = for the same subject and relation, belief "
+            "in conclusions entailed by believed premises − belief in its conclusions that are "
+            "not, each net of its base rate (strata: subjects with both kinds; G: clusters); "
+            "minus NAME's = the same contrast, model − control, paired on the same statements; "
+            "those intervals and p's are a wild cluster bootstrap-t (Webb weights, one-sided "
+            f"p), not testable below {MIN_CLUSTERS} clusters. p claim = the largest of the "
+            "subject-matched contrast's and every comparison's p (the model must beat each); "
+            "Holm runs over the confirmatory family, the `all` row of each template; a row is "
+            "claimed when every comparison is testable, its Holm p < 0.05, at least 10 "
+            "derivations have both premises believed, and the model is not itself a control. "
+            "The remaining columns are exploratory (BCa bootstrap over clusters of derivations "
+            "sharing a statement, permutation tests, Holm over the whole table): difference "
+            "= consistency − P(conclusion believed | not both); matched difference = against "
+            "control premises of another subject with the same answer; minus reference = "
+            "consistency − the reference model's (`--reference`); graded = the conclusions' "
+            "mean reciprocal rank weighted by "
+"min(RR(P1), RR(P2)).", "", format_table(rows), "", "## Reading", "", reading(rows),
             "", "## How often each kind of statement is believed", "", statements_table(out),
             "", "## Violations", "", violations(read_predictions(out), believe_at), ""]
     if rows:

@@ -25,12 +25,14 @@ from pathlib import Path
 from kgprobe.atomic import write_json, write_jsonl, write_text
 from kgprobe.errors import StudyError
 from kgprobe.reasoning.distractors import Protocol
+from kgprobe.studies.controls import control_model, is_control
 from kgprobe.studies.options import use_chat
 from kgprobe.studies.runner import Unit, read_unit, rows_to_csv, run_units, unit_path
 
-from .beliefs import COLUMNS, DerivationRanks, claim, consistency_table
+from .beliefs import COLUMNS, DerivationRanks, consistency_table
+from .claims import claim_columns, confirm, entailment_rows
 from .config import NAME, ConsistencyConfig
-from .controls import CONTROLS, reference_model
+from .controls import reference_model
 from .probes import Candidates, Probe, asked_golds, distinct_requests, prompt_of, rank_statement
 from .statements import BeliefDerivation, Statement
 
@@ -39,8 +41,7 @@ STUDY = "consistency"
 #: controls.csv: each control model's own table (no reference, nothing claimed).
 CONTROL_COLUMNS = [c for c in COLUMNS if c not in {
     "reference", "reference_consistency", "consistency_minus_prior", "consistency_minus_prior_lo",
-    "consistency_minus_prior_hi", "p_minus_prior", "p_minus_prior_holm", "controls_hi",
-    "claimed"}]
+    "consistency_minus_prior_hi", "p_minus_prior", "p_minus_prior_holm"}]
 
 
 @dataclass
@@ -199,7 +200,8 @@ def run_config(config: ConsistencyConfig, out: Path, *, progress: bool = True) -
     ranks = scored_ranks(setup, loaded, out, progress, summary=True)
     reference = reference_model(config.model, config.reference)
     others = {}
-    for name in dict.fromkeys((reference, *CONTROLS)):
+    for name in dict.fromkeys((reference, *(control_model(c, config.model)
+                                            for c in config.controls))):
         if name == config.model:
             others[name] = ranks
             continue
@@ -264,16 +266,21 @@ def write_tables(setup: Setup, ranks: dict[tuple[str, int], dict], out: Path,
     ref = cells_of(setup, others[reference], matched) if reference in others else None
     rows = consistency_table(by_cell, believe_at=config.believe_at, seed=config.seed,
                              reference=ref, reference_name=reference if ref else "")
-    tables = {name: consistency_table(cells_of(setup, r, matched), believe_at=config.believe_at,
-                                      seed=config.seed)
-              for name, r in others.items() if name in CONTROLS}
-    rows = claim(rows, tables)
-    write_text(out / "results.csv", rows_to_csv([blank_nan(r) for r in rows], COLUMNS))
+    controls = {c: control_model(c, config.model or "-") for c in config.controls}
+    controls = {c: name for c, name in controls.items() if name in others}
+    entail = entailment_rows(setup.derivations, statements_of(setup),
+                             {config.model: ranks, **{c: others[n] for c, n in controls.items()}},
+                             config.model, tuple(controls), believe_at=config.believe_at,
+                             seed=config.seed)
+    rows = confirm([{**row, **entail[(row["rule"], row["template"])]} for row in rows],
+                   control_run=is_control(config.model))
+    columns = [*COLUMNS, *claim_columns(tuple(controls))]
+    write_text(out / "results.csv", rows_to_csv([blank_nan(r) for r in rows], columns))
     if others:
         control_rows = []
         for name, r in others.items():
-            table = tables.get(name) or consistency_table(
-                cells_of(setup, r, matched), believe_at=config.believe_at, seed=config.seed)
+            table = consistency_table(cells_of(setup, r, matched),
+                                      believe_at=config.believe_at, seed=config.seed)
             control_rows += [{"model": name, **row} for row in table]
         write_text(out / "controls.csv", rows_to_csv([blank_nan(r) for r in control_rows],
                                                      ["model", *CONTROL_COLUMNS]))
@@ -295,6 +302,14 @@ def write_tables(setup: Setup, ranks: dict[tuple[str, int], dict], out: Path,
                        for rule, ds in setup.derivations.items()},
         "skipped": dict(sorted(setup.skipped.items()))})
     return rows
+
+
+def statements_of(setup: Setup) -> dict[int, dict[str, Statement]]:
+    """template → every statement scored in it, by key (the base rates' population)."""
+    out: dict[int, dict[str, Statement]] = {}
+    for (_, t), probes in setup.probes.items():
+        out.setdefault(t, {}).update({p.statement.key: p.statement for p in probes})
+    return out
 
 
 def blank_nan(row: dict) -> dict:
