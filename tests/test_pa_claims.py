@@ -140,3 +140,15 @@ def test_beyond_every_is_the_largest_p_and_names_the_controls_that_stop_it():
     p, stopping = beyond_every({})
     assert math.isnan(p) and stopping == []
     assert np.isnan(beyond_every({"copy": Comparison("c", "one-sided", *[math.nan] * 4, "0")})[0])
+
+
+def test_a_premise_blind_model_above_every_control_is_stopped_by_its_unwritten_self():
+    """frequency's own run: above copy where distractors pull copy off the gold, but the same
+    ranking whatever is written, so no row is claimed."""
+    blind = prompts(lambda cell, i, pair: 0.8 + 0.01 * (i % 3))
+    rows, _ = comparison_table(blind, {"frequency": prompts(heuristic),
+                                       "copy": prompts(heuristic)}, SETTINGS)
+    for row in family(rows).values():
+        assert row["claimed"] is False and row["stopped_by"] == "unwritten"
+        assert row["control_lo_copy"] > 0 and row["control_diff_unwritten"] == pytest.approx(0)
+        assert verdict(row, ["frequency", "copy"]).startswith("not beyond its own unwritten")

@@ -46,7 +46,7 @@ from kgprobe.studies.controls import control_columns as generic_columns
 
 from .cells import COMPARISONS, MEAN, Prompt, compare, load_prompts, sample
 from .config import COMPARISON_COLUMNS, METRICS
-from .family import DESCRIPTIVE_ROLE, TEMPLATE, confirmatory_rows, declared
+from .family import DESCRIPTIVE_ROLE, TEMPLATE, UNWRITTEN, confirmatory_rows, declared
 from .settings import ReportSettings
 
 INTERACTION = "known P1 (implicit − not given), P2 written minus P2 not given"
@@ -201,9 +201,10 @@ def grid_levels(prompts: list[Prompt], config: ReportSettings) -> list:
     kinds = config.templates or sorted({p.template for p in prompts})
     if TEMPLATE not in kinds:
         return []
+    manual = [p for p in prompts if p.template == TEMPLATE]
     return [({"template": TEMPLATE, "rule": MEAN, "comparison": d.label},
-             [p for p in prompts if p.template == TEMPLATE and (p.p1, p.p2) == (d.p1, d.p2)])
-            for d in declared("grid")]
+             [p for p in manual if (p.p1, p.p2) == (d.p1, d.p2)],
+             [p for p in manual if (p.p1, p.p2) in d.unwritten]) for d in declared("grid")]
 
 
 def grid_family(prompts: list[Prompt], controls: dict[str, list[Prompt]],
@@ -252,10 +253,10 @@ def comparison_table(prompts: list[Prompt], controls: dict[str, list[Prompt]],
     against = tested_controls(names, config.model)
     levels, found, keys, beside = [], [], [], []
     for design in (grid_family(prompts, controls, config), *families):
-        theirs = {c: {_row_key(k): ps for k, ps in design.levels(design.controls[c])}
+        theirs = {c: {_row_key(k): ps for k, ps, _ in design.levels(design.controls[c])}
                   for c in against if c in design.controls}
-        for key, mine in design.levels(design.model):
-            levels.append(({"family": design.name, **key}, mine,
+        for key, mine, unwritten in design.levels(design.model):
+            levels.append(({"family": design.name, **key}, mine, unwritten,
                            {c: t[_row_key(key)] for c, t in theirs.items()
                             if _row_key(key) in t}))
         copy = design.controls.get(COPY)
@@ -280,7 +281,8 @@ def comparison_table(prompts: list[Prompt], controls: dict[str, list[Prompt]],
     columns = ["family", "role", *COMPARISON_COLUMNS, "depth", "distractors", "estimate", "lo",
                "hi", "model_value",
                *[f"control_{what}_{c}" for c in names for what in ("estimate", "hi")],
-               *[f"control_{what}_{c}" for c in against for what in ("diff", "lo", "p")],
+               *[f"control_{what}_{c}" for c in (*against, UNWRITTEN) if against
+                 for what in ("diff", "lo", "p")],
                "stopped_by", "claimed"]
     return rows, columns
 

@@ -16,7 +16,7 @@ import math
 from kgprobe.studies.controls import CHOICES, is_control
 
 from .contrasts import tested_controls
-from .family import CONFIRMATORY_ROLE, reads, verdict
+from .family import CONFIRMATORY_ROLE, UNWRITTEN, reads, verdict
 from .settings import ReportSettings
 
 def number(value) -> float | None:
@@ -92,24 +92,27 @@ def claimed_lines(comparisons: list[dict], config: ReportSettings) -> list[str]:
              + ", so no difference can be read against what a model that cannot reason "
              "scores."), "", NOT_A_REASONER, ""]
     rows = confirmatory(comparisons)
+    shown = [*against, UNWRITTEN]
     lines += self_note + [
         ("A claim is a row of the confirmatory family, declared before the run "
          "(docs/premise-ablation.md#what-a-run-claims): the model's MRR in a cell against each "
          f"control's ({', '.join(against)}) on the very prompts both scored, model − control "
          "per control, one-sided (is the model above it?), with its one-sided 95% lower bound "
-         "in brackets. A row is claimed when it is above every control: each lower bound "
+         "in brackets; and against its own MRR on the same items with the row's premises "
+         "left out (*unwritten*): the premises must raise it. A row is claimed when it is "
+         "above every control and its unwritten self: each lower bound "
          "above 0 and the row's p — the largest of its per-control p's (an intersection–union "
          "test, which needs no correction across controls) — below 0.05 after Holm's "
          f"adjustment over the family's {len(rows)} rows only. Rules averaged, manual "
          "templates; MRR in %."), "",
-        "| row | model | " + " | ".join(against) + " | "
-        + " | ".join(f"model − {c}" for c in against) + " | p (Holm, family) | verdict |",
-        "|---" * (4 + 2 * len(against)) + "|"]
+        "| row | model | " + " | ".join(shown) + " | "
+        + " | ".join(f"model − {c}" for c in shown) + " | p (Holm, family) | verdict |",
+        "|---" * (4 + 2 * len(shown)) + "|"]
     for r in rows:
         p = number(r.get("p_holm"))
         lines.append(f"| {row_name(r)} | {_points(r.get('model_value'))} | "
-                     + " | ".join(_points(r.get(f"control_estimate_{c}")) for c in against)
-                     + " | " + " | ".join(_diff(r, c) for c in against)
+                     + " | ".join(_points(r.get(f"control_estimate_{c}")) for c in shown)
+                     + " | " + " | ".join(_diff(r, c) for c in shown)
                      + f" | {'–' if p is None else f'{p:.3g}'} | {verdict(r, against)} |")
     claimed = [r for r in rows if _claimed(r)]
     lines.append("")
@@ -120,7 +123,8 @@ def claimed_lines(comparisons: list[dict], config: ReportSettings) -> list[str]:
                        "it does not say the inference is valid for other items or wordings.")]
     else:
         lines.append(f"Nothing is claimed: no row of the family ({len(rows)} rows) is above "
-                     f"every control ({', '.join(against)}) after Holm's adjustment.")
+                     f"every control ({', '.join(against)}) and its unwritten self after "
+                     "Holm's adjustment.")
     rest = descriptive(comparisons)
     lines += ["", NOT_A_REASONER, "",
               (f"Every other row of comparisons.csv ({len(rest)} rows: "

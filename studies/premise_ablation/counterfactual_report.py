@@ -156,7 +156,8 @@ def levels(data: Data) -> list:
     from .family import declared
 
     return [({"template": "manual", "rule": MEAN, "comparison": d.label},
-             [p for p in data[0] if (p.p1, p.p2) == (d.p1, d.p2)])
+             [p for p in data[0] if (p.p1, p.p2) == (d.p1, d.p2)],
+             [p for p in data[0] if (p.p1, p.p2) in d.unwritten])
             for d in declared("counterfactual")]
 
 

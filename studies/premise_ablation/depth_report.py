@@ -189,7 +189,8 @@ def depth_levels(prompts: list[Chained], config: ReportSettings) -> list:
     prompts = common(prompts)
     cells = [(d, n) for d, n, w in _cells(config, prompts) if w == WRITTEN and n > 0]
     return [({"template": "manual", "rule": MEAN, "comparison": depth_label(d, n),
-              "depth": d, "distractors": n}, _of(prompts, d, n, WRITTEN)) for d, n in cells]
+              "depth": d, "distractors": n}, _of(prompts, d, n, WRITTEN),
+             _of(prompts, d, 0, UNWRITTEN)) for d, n in cells]
 
 
 def _value(row: dict, key: str) -> float | None:

@@ -15,6 +15,14 @@ these rows only — the run's rows among them: a run without chained or counterf
 has a smaller family. Every other row of comparisons.csv (per-rule rows, written − unwritten
 gains, "minus copy" contrasts, the interaction, unpaired rows) is descriptive: read, never
 claimed.
+
+Besides the controls, each row is tested against the model's own prompts of the same items
+with the row's premises left out (`UNWRITTEN`), as one more component of the
+intersection–union test: a claim also needs the written premises to raise the model's own
+rank of the gold. A control that ignores the prompt (frequency: the same ranking whatever is
+written) can exceed the other controls where naming distractors pull copy off the gold, and
+without this component its own run would be claimed there; with it, a model has to use what
+is written.
 """
 
 from __future__ import annotations
@@ -33,6 +41,9 @@ from .settings import ReportSettings
 CONFIRMATORY_ROLE, DESCRIPTIVE_ROLE = "confirmatory", "descriptive"
 #: The templates the family reads (the paper's protocol); soft-template rows are descriptive.
 TEMPLATE = "manual"
+#: The reference every row is also tested against besides the controls: the model itself on
+#: the same items (pair, template) with the row's written premises left out (`Declared.unwritten`).
+UNWRITTEN = "unwritten"
 
 
 @dataclass(frozen=True)
@@ -46,6 +57,9 @@ class Declared:
     p1: str
     p2: str
     reads: str
+    #: the cells that ask the same items with the row's written premises left out (the
+    #: model's own `UNWRITTEN` reference); depth rows: none written at the same depth
+    unwritten: tuple[tuple[str, str], ...] = ()
 
 
 BOTH = "both premises written, model − control"
@@ -59,24 +73,27 @@ FALSE_P1 = "false P1 written (P2 written), model − control"
 CONFIRMATORY = (
     Declared("grid", BOTH, "explicit", "explicit",
              "with both premises written the model ranks the entailed answer above every "
-             "control on the same prompts"),
+             "control on the same prompts",
+             (("not", "not"), ("not", "implicit"), ("implicit", "not"),
+              ("implicit", "implicit"))),
     Declared("grid", KNOWN_P1, "implicit", "explicit",
              "with P2 written and a P1 it knows left unwritten, the model ranks the entailed "
              "answer above every control on the same prompts: it combines a recalled premise "
-             "with a written one"),
+             "with a written one", (("implicit", "not"),)),
     Declared("grid", P1_ONLY, "explicit", "not",
              "with P1 written alone the model ranks the gold above every control on the same "
-             "prompts"),
+             "prompts", (("not", "not"), ("implicit", "not"))),
     Declared("grid", P2_ONLY, "not", "explicit",
              "with P2 written alone the model ranks the gold above every control on the same "
-             "prompts"),
+             "prompts", (("not", "not"), ("not", "implicit"))),
     Declared("depth", CHAIN, "explicit", "explicit",
              "with the whole chain and distractors that name other candidates written, the "
              "model picks the entailed candidate more often than every control on the same "
              "prompts; it does not show which derivation steps it takes"),
     Declared("counterfactual", FALSE_P1, "explicit", "explicit",
              "the model follows a written false P1 to the term it entails more than every "
-             "control on the same prompts: it uses the premise, not only its recall"),
+             "control on the same prompts: it uses the premise, not only its recall",
+             (("not", "explicit"),)),
 )
 
 
@@ -99,8 +116,9 @@ def reads(label: str) -> str:
 
 
 #: One confirmatory row's key columns (family, template, rule, comparison, and depth and
-#: distractors for a depth row) and the prompts of its cell.
-Level = tuple[dict, list[Prompt]]
+#: distractors for a depth row), the prompts of its cell and those of the same items with its
+#: premises unwritten.
+Level = tuple[dict, list[Prompt], list[Prompt]]
 #: A design's declared cells, from one model's data: `Family.levels`.
 Levels = Callable[[object], list[Level]]
 
@@ -134,10 +152,13 @@ def against(name: str, mine: list[Prompt], theirs: list[Prompt],
     return test, level([q for _, q in pairs])
 
 
-def confirmatory_rows(levels: Sequence[tuple[dict, list[Prompt], Mapping[str, list[Prompt]]]],
+def confirmatory_rows(levels: Sequence[tuple[dict, list[Prompt], list[Prompt],
+                                             Mapping[str, list[Prompt]]]],
                       controls: Sequence[str], config: ReportSettings) -> list[dict]:
     """comparisons.csv's confirmatory rows: for each (key, the model's prompts of the cell,
-    each control's prompts of it), the model's MRR, each control's (``control_estimate_C``),
+    its prompts of the same items unwritten, each control's prompts of the cell), the model's
+    MRR, each control's (``control_estimate_C``; C also ``unwritten``: the model's own
+    unwritten prompts, tested like a control),
     the paired one-sided test against each (``control_diff_C``, ``control_lo_C``: the
     one-sided 95 % lower bound, ``control_p_C``), the intersection–union p (``p``), Holm's
     adjustment over these rows only (``p_holm``) and ``claimed``: Holm p below 0.05 and every
@@ -145,9 +166,11 @@ def confirmatory_rows(levels: Sequence[tuple[dict, list[Prompt], Mapping[str, li
     model itself). ``estimate``/``lo``/``hi`` are the test of the control that binds (the
     largest p)."""
     rows, ps = [], []
-    for key, mine, theirs in levels:
+    references = [*controls, UNWRITTEN] if controls else []
+    for key, mine, unwritten, theirs in levels:
+        theirs = {**theirs, UNWRITTEN: unwritten}
         tests, values = {}, {}
-        for c in controls:
+        for c in references:
             if c in theirs:
                 tests[c], values[c] = against(f"{key['comparison']} vs {c}", mine, theirs[c],
                                               config)
@@ -160,7 +183,7 @@ def confirmatory_rows(levels: Sequence[tuple[dict, list[Prompt], Mapping[str, li
                "difference": best.estimate, "difference_lo": best.lo, "difference_hi": best.hi,
                "estimate": best.estimate, "lo": best.lo, "hi": best.hi, "p": p,
                "stopped_by": ",".join(stopping) if tests else "no control"}
-        for c in controls:
+        for c in references:
             t = tests.get(c)
             row[f"control_estimate_{c}"] = values.get(c, math.nan)
             row[f"control_diff_{c}"] = math.nan if t is None else t.estimate
@@ -203,11 +226,12 @@ def verdict(row: Mapping, controls: Sequence[str]) -> str:
     parts = []
     for c in stopping:
         diff, lo = num(f"control_diff_{c}"), num(f"control_lo_{c}")
-        parts.append(f"{c} ({100 * diff:+.1f}, lower bound {100 * lo:+.1f})"
-                     if math.isfinite(diff) else f"{c} (no prompts matched)")
+        name = "its own unwritten prompts" if c == UNWRITTEN else c
+        parts.append(f"{name} ({100 * diff:+.1f}, lower bound {100 * lo:+.1f})"
+                     if math.isfinite(diff) else f"{name} (no prompts matched)")
     return "not beyond " + ", ".join(parts)
 
 
 __all__ = ["BOTH", "CHAIN", "CONFIRMATORY", "CONFIRMATORY_ROLE", "DESCRIPTIVE_ROLE",
-           "Declared", "FALSE_P1", "KNOWN_P1", "P1_ONLY", "P2_ONLY", "TEMPLATE", "against",
+           "Declared", "FALSE_P1", "KNOWN_P1", "P1_ONLY", "P2_ONLY", "TEMPLATE", "UNWRITTEN", "against",
            "confirmatory_rows", "declared", "depth_label", "level", "reads", "verdict"]
