@@ -16,7 +16,7 @@ from kgprobe.studies.premise_ablation.family import BOTH, KNOWN_P1, P1_ONLY, P2_
 from kgprobe.studies.premise_ablation.settings import ReportSettings
 
 SETTINGS = ReportSettings(model="some-lm", rules=("rdfs9", "rdfs11"), templates=("manual",),
-                          resamples=500, controls=("frequency", "copy"))
+                          resamples=200, controls=("frequency", "copy"))
 CELLS = [(p1, p2) for p1 in ("not", "implicit", "explicit") for p2 in ("not", "implicit", "explicit")]
 GRID_ROWS = (BOTH, KNOWN_P1, P1_ONLY, P2_ONLY)
 

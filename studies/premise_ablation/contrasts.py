@@ -281,6 +281,7 @@ def comparison_table(prompts: list[Prompt], controls: dict[str, list[Prompt]],
     columns = ["family", "role", *COMPARISON_COLUMNS, "depth", "distractors", "estimate", "lo",
                "hi", "model_value",
                *[f"control_{what}_{c}" for c in names for what in ("estimate", "hi")],
+               *([f"control_estimate_{UNWRITTEN}"] if against else []),
                *[f"control_{what}_{c}" for c in (*against, UNWRITTEN) if against
                  for what in ("diff", "lo", "p")],
                "stopped_by", "claimed"]

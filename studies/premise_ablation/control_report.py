@@ -128,7 +128,7 @@ def claimed_lines(comparisons: list[dict], config: ReportSettings) -> list[str]:
     rest = descriptive(comparisons)
     lines += ["", NOT_A_REASONER, "",
               (f"Every other row of comparisons.csv ({len(rest)} rows: "
-               f"{', '.join(_families(rest)) or 'none'}; ``role`` descriptive) describes the "
+               f"{', '.join(_families(rest)) or 'none'}; `role` descriptive) describes the "
                "run — per-rule cells, written − unwritten gains, gains minus copy's, the "
                "known-P1 interaction, unpaired cell differences — with its interval and a "
                "Holm p over the descriptive rows; none is a claim, whatever its interval."), ""]
