@@ -82,9 +82,10 @@ def claimed_lines(comparisons: list[dict], config: ReportSettings) -> list[str]:
     if is_control(config.model):
         others = ", ".join(against) or "no other control"
         self_note = [(f"`{config.model}` is itself a control: its rows are read against the "
-                      f"other controls ({others}), never against itself, so a claim here would "
-                      "mean the design credits a model that cannot reason; none is expected."),
-                     ""]
+                      f"other controls ({others}), never against itself. A row claimed here is "
+                      "one that only the missing control (this one) stands in front of: it "
+                      "says which control a language model's claim on that row needs, not that "
+                      f"`{config.model}` reasons."), ""]
     if not against:
         return lines + self_note + [
             ("Nothing: no control " + ("besides the model itself " if self_note else "")
