@@ -8,16 +8,19 @@
 * **against a target** (both premises written vs a perfect 100): the bootstrap p-value of the
   target, the test the percentile interval inverts.
 
-`holm` adjusts a report's p-values together; `Comparison.supported` is the report's rule for
-stating a finding, `claimed` its rule for claiming one against the controls. scipy is
-imported inside the functions that use it.
+* **one-sided, against a control** (`one_sided`): a model − a control on the prompts both
+  scored, in the declared direction model > control; `beyond_every` joins one such test per
+  control into the intersection–union test a claim rests on.
+
+`holm` adjusts a family's p-values together; `Comparison.supported` is the report's rule for
+stating a (descriptive) finding. scipy is imported inside the functions that use it.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 from kgprobe.studies.stats import (
@@ -26,6 +29,7 @@ from kgprobe.studies.stats import (
     RESAMPLES,
     TEST_FACTOR,
     Clustered,
+    Crossed,
     bootstrap_interval,
     chunks,
     percentile,
@@ -165,21 +169,81 @@ def against_target(name: str, sample: Clustered, target: float, *, seed: int,
                       str(sample.n_items))
 
 
-def claimed(comparison: Comparison, control_upper: Sequence[float], *,
-            control_model: bool = False, with_prior: bool = False,
-            alpha: float = 1 - CONFIDENCE) -> bool:
-    """Whether a comparison is a claim: `supported` (interval off 0, Holm p below alpha) and
-    its estimate above every control's upper bound on the same contrast. Never with no
-    control to read it against, a control whose bound is unknown, or when the model is itself
-    a control (`control_model`): a model that cannot reason shows no reasoning. An unpaired
-    comparison (different items on each side) also needs the model's own content-free prior
-    among the controls (`with_prior`): the model may simply prefer one side's answers, which
-    only its prior reproduces."""
-    if control_model or not len(control_upper) or not comparison.supported(alpha):
-        return False
-    if comparison.test == "unpaired" and not with_prior:
-        return False
-    return all(math.isfinite(hi) and comparison.estimate > hi for hi in control_upper)
+def one_sided(name: str, first: Clustered, second: Clustered, *, seed: int,
+              crossed: Crossed | None = None, resamples: int = RESAMPLES,
+              alpha: float = 1 - CONFIDENCE) -> Comparison:
+    """first − second on the same prompts (a model − a control), tested one-sided in the
+    declared direction first > second: the returned `lo` is the one-sided (1 − alpha) lower
+    bound (`hi` the matching upper bound: together the two-sided 1 − 2·alpha interval) and `p`
+    the one-sided p-value, so ``p < alpha`` and ``lo > 0`` say the same thing up to
+    resampling noise.
+
+    `first` and `second` hold, item by item in one order, the sums over the matched prompts.
+    With one pseudoword draw (`crossed` None) the interval is the item bootstrap of the per-item
+    differences (BCa, stratified as a cell is) and p the paired sign-flip permutation test
+    (``scipy.stats.permutation_test``, the two sides swapped within items): exact under
+    "model and control are exchangeable within an item", with no assumption on the
+    differences' distribution, which at the ceiling (many prompts at MRR 1 on both sides) is
+    far from normal. With several pairs (`crossed`: the per-prompt differences in an items ×
+    pairs table) a pair is shared by every item, so flipping items alone would take the draw
+    of pairs as fixed; there the bound is the estimate − t × the crossed-effects standard
+    error (`stats.Crossed.variance`, as a cell's interval) and p the t-test that bound
+    inverts."""
+    from scipy.stats import permutation_test
+    from scipy.stats import t as student
+
+    if not np.array_equal(first.counts, second.counts):
+        raise ValueError("a paired comparison needs the same prompts on both sides")
+    diff = Clustered(first.sums - second.sums, first.counts, first.strata)
+    if diff.n_items == 0:
+        return Comparison(name, "one-sided", *([float("nan")] * 4), "0")
+    estimate = float(diff.estimate()[0])
+    if crossed is not None and crossed.n_items > 1 and crossed.n_pairs > 1:
+        var, df = crossed.variance()
+        se = float(np.sqrt(var[0]))
+        if se > 0:
+            half = float(student.ppf(1 - alpha, df[0])) * se
+            p = float(student.sf(estimate / se, df[0]))
+            return Comparison(name, "one-sided", estimate, estimate - half, estimate + half, p,
+                              str(diff.n_items))
+    interval = bootstrap_interval(diff, seed=seed, key=(name, "one-sided"),
+                                  resamples=resamples, confidence=1 - 2 * alpha)
+    p = float("nan")  # one item: nothing to permute, not testable
+    if diff.n_items > 1:
+        labels = diff.stratum_labels()
+        totals = {s: diff.counts[diff.strata == s].sum() for s in labels}
+        weights = np.array([1 / (len(labels) * totals[s]) for s in diff.strata])
+
+        def statistic(x, y, axis=-1):
+            return ((x - y) * weights).sum(axis=axis)
+
+        p = float(permutation_test((first.sums[:, 0], second.sums[:, 0]), statistic,
+                                   vectorized=True, permutation_type="samples",
+                                   alternative="greater",
+                                   n_resamples=TEST_FACTOR * resamples,
+                                   batch=max(1, CHUNK // diff.n_items),
+                                   random_state=rng_for(seed, name, "one-sided p"),
+                                   ).pvalue)
+    return Comparison(name, "one-sided", estimate, float(interval.lo[0]),
+                      float(interval.hi[0]), p, str(diff.n_items))
+
+
+def beyond_every(tests: Mapping[str, Comparison], alpha: float = 1 - CONFIDENCE
+                 ) -> tuple[float, list[str]]:
+    """The intersection–union test of "the model is above every control": each of `tests`
+    (control → model − control, `one_sided`) must reject on its own, so the row's p is the
+    largest of theirs and no correction across the controls is due (Berger 1982: the
+    intersection of the alternatives is rejected at alpha when every component test is at
+    alpha; adjusting would only lose power). → (that p, the controls that stop the claim:
+    those whose lower bound is not above 0 or whose p is not below alpha). No control, or a
+    control with no matched prompt, gives NaN: nothing to read the row against is no claim."""
+    if not tests:
+        return float("nan"), []
+    ps = [c.p for c in tests.values()]
+    if any(not math.isfinite(p) for p in ps):
+        return float("nan"), [n for n, c in tests.items() if not math.isfinite(c.p)]
+    stopping = [n for n, c in tests.items() if not (c.lo > 0 and c.p < alpha)]
+    return float(max(ps)), stopping
 
 
 def holm(pvalues: Sequence[float]) -> np.ndarray:

@@ -13,7 +13,6 @@ from pathlib import Path
 import kgprobe
 import pytest
 from kgprobe.errors import StudyError
-from kgprobe.studies.comparisons import Comparison, claimed
 from kgprobe.studies.controls import control_model, is_control, parse_controls
 from kgprobe.studies.premise_ablation.cells import COMPARISONS, Prompt, compare
 from kgprobe.studies.premise_ablation.contrasts import (
@@ -80,72 +79,29 @@ def test_the_interaction_is_the_known_difference_and_zero_for_a_reader_of_nothin
     assert confounded.estimate == pytest.approx(0.40, abs=1e-9) and confounded.lo > 0.3
 
 
-def test_claimed_needs_the_interval_holm_and_every_control_below():
-    c = Comparison("x", "paired", 0.20, 0.10, 0.30, 1e-4, "24", 0.001)
-    assert claimed(c, [0.05, 0.15])
-    assert not claimed(c, [0.05, 0.20])  # a control's upper bound reaches the estimate
-    assert not claimed(c, [0.05, math.nan])  # a control without a bound cannot be beaten
-    assert not claimed(c, [])  # nothing to read it against
-    assert not claimed(c, [0.05], control_model=True)
-    assert not claimed(Comparison("x", "paired", 0.2, -0.01, 0.3, 1e-4, "24", 0.001), [0.0])
-    assert not claimed(Comparison("x", "paired", 0.2, 0.1, 0.3, 1e-4, "24", 0.06), [0.0])
-    # different items on each side: a claim only beside the model's own prior
-    apart = Comparison("x", "unpaired", 0.20, 0.10, 0.30, 1e-4, "12 vs 12", 0.001)
-    assert not claimed(apart, [0.05]) and claimed(apart, [0.05], with_prior=True)
-
-
-def test_the_table_claims_the_interaction_only_beyond_its_controls():
+def test_the_interaction_and_unpaired_rows_are_descriptive_never_claimed():
+    """The known-P1 interaction beyond its controls, and an unpaired difference no control
+    shows, are findings to read (``finding``), not claims: only the confirmatory family
+    (tests/test_pa_claims.py) is claimed."""
     model, flat = grid(0.30, 0.05), grid(0.0, 0.0)
     controls = {"frequency": flat, "copy": flat}
     rows, columns = comparison_table(model, controls, SETTINGS)
-    assert {"estimate", "lo", "hi", "p", "p_holm", "claimed", "control_estimate_copy",
+    assert {"estimate", "lo", "hi", "p", "p_holm", "claimed", "role", "control_estimate_copy",
             "control_hi_frequency"} <= set(columns)
-    labels = [r["comparison"] for r in rows if r["rule"] == "mean"]
+    labels = [r["comparison"] for r in rows if r["rule"] == "mean" and r["role"] == "descriptive"]
     assert labels == [s.label for s in COMPARISONS] + list(CONTRASTS)
-    by = {(r["rule"], r["comparison"]): r for r in rows}
+    by = {(r["rule"], r["comparison"]): r for r in rows if r["role"] == "descriptive"}
     row = by[("mean", INTERACTION)]
     assert row["estimate"] == pytest.approx(0.25) and row["control_estimate_frequency"] == pytest.approx(0)
-    assert row["p_holm"] < 0.05 and row["claimed"] is True
-    # Holm over the whole file: every row's adjusted p is at least its own.
+    assert row["finding"] == "yes" and row["claimed"] is False
     assert all(r["p_holm"] >= r["p"] for r in rows if not math.isnan(r["p"]))
-    # The confounded comparison is no claim: the controls show it too.
-    assert not by[("mean", "P1 implicit vs not given (P2 not given)")]["claimed"]
-    # A control whose interaction is as large as the model's: nothing claimed.
-    rows, _ = comparison_table(model, {"frequency": model, "copy": flat}, SETTINGS)
-    assert not any(r["claimed"] for r in rows)
-    # The same prompts from a model that is itself a control: nothing claimed.
-    rows, _ = comparison_table(model, controls, ReportSettings(**{
-        **SETTINGS.__dict__, "model": "frequency"}))
-    assert not any(r["claimed"] for r in rows)
-
-
-def test_an_unpaired_row_is_claimed_only_beside_the_models_own_prior():
-    """Two cells' different items differ by the model's preference for their answers: a
-    difference no free control shows is still no claim until the prior is run beside it."""
-    from kgprobe.studies.premise_ablation.control_report import claimed_lines
-
-    model = grid(0.0, 0.0, n=20)  # known items 0.4 higher, the same text in both cells
-    level = [replace(p, values=(0.3,) * 4) for p in model]  # ranks every item alike
-    label = "P1 implicit vs not given (P2 not given)"
-
-    def row(controls):
-        settings = ReportSettings(**{**SETTINGS.__dict__, "controls": tuple(controls)})
-        rows, _ = comparison_table(model, controls, settings)
-        return next(r for r in rows if r["rule"] == "mean" and r["comparison"] == label), settings
-
-    free, settings = row({"frequency": level, "copy": level})
-    assert free["test"] == "unpaired" and free["finding"] == "yes" and free["claimed"] is False
-    text = "\n".join(claimed_lines([{k: str(v) for k, v in free.items()}], settings))
-    assert "Not claimed without the model's own prior" in text and label in text
-    assert "--controls frequency,copy,prior" in text
-    # The prior ranks like the model: it shows the same difference, so nothing is claimed.
-    same, _ = row({"frequency": level, "copy": level, "prior": model})
-    assert same["claimed"] is False and same["control_estimate_prior"] == pytest.approx(0.4)
-    # A prior that does not prefer the known items: the row is claimed, and not held back.
-    beaten, settings = row({"frequency": level, "copy": level, "prior": level})
-    assert beaten["claimed"] is True
-    text = "\n".join(claimed_lines([{k: str(v) for k, v in beaten.items()}], settings))
-    assert "Not claimed without" not in text
+    assert not any(r["claimed"] for r in rows if r["role"] == "descriptive")
+    level = [replace(p, values=(0.3,) * 4) for p in grid(0.0, 0.0, n=20)]
+    rows, _ = comparison_table(grid(0.0, 0.0, n=20), {"frequency": level, "copy": level},
+                               SETTINGS)
+    apart = next(r for r in rows if r["rule"] == "mean"
+                 and r["comparison"] == "P1 implicit vs not given (P2 not given)")
+    assert apart["test"] == "unpaired" and apart["finding"] == "yes" and apart["claimed"] is False
 
 
 @pytest.mark.parametrize("model", ["frequency", "copy", "random"])
@@ -160,7 +116,14 @@ def test_a_control_model_claims_nothing(model, tmp_path, monkeypatch):
     with open(out / "comparisons.csv", newline="", encoding="utf-8") as fh:
         rows = list(csv.DictReader(fh))
     assert set(CONTRASTS) <= {r["comparison"] for r in rows}
-    assert {r["claimed"] for r in rows} == {"False"}
+    # read against the other controls, never itself: frequency and random, which do not use
+    # what is written, claim nothing; copy may claim rows only copy itself stands in front of
+    claimed = [r for r in rows if r["claimed"] == "True"]
+    assert all(r["role"] == "confirmatory" and not r["stopped_by"] for r in claimed)
+    if model != "copy":
+        assert not claimed
+    assert f"control_diff_{model}" not in rows[0] and "control_diff_unwritten" in rows[0]
+    assert {r["role"] for r in rows} == {"confirmatory", "descriptive"}
     with open(out / "results.csv", newline="", encoding="utf-8") as fh:
         table = list(csv.DictReader(fh))
     filled = [r for r in table if r["MRR"]]
@@ -170,6 +133,7 @@ def test_a_control_model_claims_nothing(model, tmp_path, monkeypatch):
     assert not (out / "controls" / model).exists()
     report = (out / "report.md").read_text(encoding="utf-8")
     assert "## What this run claims" in report and "is itself a control" in report
+    assert "A control is not a reasoner" in report
     assert "<br>frequency " in report
 
 

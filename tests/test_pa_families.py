@@ -1,6 +1,8 @@
 """Depth and counterfactual tests as rows of premise ablation's one comparisons.csv: each with
-the controls' estimates on their own prompts and ``claimed``, Holm over the whole file; a
-model that follows a written premise beyond copying is claimed, a control model never is."""
+the controls' estimates on their own prompts; the descriptive rows Holm-adjusted among
+themselves and never claimed, the confirmatory rows (the family's depth and counterfactual
+cells) claimed for a model above every control and its unwritten self, never for a control
+model run against the other controls."""
 
 from __future__ import annotations
 
@@ -41,7 +43,8 @@ def test_a_control_model_claims_no_depth_or_counterfactual_row(tmp_path, monkeyp
     """`--model copy` with `--depth 1,2 --distractors 0,2` and `--premises true,counterfactual`
     (on the zoo: the bundled ontology is the documented manual check): the depth and
     counterfactual tests are rows of comparisons.csv beside the grid's, with every control's
-    estimate and `claimed`; nothing is claimed; Holm runs over the whole file."""
+    estimate and `claimed`; nothing is claimed; Holm runs over the descriptive rows, and
+    separately over the confirmatory family."""
     monkeypatch.setenv("KGPROBE_CACHE_DIR", str(tmp_path / "cache"))
     out = tmp_path / "run"
     kgprobe.run("premise-ablation", model="copy", templates="manual", pairs=1, limit=4,
@@ -56,9 +59,15 @@ def test_a_control_model_claims_no_depth_or_counterfactual_row(tmp_path, monkeyp
     assert {("counterfactual", f"{FOLLOWS} (P2 {p2})") for p2 in ("explicit", "not given")} <= labels
     assert {r["claimed"] for r in rows} == {"False"}
     assert any(r["comparison"].endswith("model − copy") and r["n_items"] != "0" for r in rows)
-    # Holm over the whole file, not per family
-    p = np.array([_num(r["p"]) for r in rows])
-    assert np.allclose(holm(p), [_num(r["p_holm"]) for r in rows], equal_nan=True)
+    family = [r for r in rows if r["role"] == "confirmatory"]
+    assert {(r["family"], r["depth"], r["distractors"]) for r in family if r["family"] == "depth"
+            } == {("depth", "1", "2"), ("depth", "2", "2")}
+    assert {r["family"] for r in family} == {"grid", "depth", "counterfactual"}
+    rows = [r for r in rows if r["role"] == "descriptive"]
+    # Holm over the whole descriptive file, not per family; the family's own
+    for part in (rows, family):
+        p = np.array([_num(r["p"]) for r in part])
+        assert np.allclose(holm(p), [_num(r["p_holm"]) for r in part], equal_nan=True)
     for r in rows:
         for control in ("frequency", "copy", "random"):
             assert f"control_estimate_{control}" in r and f"control_hi_{control}" in r
@@ -103,33 +112,42 @@ def _data(written: float, unwritten: float, n: int = 16):
     return twins, true
 
 
-def test_following_a_false_premise_beyond_copy_is_claimed_and_only_then():
+def test_following_a_false_premise_beyond_every_control_is_claimed_and_only_then():
+    from kgprobe.studies.premise_ablation.counterfactual_report import levels
+    from kgprobe.studies.premise_ablation.family import FALSE_P1
+
     config = ReportSettings(model="some-lm", rules=("rdfs9",), templates=("manual",),
                             resamples=1000, controls=("frequency", "copy"))
     recall, copier = _data(0.2, 0.2), _data(0.5, 0.2)
 
     def table(model):
         family = Family("counterfactual", model, {"frequency": recall, "copy": copier},
-                        lambda mine, copy: counterfactual_tests(mine, copy, config))
+                        lambda mine, copy: counterfactual_tests(mine, copy, config), levels)
         rows, _ = comparison_table([], {"frequency": [], "copy": []}, config, [family])
         return {r["comparison"]: r for r in rows if r["family"] == "counterfactual"}
 
     rows = table(_data(1.0, 0.2))
-    follows = rows[f"{FOLLOWS} (P2 explicit)"]
+    follows = rows[f"{FOLLOWS} (P2 explicit)"]  # descriptive: read, not claimed
     assert follows["estimate"] == pytest.approx(0.5)  # 0.8 − copy's 0.3
     assert follows["control_estimate_copy"] == pytest.approx(0)
     assert follows["control_estimate_frequency"] == pytest.approx(-0.3)
-    assert follows["claimed"] is True
+    assert follows["role"] == "descriptive" and follows["claimed"] is False
+    claim = rows[FALSE_P1]
+    assert claim["role"] == "confirmatory" and claim["claimed"] is True
+    assert claim["control_diff_copy"] == pytest.approx(0.5)
+    assert claim["control_diff_unwritten"] == pytest.approx(0.8)
     # a model that follows the premise only as far as copying does: nothing beyond copy
     rows = table(_data(0.5, 0.2))
-    assert not rows[f"{FOLLOWS} (P2 explicit)"]["claimed"]
-    assert not rows["counterfactual P1 written vs unwritten (P2 explicit)"]["claimed"]
+    assert not any(r["claimed"] for r in rows.values())
+    assert rows[FALSE_P1]["stopped_by"] == "copy"
 
 
-def test_a_written_chained_cell_above_copy_on_the_same_prompts_is_claimed():
+def test_a_written_chained_cell_above_every_control_on_the_same_prompts_is_claimed():
     """With naming distractors copy misses the gold; a model that picks it on the same prompts
-    is claimed by the level row (no unwritten cell in it), one at copy's level is not."""
-    from kgprobe.studies.premise_ablation.depth_report import depth_tests
+    is claimed by the family's depth row, one at copy's level is not."""
+    from kgprobe.studies.premise_ablation.config import UNWRITTEN
+    from kgprobe.studies.premise_ablation.depth_report import depth_levels, depth_tests
+    from kgprobe.studies.premise_ablation.family import depth_label
 
     config = ReportSettings(model="some-lm", rules=("rdfs9",), templates=("manual",),
                             resamples=1000, controls=("copy",), depth=(1,), distractors=(0, 2))
@@ -138,16 +156,19 @@ def test_a_written_chained_cell_above_copy_on_the_same_prompts_is_claimed():
         out = []
         for i in range(n):
             noise = 0.01 * (i - (n - 1) / 2)
-            for k, p1, v in ((0, "not", 0.3), (0, "explicit", 1.0), (2, "explicit", written2 + noise)):
-                out.append((1, k, Prompt("rdfs9", p1, "explicit", "manual", 0, f"i{i}", 0, (v,) * 4)))
+            for k, p1, v in ((0, UNWRITTEN, 0.3), (0, "explicit", 1.0),
+                             (2, "explicit", written2 + noise)):
+                out.append((1, k, Prompt("rdfs9", p1, p1, "manual", 0, f"i{i}", 0, (v,) * 4)))
         return out
 
     copy = chained(0.5)
-    label = f"{CHAINED_LEVEL} (depth 1, 2 distractors)"
     for model, expected in ((chained(0.9), True), (chained(0.5), False)):
-        family = Family("depth", model, {"copy": copy}, lambda mine, c: depth_tests(mine, c, config))
+        family = Family("depth", model, {"copy": copy}, lambda mine, c: depth_tests(mine, c, config),
+                        lambda data: depth_levels(data, config))
         rows, _ = comparison_table([], {"copy": []}, config, families=[family])
-        row = next(r for r in rows if r["comparison"] == label)
-        assert row["estimate"] == pytest.approx(0.9 - 0.5 if expected else 0.0, abs=1e-9)
-        assert row["control_estimate_copy"] == pytest.approx(0.0)
+        row = next(r for r in rows if r["comparison"] == depth_label(1, 2))
+        assert (row["depth"], row["distractors"]) == (1, 2)
+        assert row["control_diff_copy"] == pytest.approx(0.9 - 0.5 if expected else 0.0, abs=1e-9)
         assert row["claimed"] is expected
+        level = next(r for r in rows if r["comparison"] == f"{CHAINED_LEVEL} (depth 1, 2 distractors)")
+        assert level["role"] == "descriptive" and level["claimed"] is False

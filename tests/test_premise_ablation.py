@@ -20,6 +20,7 @@ from kgprobe.reasoning.items import RULE_RELATIONS
 from kgprobe.reasoning.rdfs import RULES
 from kgprobe.studies.premise_ablation.config import COLUMNS
 from kgprobe.studies.premise_ablation.contrasts import CONTRASTS
+from kgprobe.studies.premise_ablation.family import CONFIRMATORY
 from kgprobe.studies.premise_ablation.report import console_table, finding, write_report
 from kgprobe.studies.premise_ablation.study import (
     SETTINGS,
@@ -89,7 +90,10 @@ def test_end_to_end_all_rules_settings_and_template_kinds(tmp_path, zoo, tiny_gp
         assert int(row["n"]) == head["n"]
         if head["n"]:
             assert row["MRR"] == f"{head['MRR']:.4f}" and row["R@1"] == f"{head['R@1']:.4f}"
-    tests = {(c["comparison"], c["test"]) for c in read(tmp_path / "comparisons.csv")}
+    found = read(tmp_path / "comparisons.csv")
+    tests = {(c["comparison"], c["test"]) for c in found if c["role"] == "descriptive"}
+    assert {c["comparison"] for c in found if c["role"] == "confirmatory"} == {
+        d.label for d in CONFIRMATORY if d.family == "grid"}
     assert tests == {("P1 explicit vs unwritten (P2 not given)", "paired"),
                      ("P1 implicit vs not given (P2 not given)", "unpaired"),
                      ("P2 explicit vs unwritten (P1 not given)", "paired"),

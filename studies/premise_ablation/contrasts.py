@@ -22,13 +22,12 @@ following a written false P1): each design is a `Family` of tests, and `comparis
 puts every family's rows into the one comparisons.csv (``family`` says which).
 
 Every comparison of the report (these and `cells.COMPARISONS`) is also computed on each
-control's prompts (the same requests, `studies.controls`); a row is **claimed** when its
-interval excludes 0, its Holm p (over the whole file) is below 0.05 and its estimate exceeds
-every control's upper bound (`comparisons.claimed`) — never for a run whose model is itself a
-control. An **unpaired** row (two cells' different items, e.g. P1 implicit vs not given) is
-claimed only beside the ``prior`` control: its difference can be the model's own preference
-for some items' answers, which only the model's content-free prior reproduces
-(docs/validity.md shows it doing so).
+control's prompts (the same requests, `studies.controls`) and shown beside it, as a
+**descriptive** row (``role``): Holm-adjusted among the descriptive rows, never claimed. A
+gain "minus copy" subtracts one control only, so it is no claim. Claims are the
+**confirmatory** rows (`family`): a few declared cells, model − every control on the same
+prompts, one-sided, Holm within that family only. A run whose model is itself a control is
+tested against the other controls (`tested_controls`): the design must claim nothing there.
 """
 
 from __future__ import annotations
@@ -42,11 +41,12 @@ from typing import Any
 import numpy as np
 
 from kgprobe.studies import comparisons
-from kgprobe.studies.controls import beside, control_folder, is_control
+from kgprobe.studies.controls import beside, control_folder, control_model
 from kgprobe.studies.controls import control_columns as generic_columns
 
 from .cells import COMPARISONS, MEAN, Prompt, compare, load_prompts, sample
 from .config import COMPARISON_COLUMNS, METRICS
+from .family import DESCRIPTIVE_ROLE, TEMPLATE, UNWRITTEN, confirmatory_rows, declared
 from .settings import ReportSettings
 
 INTERACTION = "known P1 (implicit − not given), P2 written minus P2 not given"
@@ -183,13 +183,28 @@ Keyed = list[tuple[dict, comparisons.Comparison]]
 @dataclass(frozen=True)
 class Family:
     """One design's tests in comparisons.csv (``family``: grid, depth, counterfactual):
-    `tests` turns one model's data (and the copy control's, or None) into keyed comparisons;
-    it runs on the model's data and on every control's, the same way."""
+    `tests` turns one model's data (and the copy control's, or None) into keyed comparisons
+    (descriptive rows); it runs on the model's data and on every control's, the same way.
+    `levels` turns one model's data into its declared confirmatory cells (`family.Level`:
+    key columns, prompts), read against each control's same cells."""
 
     name: str
     model: Any
     controls: dict[str, Any]
     tests: Callable[[Any, Any], Keyed]
+    levels: Callable[[Any], list] = lambda data: []
+
+
+def grid_levels(prompts: list[Prompt], config: ReportSettings) -> list:
+    """The grid's confirmatory cells (`family.declared("grid")`), manual templates, rules
+    averaged; none when the run has no manual templates."""
+    kinds = config.templates or sorted({p.template for p in prompts})
+    if TEMPLATE not in kinds:
+        return []
+    manual = [p for p in prompts if p.template == TEMPLATE]
+    return [({"template": TEMPLATE, "rule": MEAN, "comparison": d.label},
+             [p for p in manual if (p.p1, p.p2) == (d.p1, d.p2)],
+             [p for p in manual if (p.p1, p.p2) in d.unwritten]) for d in declared("grid")]
 
 
 def grid_family(prompts: list[Prompt], controls: dict[str, list[Prompt]],
@@ -212,51 +227,66 @@ def grid_family(prompts: list[Prompt], controls: dict[str, list[Prompt]],
                           for label, c in zip(_labels(), tested)]
         return found
 
-    return Family("grid", prompts, controls, tests)
+    return Family("grid", prompts, controls, tests, lambda data: grid_levels(data, config))
 
 
 def _row_key(key: dict) -> tuple:
     return tuple(sorted(key.items()))
 
 
+def tested_controls(controls, model: str | None) -> list[str]:
+    """The controls a run's rows are read against: every one but the model itself (a run of
+    a control is tested against the other controls, so the design is checked both ways)."""
+    return [c for c in controls if model is None or control_model(c, model) != model]
+
+
 def comparison_table(prompts: list[Prompt], controls: dict[str, list[Prompt]],
                      config: ReportSettings, families: Sequence[Family] = ()
                      ) -> tuple[list[dict], list[str]]:
-    """comparisons.csv's rows and columns: the grid's comparisons and contrasts (and those of
-    `families`: depth, counterfactual), Holm-adjusted together over the whole file, each with
-    every control's estimate and upper bound on its own prompts and whether it is claimed."""
+    """comparisons.csv's rows and columns: first the confirmatory family (`family`: each
+    declared cell the run has, model − each control on the same prompts, one-sided, Holm
+    over the family only, the only rows that can be ``claimed``), then every descriptive row
+    — the grid's comparisons and contrasts and those of `families` (depth, counterfactual) —
+    Holm-adjusted among themselves, each with every control's estimate and upper bound on
+    its own prompts, never claimed."""
     names = list(controls)
-    found, keys, beside = [], [], []
-    for family in (grid_family(prompts, controls, config), *families):
-        copy = family.controls.get(COPY)
-        others = {c: {_row_key(k): t for k, t in family.tests(family.controls[c], copy)}
-                  for c in names if c in family.controls}
-        for key, test in family.tests(family.model, copy):
+    against = tested_controls(names, config.model)
+    levels, found, keys, beside = [], [], [], []
+    for design in (grid_family(prompts, controls, config), *families):
+        theirs = {c: {_row_key(k): ps for k, ps, _ in design.levels(design.controls[c])}
+                  for c in against if c in design.controls}
+        for key, mine, unwritten in design.levels(design.model):
+            levels.append(({"family": design.name, **key}, mine, unwritten,
+                           {c: t[_row_key(key)] for c, t in theirs.items()
+                            if _row_key(key) in t}))
+        copy = design.controls.get(COPY)
+        others = {c: {_row_key(k): t for k, t in design.tests(design.controls[c], copy)}
+                  for c in names if c in design.controls}
+        for key, test in design.tests(design.model, copy):
             found.append(test)
-            keys.append({"family": family.name, **key})
+            keys.append({"family": design.name, **key})
             beside.append({c: others[c].get(_row_key(key)) for c in others})
+    rows = confirmatory_rows(levels, against, config)
     comparisons.adjust(found)
-    control_model = is_control(config.model)
-    with_prior = PRIOR in names
-    rows = []
     nan = comparisons.Comparison("", "", *([math.nan] * 4), "0")
     for key, c, other in zip(keys, found, beside):
-        row = {**key, "test": c.test, "n_items": c.n_items, "difference": c.estimate,
-               "difference_lo": c.lo, "difference_hi": c.hi, "p": c.p, "p_holm": c.p_holm,
-               "finding": "yes" if c.supported() else "no",
-               "estimate": c.estimate, "lo": c.lo, "hi": c.hi}
-        bounds = []
+        row = {**key, "role": DESCRIPTIVE_ROLE, "test": c.test, "n_items": c.n_items,
+               "difference": c.estimate, "difference_lo": c.lo, "difference_hi": c.hi,
+               "p": c.p, "p_holm": c.p_holm, "finding": "yes" if c.supported() else "no",
+               "estimate": c.estimate, "lo": c.lo, "hi": c.hi, "claimed": False}
         for name in names:
             o = other.get(name) or nan
             row[f"control_estimate_{name}"], row[f"control_hi_{name}"] = o.estimate, o.hi
-            bounds.append(o.hi)
-        row["claimed"] = comparisons.claimed(c, bounds, control_model=control_model,
-                                             with_prior=with_prior)
         rows.append(row)
-    columns = ["family", *COMPARISON_COLUMNS, "estimate", "lo", "hi",
-               *[f"control_{what}_{c}" for c in names for what in ("estimate", "hi")], "claimed"]
+    columns = ["family", "role", *COMPARISON_COLUMNS, "depth", "distractors", "estimate", "lo",
+               "hi", "model_value",
+               *[f"control_{what}_{c}" for c in names for what in ("estimate", "hi")],
+               *([f"control_estimate_{UNWRITTEN}"] if against else []),
+               *[f"control_{what}_{c}" for c in (*against, UNWRITTEN) if against
+                 for what in ("diff", "lo", "p")],
+               "stopped_by", "claimed"]
     return rows, columns
 
 
-__all__ = ["CHAINED", "CHAINED_LEVEL", "CONTRASTS", "FOLLOWS", "INTERACTION", "LEVEL", "PRIOR", "WRITTEN", "Family", "beyond_copy", "comparison_table", "gains", "control_columns",
+__all__ = ["tested_controls", "grid_levels", "CHAINED", "CHAINED_LEVEL", "CONTRASTS", "FOLLOWS", "INTERACTION", "LEVEL", "PRIOR", "WRITTEN", "Family", "beyond_copy", "comparison_table", "gains", "control_columns",
            "interaction", "load_controls", "minus_copy", "with_controls"]

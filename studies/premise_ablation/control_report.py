@@ -1,67 +1,23 @@
-"""What report.md says about the controls: their values in every table, and the claimed rows.
+"""What report.md says about the controls: their values in every table, and the claims.
 
 A cell's controls are shown under the model's value (``frequency 48.1 · copy 50.3 ·
 random 17.9``), so no number is read without what a model that cannot reason scores on the
-same prompts. The section "What this run claims" states exactly the rows of comparisons.csv
-whose ``claimed`` is true (`contrasts`), each in words that say what its design can show,
-and says plainly when nothing is claimed and why.
+same prompts. The section "What this run claims" leads the report: the confirmatory family's
+rows (`family`), each with the model's value, each control's, the paired differences, the
+family-Holm p and a one-line verdict naming the control that stops a claim; the rows whose
+``claimed`` is true in words that say what the design can show. Every other row is
+descriptive.
 """
 
 from __future__ import annotations
 
 import math
 
-from kgprobe.studies.comparisons import Comparison, claimed
 from kgprobe.studies.controls import CHOICES, is_control
 
-from .contrasts import CHAINED, CHAINED_LEVEL, FOLLOWS, INTERACTION, LEVEL, PRIOR, WRITTEN
+from .contrasts import tested_controls
+from .family import CONFIRMATORY_ROLE, UNWRITTEN, reads, verdict
 from .settings import ReportSettings
-
-#: What a claimed row shows, by its comparison (the design's reach, not more).
-MEANS = {
-    INTERACTION: "the model uses a P1 it knows together with a written P2: writing P2 helps "
-                 "more on the items whose P1 it knows than on those whose P1 it does not, each "
-                 "item compared with itself, so which answers the items have cancels out",
-    WRITTEN["P1"][0]:
-        "a written P1 helps more than copying the candidates it names does, on the same prompts",
-    WRITTEN["P2"][0]:
-        "a written P2 helps more than copying the candidates it names does, on the same prompts",
-    LEVEL["P1"][0]:
-        "with P1 written, the model ranks the gold higher than the copy control does on the "
-        "same prompts: it uses the premise beyond naming its candidates",
-    LEVEL["P2"][0]:
-        "with P2 written, the model ranks the gold higher than the copy control does on the "
-        "same prompts: it uses the premise beyond naming its candidates",
-    CHAINED: "writing the chain of premises helps more than it helps the copy control on the "
-             "same prompts (ranking the candidates the prompt names first), so more than naming "
-             "the answer does; it does not show which derivation steps the model takes",
-    CHAINED_LEVEL: "with the chain of premises written, the model ranks the gold higher than "
-                   "the copy control does on the same prompts: among the candidates the "
-                   "premises name it picks the entailed one more often than copying them in "
-                   "order does; it does not show which derivation steps the model takes (a "
-                   "heuristic that follows repeated terms from premise to premise would too)",
-    FOLLOWS: "the model follows a written false premise to the term it entails more than "
-             "copying the candidates the prompt names does, on the same prompts: it uses the "
-             "premise, not only its recall; it does not show valid reasoning on true premises",
-}
-
-
-def meaning(comparison: str) -> str:
-    """What a claimed row of `comparison` shows (its design's reach); depth and
-    counterfactual labels carry their cell after the contrast's name."""
-    for label, text in MEANS.items():
-        if comparison == label or comparison.startswith(f"{label} ("):
-            return text + comparison[len(label):]
-    return f"{comparison}, beyond every control"
-
-
-def where(row: dict) -> str:
-    """Which part of the run a comparisons.csv row is about, in words."""
-    family = row.get("family") or "grid"
-    if family == "grid":
-        return f"{row['template']} templates, rule {row['rule']}"
-    return f"{family} cells, {row['template']} templates, rules averaged"
-
 
 def number(value) -> float | None:
     """A CSV field as a number; None for an empty field or NaN."""
@@ -87,64 +43,100 @@ def _families(comparisons: list[dict]) -> list[str]:
     return list(dict.fromkeys(c.get("family") or "grid" for c in comparisons))
 
 
+def confirmatory(comparisons: list[dict]) -> list[dict]:
+    """comparisons.csv's confirmatory rows (``role``), in the family's declared order."""
+    return [c for c in comparisons if c.get("role") == CONFIRMATORY_ROLE]
+
+
+def descriptive(comparisons: list[dict]) -> list[dict]:
+    """Every other row of comparisons.csv: read, never claimed."""
+    return [c for c in comparisons if c.get("role") != CONFIRMATORY_ROLE]
+
+
+def _points(value) -> str:
+    found = number(value)
+    return "–" if found is None else f"{100 * found:.1f}"
+
+
+def _diff(row: dict, control: str) -> str:
+    diff, lo = number(row.get(f"control_diff_{control}")), number(row.get(f"control_lo_{control}"))
+    if diff is None:
+        return "–"
+    return f"{100 * diff:+.1f} (≥ {100 * lo:+.1f})" if lo is not None else f"{100 * diff:+.1f}"
+
+
+#: What report.md says about the controls' nature, whatever the run claims.
+NOT_A_REASONER = ("A control is not a reasoner: it ranks the candidates by how often they "
+                  "answer, by the order the prompt names them, at random or by the model's "
+                  "content-free prior, so whatever it scores is what a model that cannot "
+                  "reason scores on the same prompts.")
+
+
 def claimed_lines(comparisons: list[dict], config: ReportSettings) -> list[str]:
-    """report.md's section on the claimed rows of comparisons.csv (or why there are none)."""
+    """report.md's leading section: the confirmatory family's table (the model's MRR, each
+    control's on the same prompts, the paired differences model − control with their one-sided
+    95 % lower bounds, the family-Holm p and a verdict) and the rows it claims."""
     lines = ["## What this run claims", ""]
+    against = tested_controls(config.controls, config.model)
+    self_note = []
     if is_control(config.model):
-        return lines + [(f"Nothing: `{config.model}` is itself a control, a model that cannot "
-                        "reason, so no difference it shows is evidence of reasoning; its "
-                        "numbers are what a language model's must exceed."), ""]
-    if not config.controls:
-        return lines + [("Nothing: no controls were run (`--controls none`), so no difference "
-                        "can be read against what a model that cannot reason scores."), ""]
-    claimed = [c for c in comparisons if _claimed(c)]
-    held = held_for_prior(comparisons, config)
-    if not claimed:
-        return lines + [(f"Nothing: no row of comparisons.csv ({len(comparisons)} rows: "
-                        f"{', '.join(_families(comparisons))}) has its 95% interval off zero, "
-                        "a Holm-adjusted p below 0.05 (over the whole file) and an estimate "
-                        "above every control's upper bound "
-                        f"({', '.join(config.controls)})."), "", *held]
-    lines += [("The rows of comparisons.csv whose interval excludes zero, whose Holm-adjusted p "
-              "is below 0.05 and whose estimate exceeds every control's upper bound:"), ""]
-    for c in claimed:
-        bounds = [v for k, v in c.items() if k.startswith("control_hi_") and number(v) is not None]
-        lines.append(f"- {where(c)}: {meaning(c['comparison'])}: "
-                     f"{100 * float(c['estimate']):+.1f} points [{100 * float(c['lo']):+.1f}, "
-                     f"{100 * float(c['hi']):+.1f}], Holm-adjusted p = {float(c['p_holm']):.3g}, "
-                     f"controls at most {100 * max(map(float, bounds)):+.1f}.")
-    return lines + ["", ("A claim says the model does better than the controls on this design; "
-                    "it does not say the inference is valid for other items or wordings."), "",
-                    *held]
+        others = ", ".join(against) or "no other control"
+        self_note = [(f"`{config.model}` is itself a control: its rows are read against the "
+                      f"other controls ({others}), never against itself. A row claimed here is "
+                      "one that only the missing control (this one) stands in front of: it "
+                      "says which control a language model's claim on that row needs, not that "
+                      f"`{config.model}` reasons."), ""]
+    if not against:
+        return lines + self_note + [
+            ("Nothing: no control " + ("besides the model itself " if self_note else "")
+             + "was run" + ("" if config.controls else " (`--controls none`)")
+             + ", so no difference can be read against what a model that cannot reason "
+             "scores."), "", NOT_A_REASONER, ""]
+    rows = confirmatory(comparisons)
+    shown = [*against, UNWRITTEN]
+    lines += self_note + [
+        ("A claim is a row of the confirmatory family, declared before the run "
+         "(docs/premise-ablation.md#what-a-run-claims): the model's MRR in a cell against each "
+         f"control's ({', '.join(against)}) on the very prompts both scored, model − control "
+         "per control, one-sided (is the model above it?), with its one-sided 95% lower bound "
+         "in brackets; and against its own MRR on the same items with the row's premises "
+         "left out (*unwritten*): the premises must raise it. A row is claimed when it is "
+         "above every control and its unwritten self: each lower bound "
+         "above 0 and the row's p — the largest of its per-control p's (an intersection–union "
+         "test, which needs no correction across controls) — below 0.05 after Holm's "
+         f"adjustment over the family's {len(rows)} rows only. Rules averaged, manual "
+         "templates; MRR in %."), "",
+        "| row | model | " + " | ".join(shown) + " | "
+        + " | ".join(f"model − {c}" for c in shown) + " | p (Holm, family) | verdict |",
+        "|---" * (4 + 2 * len(shown)) + "|"]
+    for r in rows:
+        p = number(r.get("p_holm"))
+        lines.append(f"| {row_name(r)} | {_points(r.get('model_value'))} | "
+                     + " | ".join(_points(r.get(f"control_estimate_{c}")) for c in shown)
+                     + " | " + " | ".join(_diff(r, c) for c in shown)
+                     + f" | {'–' if p is None else f'{p:.3g}'} | {verdict(r, against)} |")
+    claimed = [r for r in rows if _claimed(r)]
+    lines.append("")
+    if claimed:
+        lines += ["What the claimed rows show:", ""]
+        lines += [f"- {row_name(r)}: {reads(r['comparison'])}." for r in claimed]
+        lines += ["", ("A claim says the model does better than every control on this design; "
+                       "it does not say the inference is valid for other items or wordings.")]
+    else:
+        lines.append(f"Nothing is claimed: no row of the family ({len(rows)} rows) is above "
+                     f"every control ({', '.join(against)}) and its unwritten self after "
+                     "Holm's adjustment.")
+    rest = descriptive(comparisons)
+    lines += ["", NOT_A_REASONER, "",
+              (f"Every other row of comparisons.csv ({len(rest)} rows: "
+               f"{', '.join(_families(rest)) or 'none'}; `role` descriptive) describes the "
+               "run — per-rule cells, written − unwritten gains, gains minus copy's, the "
+               "known-P1 interaction, unpaired cell differences — with its interval and a "
+               "Holm p over the descriptive rows; none is a claim, whatever its interval."), ""]
+    return lines
 
 
-def _comparison(row: dict) -> Comparison:
-    """A comparisons.csv row back as the `Comparison` it was written from."""
-    def value(key: str) -> float:
-        found = number(row.get(key))
-        return math.nan if found is None else found
-
-    return Comparison(row["comparison"], row["test"], value("estimate"), value("lo"),
-                      value("hi"), value("p"), row.get("n_items", ""), value("p_holm"))
-
-
-def held_for_prior(comparisons: list[dict], config: ReportSettings) -> list[str]:
-    """A paragraph naming the unpaired rows that pass every other test but are not claimed
-    because the ``prior`` control did not run (`contrasts`: two cells' different items can
-    differ by the model's own preference for their answers); none when it ran."""
-    if PRIOR in config.controls:
-        return []
-    held = []
-    for c in comparisons:
-        bounds = [number(v) for k, v in c.items() if k.startswith("control_hi_")]
-        if not _claimed(c) and claimed(_comparison(c), [math.nan if b is None else b
-                                                       for b in bounds], with_prior=True):
-            held.append(f"{where(c)}: {c['comparison']} "
-                        f"({100 * float(c['estimate']):+.1f} points)")
-    if not held:
-        return []
-    return [("Not claimed without the model's own prior as a control, though above the other "
-             "controls: " + "; ".join(held) + ". These rows compare different items, whose "
-             "answers the model may simply prefer; rerun with `--controls "
-             f"{','.join((*config.controls, PRIOR))}` to read them against its content-free "
-             "prior."), ""]
+def row_name(row: dict) -> str:
+    """A confirmatory row's name in report.md: its label, and its design where not the grid."""
+    family = row.get("family") or "grid"
+    return row["comparison"] if family == "grid" else f"{family}: {row['comparison']}"

@@ -4,8 +4,9 @@ results.csv rows (``premises`` "counterfactual"), the tests (comparisons.csv's r
 
 Rows are built like the grid's (`cells.cell_row`): per manual template, the template average
 and the rule average, for each counterfactual cell. The tests, over the rules (items paired
-with themselves: the same item, pseudoword pair and template), Holm-adjusted with every
-other row of comparisons.csv, each also computed on every control's prompts:
+with themselves: the same item, pseudoword pair and template), descriptive rows Holm-adjusted
+with every other descriptive row of comparisons.csv (the claim is the confirmatory family's
+row, `levels`), each also computed on every control's prompts:
 
 * the counterfactual P1 written vs unwritten, with P2 written: does the model follow a false
   premise (the false term's MRR with it written against its prior without it)? A recalling
@@ -146,7 +147,18 @@ def counterfactual_family(out: Path, controls: dict[str, Path], config: ReportSe
     from .contrasts import Family
 
     return Family("counterfactual", _data(out), {c: _data(f) for c, f in controls.items()},
-                  lambda mine, copy: counterfactual_tests(mine, copy, config))
+                  lambda mine, copy: counterfactual_tests(mine, copy, config), levels)
+
+
+def levels(data: Data) -> list:
+    """The counterfactual row of the confirmatory family (`family.FALSE_P1`): the false P1
+    written with P2 written, manual templates, rules averaged."""
+    from .family import declared
+
+    return [({"template": "manual", "rule": MEAN, "comparison": d.label},
+             [p for p in data[0] if (p.p1, p.p2) == (d.p1, d.p2)],
+             [p for p in data[0] if (p.p1, p.p2) in d.unwritten])
+            for d in declared("counterfactual")]
 
 
 def _text(row: dict | None) -> str:
@@ -184,8 +196,8 @@ def counterfactual_section(out: Path, config: ReportSettings, finding, tests: li
                                 ("counterfactual P1 unwritten", COUNTERFACTUAL, "not")):
         cells = [find.get((premises, p1, p2)) for p2 in ("explicit", "implicit", "not")]
         lines.append(f"| {label} | " + " | ".join(_text(c) for c in cells) + " |")
-    lines += ["", ("Tests (comparisons.csv, family `counterfactual`, Holm-adjusted with every "
-                   "other row of the file):"), ""]
+    lines += ["", ("Descriptive tests (comparisons.csv, family `counterfactual`, Holm-adjusted "
+                   "with the other descriptive rows, none a claim):"), ""]
     lines += [f"- {finding(c, c['comparison'])}" for c in tests]
     return lines + ["", READS, ""]
 

@@ -16,7 +16,8 @@ cell's own MRR minus copy's on the same prompts (with distractors that name cand
 copying in order no longer ranks the gold first, so a level above copy's is a contrast with
 the text fixed and no unwritten cell in it). They are rows of
 comparisons.csv (``family`` "depth", `depth_family`), computed on every control's prompts too
-and Holm-adjusted with every other row of the file.
+and Holm-adjusted with every other descriptive row of the file: descriptive rows, never
+claimed; the claims are the confirmatory family's depth rows (`depth_levels`, `family`).
 """
 
 from __future__ import annotations
@@ -175,7 +176,21 @@ def depth_family(out: Path, controls: dict[str, Path], config: ReportSettings):
 
     return Family("depth", load_chained(out),
                   {c: load_chained(folder) for c, folder in controls.items()},
-                  lambda mine, copy: depth_tests(mine, copy, config))
+                  lambda mine, copy: depth_tests(mine, copy, config),
+                  lambda data: depth_levels(data, config))
+
+
+def depth_levels(prompts: list[Chained], config: ReportSettings) -> list:
+    """The depth rows of the confirmatory family (`family.CHAIN`): every premise written
+    beside each number of naming distractors above 0, at each depth the run has, over the
+    rule families with items at every depth (`common`); none without distractors."""
+    from .family import depth_label
+
+    prompts = common(prompts)
+    cells = [(d, n) for d, n, w in _cells(config, prompts) if w == WRITTEN and n > 0]
+    return [({"template": "manual", "rule": MEAN, "comparison": depth_label(d, n),
+              "depth": d, "distractors": n}, _of(prompts, d, n, WRITTEN),
+             _of(prompts, d, 0, UNWRITTEN)) for d, n in cells]
 
 
 def _value(row: dict, key: str) -> float | None:
@@ -291,7 +306,8 @@ def depth_section(out: Path, config: ReportSettings, finding, tests: list[dict])
              + (f", the controls' on the same prompts under it ({', '.join(config.controls)})"
                 if config.controls else "")
              + "; rows with a `depth` in results.csv, the tests below in comparisons.csv "
-             "(family `depth`, Holm-adjusted with every other row of the file; the gain from "
+             "(family `depth`, descriptive: Holm-adjusted with the other descriptive rows, none "
+             "a claim; the depth rows of the confirmatory family lead the report; the gain from "
              "the premises is written minus none written, item by item).", ""]
     shared = sorted({p.rule for _, _, p in common(load_chained(out))}, key=lambda r: int(r[4:]))
     for rule in _rules(rows):

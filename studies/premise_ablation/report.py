@@ -20,7 +20,7 @@ from kgprobe.reasoning.items import RULE_RELATIONS
 from kgprobe.studies.stats import format_interval
 
 from .cells import MEAN, variants
-from .control_report import claimed_lines, control_text
+from .control_report import claimed_lines, control_text, descriptive
 from .control_report import number as _num
 from .config import SETTINGS
 from .known_reach import known_reach, known_rule  # noqa: F401 (known_reach: imported from here)
@@ -270,7 +270,8 @@ def _interval_words(config: ReportSettings) -> str:
 
 
 def _family(comparisons: list[dict], family: str) -> list[dict]:
-    return [c for c in comparisons if (c.get("family") or "grid") == family]
+    """The descriptive rows of one design (the confirmatory ones lead the report)."""
+    return [c for c in descriptive(comparisons) if (c.get("family") or "grid") == family]
 
 
 def write_report(out: str | Path) -> Path:
@@ -289,11 +290,15 @@ def write_report(out: str | Path) -> Path:
         from .memorized_sample import read_sample_lines
 
         lines += read_sample_lines(out)
+    lines += claimed_lines(comparisons, config)
+    lines += ["## Descriptive results", "",
+              "Everything below describes the run; the claims are the section above.", ""]
     lines += ["MRR in %, averaged over each relation's manual templates (per template below), "
               f"with its 95% interval in brackets: {_interval_words(config)} "
               f"n = items. {LOW_N}: fewer than {min_items} items, read with care. "
-              "R@1, R@5, MRRa and every interval are in results.csv; the tests in comparisons.csv "
-              "(Holm-adjusted over all of them)." + (
+              "R@1, R@5, MRRa and every interval are in results.csv; the descriptive tests in "
+              "comparisons.csv (``role`` descriptive, Holm-adjusted over the descriptive rows, "
+              "none a claim)." + (
                   f" Under each value, the controls' on the same prompts ({', '.join(config.controls)})."
                   if config.controls else ""), ""]
     from kgprobe.reasoning.distractors import parse_protocol
@@ -309,7 +314,7 @@ def write_report(out: str | Path) -> Path:
         lines += [f"## Averaged over the rules ({template} templates)", ""]
         lines += _table(cells(rows, None, template)) + [""]
         lines += reading(rows, _family(comparisons, "grid"), template) + [""]
-    lines += claimed_lines(comparisons, config) + ["![summary](summary.png)", ""]
+    lines += ["![summary](summary.png)", ""]
     for rule in _rules(rows):
         lines += [f"## {RULE_TITLES.get(rule, rule)}", ""]
         for template in templates:

@@ -3,8 +3,9 @@ model's and, beside them, every control's (`contrasts`), for the grid and, where
 them, the chained (`depth_report`) and counterfactual (`counterfactual_report`) cells.
 
 One comparisons.csv holds every test of the run — the grid's, the depth family's and the
-counterfactual family's, told apart by ``family`` — so Holm's adjustment runs over the whole
-table, not over a family chosen afterwards, and ``claimed`` is one rule for every row.
+counterfactual family's, told apart by ``family`` — and ``role`` splits it: the confirmatory
+rows declared in `family` (Holm within them, the only rows that can be ``claimed``) and the
+descriptive rest (Holm among themselves, never claimed).
 """
 
 from __future__ import annotations
