@@ -29,8 +29,9 @@ from kgprobe.studies.premise_ablation.study import (
 
 class MemoryScorer:
     """A test-local model's scorer: the frequency control's scores, except that the golds
-    of the premises it `knows` (per probe prompt and candidate list) go on top; `tie`: the
-    known gold is lifted only level with the frequency control's first candidate."""
+    of the premises it `knows` (per probe prompt and candidate list: the golds, and every
+    answer true for the probe) go on top; `tie`: a known gold is lifted only level with the
+    best candidate that is not true for the probe (a distractor), not above it."""
 
     def __init__(self, frequency: FrequencyBaseline, knows: dict, tie: bool = False):
         self.frequency, self.knows, self.tie = frequency, knows, tie
@@ -38,9 +39,11 @@ class MemoryScorer:
     def score(self, prompts, candidates, *, pseudowords=None, batch_size: int = 32):
         out = self.frequency.score(prompts, candidates)
         for row, prompt in zip(out, prompts):
-            top = row.max()
-            for gold in self.knows.get((prompt, tuple(candidates)), ()):
-                row[candidates.index(gold)] = top if self.tie else top + 1
+            golds, true = self.knows.get((prompt, tuple(candidates)), ((), ()))
+            wrong = [i for i, c in enumerate(candidates) if c not in true]
+            top = row[wrong].max() if self.tie and wrong else row.max() + 1
+            for gold in golds:
+                row[candidates.index(gold)] = top
         return out
 
 
@@ -56,12 +59,12 @@ def simulated_setup(data, knows: dict, tie: bool = False) -> AblationSetup:
 
 
 def memory(probes, keys: set[PremiseKey]) -> dict:
-    """Probe (prompt, candidates) → the golds of the `keys` it tests."""
+    """Probe (prompt, candidates) → the golds of the `keys` it tests, its true answers."""
     out: dict = {}
     for probe in probes:
         golds = {k.answer for k in probe.keys if k in keys}
         if golds:
-            out[(probe.prompt, probe.candidates)] = golds
+            out[(probe.prompt, probe.candidates)] = (golds, probe.true)
     return out
 
 
