@@ -75,3 +75,37 @@ def test_soft_recipe_paper_trains_a_hundred_epochs_and_is_pinned_only_where_used
     paper = config("--protocol", "paper", "--templates", "manual,soft")
     assert (paper.soft_recipe, paper.soft_epochs) == ("paper", 100)
     assert config("--protocol", "paper").templates == ("manual",)  # the official prompts alone
+
+
+def test_the_demo_preset_asks_naming_distractors_where_chains_can_be_asked():
+    """With filtered ranking a copier that reads wordings is at the ceiling where every premise
+    is written and nothing else is; the demo's design writes naming distractors beside them
+    (depth 1 and 2, 0 and 2 distractors), so every demo run has the cell a reasoner can win."""
+    from kgprobe.studies.premise_ablation.config import config_from_args
+
+    def config(*argv: str):
+        args = build_parser().parse_args(["study", "premise-ablation", "--model", "m",
+                                          "--out", "o", "--ontology", "bundled", *argv])
+        return config_from_args(args)
+
+    demo = config("--preset", "demo")
+    assert demo.deep and (demo.depth, demo.distractors) == ((1, 2), (0, 2))
+    assert demo.distractor_kind == "naming"
+    assert config("--preset", "demo", "--distractors", "0,4").distractors == (0, 4)  # given
+    # chains are asked with manual templates under the default protocol only: soft templates
+    # (or the paper protocol) keep the demo's other settings, without chains, not an error
+    assert not config("--preset", "demo", "--templates", "manual,soft").deep
+    assert not config("--preset", "demo", "--protocol", "paper").deep
+    assert not config().deep  # without the preset: the study alone, as before
+
+
+def test_the_default_protocol_refuses_a_fraction():
+    """Known is absolute (ranked first, beyond the frequency control): no share to set."""
+    import pytest
+    from kgprobe.errors import StudyError
+    from kgprobe.studies.premise_ablation.config import config_from_args
+
+    args = build_parser().parse_args(["study", "premise-ablation", "--model", "m", "--out", "o",
+                                      "--ontology", "bundled", "--fraction", "0.3"])
+    with pytest.raises(StudyError, match="--fraction"):
+        config_from_args(args)

@@ -90,7 +90,9 @@ class AblationConfig:
     limit: int | None = 10  # items per rule (seeded sample); None: all
     seed: int = 0
     pairs: int = 1  # pseudoword pairs per item (the paper samples 10 and averages)
-    memorized_fraction: float = 0.5  # top fraction by reciprocal rank counted as known
+    #: the paper protocol's relative split only (`check_paper` keeps it at 0.5); the default
+    #: protocol decides known absolutely (`known`)
+    memorized_fraction: float = 0.5
     device: str = "auto"  # device, batch_size, dtype, cache: `ModelSettings.fields`
     batch_size: int = 64
     soft_epochs: int = 30
@@ -130,6 +132,10 @@ class AblationConfig:
     #: rank, or generate: the model completes each prompt, graded by the ontology (`generate.py`)
     answers: str = "rank"
     max_new_tokens: int = 8  # --answers generate: the longest answer, in tokens
+    #: the default protocol's rule for an implicitly known premise (`study.is_known`: ranked
+    #: first, and the frequency control does not); pinned, so a folder split by the earlier
+    #: relative rule is never resumed under this one (the paper protocol pins what it did)
+    known: str = "first-beyond-null"
 
     #: Fields that say where data comes from or how it is stored, not what is computed: the
     #: ontology is pinned through ``extra`` (as given), the cache never changes a number.
@@ -198,6 +204,8 @@ class AblationConfig:
             skip += ("soft_recipe",)
         if not self.counterfactual:
             skip += ("premises",)
+        if self.protocol == "paper":  # split by its own --memorized rule
+            skip += ("known",)
         if self.answers == "rank":  # a ranking folder's settings stay as they were
             skip += ("answers", "max_new_tokens")
         return {k: _pinned_value(k, v) for k, v in self.__dict__.items() if k not in skip}
@@ -235,11 +243,15 @@ def template_kinds(text: str) -> tuple[str, ...]:
 #: ``--preset paper``: the paper-scale study (OntoProbe §3: every item, 10 pairs, every
 #: candidate, manual and soft templates side by side as its Table 4 reports them, soft ones
 #: by Appendix A's recipe): the GPU command. It fills the options left at their defaults.
-#: ``--preset demo``: `kgprobe demo`'s settings, so the study command resumes its folder.
+#: ``--preset demo``: `kgprobe demo`'s settings, so the study command resumes its folder. Its
+#: design has chains of depth 1 and 2 with 0 and 2 naming distractors: with filtered ranking a
+#: copier that reads wordings is at the ceiling where every premise is written and nothing
+#: else is, so only cells with distractors written can show a reasoner beyond the controls.
 PRESETS = {"paper": {"limit": 0, "pairs": 10, "templates": "manual,soft", "candidates": "all",
                      "soft_recipe": "paper"},
            "demo": {"model": "smollm2-135m", "limit": 30, "pairs": 1, "templates": "manual",
-                    "candidates": "20", "soft_epochs": 5}}
+                    "candidates": "20", "soft_epochs": 5, "depth": "1,2",
+                    "distractors": "0,2"}}
 
 
 def apply_preset(args: argparse.Namespace) -> None:
@@ -251,8 +263,23 @@ def apply_preset(args: argparse.Namespace) -> None:
     parser = argparse.ArgumentParser(add_help=False)
     add_arguments(parser)
     for key, value in preset.items():
+        if key in CHAIN_OPTIONS and not _chains_allowed(args, preset):
+            continue  # soft templates or the paper protocol: the preset's other settings alone
         if getattr(args, key) == parser.get_default(key):
             setattr(args, key, value)
+
+
+#: a preset's chained design (`depth.py`): asked only where chains can be
+CHAIN_OPTIONS = ("depth", "distractors")
+
+
+def _chains_allowed(args: argparse.Namespace, preset: dict) -> bool:
+    """Whether the run can ask chained items: manual templates only, default protocol
+    (`config_from_args` refuses chains otherwise). ``--preset demo --templates manual,soft``
+    is then the demo's grid with soft templates, without its chains."""
+    templates = args.templates if args.templates is not None else preset.get("templates")
+    return (args.protocol != "paper"
+            and templates is not None and tuple(template_kinds(templates)) == ("manual",))
 
 
 def config_from_args(args: argparse.Namespace) -> AblationConfig:
@@ -270,6 +297,10 @@ def config_from_args(args: argparse.Namespace) -> AblationConfig:
     if args.model is None and not args.dry_run:
         raise StudyError("--model: give a model (a preset, HF id, local dir or .gguf file), "
                          "or pass --dry-run to only write the prompts")
+    if not paper and args.fraction != 0.5:
+        raise StudyError(f"--fraction {args.fraction}: the default protocol counts a premise as "
+                         "known when the model ranks it first and the frequency control does "
+                         "not, never a share of them; drop --fraction")
     if not paper and args.memorized != "top-half":
         raise StudyError(f"--memorized {args.memorized}: applies to --protocol paper; the default "
                          "protocol splits by --fraction")
@@ -351,7 +382,9 @@ def add_arguments(p: argparse.ArgumentParser, *, default_model: str | None = Non
                         "the draw; --preset demo 1; with --protocol paper 10, as the paper); each "
                    "(item, pair, template) prompt is one observation nested in its item")
     p.add_argument("--fraction", type=float, default=0.5,
-                   help="share of premises (best reciprocal rank first) that count as known")
+                   help="--protocol paper only, kept at 0.5 (its top half); the default "
+                        "protocol counts a premise as known when the model ranks its gold first "
+                        "and the frequency control does not")
     p.add_argument("--seed", type=int, default=0,
                    help="seed of the item sample, pseudowords, distractors and intervals")
     p.add_argument("--resamples", type=int, default=2000,
@@ -390,7 +423,8 @@ def add_arguments(p: argparse.ArgumentParser, *, default_model: str | None = Non
     p.add_argument("--preset", choices=sorted(PRESETS), default=None,
                    help="paper: every item, 10 pairs, manual and soft templates (soft by "
                         "Appendix A's recipe), --candidates all (the GPU command); demo: `kgprobe demo`'s settings (smollm2-135m, 30 "
-                        "items a rule, 1 pair, manual templates, K = 20); a preset fills the "
+                        "items a rule, 1 pair, manual templates, K = 20, --depth 1,2 "
+                        "--distractors 0,2); a preset fills the "
                         "options left at their defaults")
     model_options(p, batch_size=64)
     p.add_argument("--out", type=Path, required=True,

@@ -1,27 +1,21 @@
-"""``--memorized-sample N``: the known/not-known split estimated from a seeded sample.
+"""``--memorized-sample N``: classify a seeded sample of premises, not the whole population.
 
-Deciding the split exactly ranks every premise of a relation's whole population (hundreds of
-memorizing probes before the first item), so that the split does not depend on ``--limit``.
-A trial run instead classifies N premises per (role, relation) stratum, drawn with a seed
-that depends only on the run's ``--seed`` and the stratum (never on ``--limit``), takes the
-sample's top-`fraction` cut as the stratum's threshold, and classifies only the premises its
-evaluated items need against it. The threshold is a point in the same order the exact rule
-sorts by (reciprocal rank, best first; the premise's seed string among equal ranks), so a
-sample that covers the stratum gives the exact split. Its precision is reported as a
-bootstrap interval of the cut's reciprocal rank.
+A premise is known or not by its own probe alone (`study.is_known`), so a run needs only its
+evaluated items' premises classified; the whole population is classified by default so that
+the report can say how many premises of each relation the model knows. A trial run instead
+classifies N premises per (role, relation) stratum, drawn with a seed that depends only on the
+run's ``--seed`` and the stratum (never on ``--limit``), plus the premises its evaluated items
+need: every one of those is decided exactly as in a full run, and the sample estimates each
+relation's known share, reported with a 95 % Wilson interval over the sampled premises.
 """
 
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Protocol, TypeVar
 
-import numpy as np
-
 from kgprobe.seeds import seed_key
-from kgprobe.studies.stats import rng_for
 
 
 class Premise(Protocol):
@@ -35,7 +29,6 @@ class Premise(Protocol):
 
 
 P = TypeVar("P", bound=Premise)
-Order = Callable[[Premise], tuple]
 
 
 def sampled_premises(population: list[P], size: int, seed: int) -> list[P]:
@@ -52,59 +45,44 @@ def sampled_premises(population: list[P], size: int, seed: int) -> list[P]:
     return out
 
 
-def _cut(rrs: np.ndarray, cut: int) -> float:
-    """The reciprocal rank at position `cut` of `rrs` sorted best first (0 when all known)."""
-    return float(np.sort(rrs)[::-1][cut]) if cut < len(rrs) else 0.0
+def sample_summary(premises: dict, sample: list[P]) -> list[dict]:
+    """Per stratum of `sample`: how many sampled premises are known (`premises`: key →
+    `MemorizedPremise`), and the known share's 95 % Wilson interval over those premises (the
+    share of the whole relation the sample estimates)."""
+    from scipy.stats import binomtest
 
-
-def estimate_split(rr: dict[P, float], sample: list[P], classified: Iterable[P],
-                   fraction: float, seed: int, resamples: int) -> tuple[dict, list[dict]]:
-    """Known or not for every premise of `classified`, by its stratum's threshold estimated
-    from `sample`; and per stratum the threshold with its 95 % bootstrap interval."""
-    order: Order = lambda k: (-rr[k], k.seed)  # the exact rule's order
     strata: dict[tuple[str, str], list[P]] = {}
     for key in sample:
         strata.setdefault(key.stratum, []).append(key)
-    bounds, summary = {}, []
+    out = []
     for stratum, keys in sorted(strata.items()):
-        ranked = sorted(keys, key=order)
-        cut = round(len(ranked) * fraction)
-        bounds[stratum] = order(ranked[cut]) if cut < len(ranked) else None
-        values = np.array([rr[k] for k in keys])
-        boot = rng_for(seed, "memorized-sample", *stratum).choice(
-            values, size=(resamples, len(values)), replace=True)
-        cuts = [_cut(row, cut) for row in boot]
-        lo, hi = np.percentile(cuts, [2.5, 97.5])
-        summary.append({"role": stratum[0], "relation": stratum[1], "sampled": len(keys),
-                        "threshold": _cut(values, cut), "lo": float(lo), "hi": float(hi)})
-    known = {k: bounds[k.stratum] is None or order(k) < bounds[k.stratum] for k in classified}
-    return known, summary
-
-
-def _rank(rr: float) -> str:
-    return "any rank" if rr <= 0 else f"rank {1 / rr:.3g}"
+        known = sum(premises[k].known for k in keys)
+        ci = binomtest(known, len(keys)).proportion_ci(method="wilson")
+        out.append({"role": stratum[0], "relation": stratum[1], "sampled": len(keys),
+                    "known": known, "lo": float(ci.low), "hi": float(ci.high)})
+    return out
 
 
 def sample_lines(cached: dict) -> list[str]:
-    """The report's account of an estimated split (memorized.json's ``sample`` section): how
-    many premises per relation it rests on and how precisely each threshold is known."""
+    """The report's account of a sampled classification (memorized.json's ``sample``
+    section): per relation, how many sampled premises are known, with the share's interval."""
     sample = cached.get("sample")
-    if not isinstance(sample, dict):
+    if not isinstance(sample, dict) or not all("known" in s for s in sample.get("strata", [])):
         return []
-    lines = [(f"The split is **estimated** (`--memorized-sample {sample['size']}`): each relation's "
-             f"threshold is the top-{100 * cached.get('fraction', 0.5):.0f}% cut of a seeded sample "
-             f"of {sample['size']} of its premises (seed {sample['seed']}, the same whatever "
-             "`--limit`), and only the evaluated items' premises are classified against it. "
-             "Threshold as the gold's rank (a premise counts as known when ranked above it), with the "
-             "95% bootstrap interval of the cut:"), ""]
+    lines = [(f"Only a **sample** of premises was classified (`--memorized-sample {sample['size']}`"
+              f": a seeded sample of {sample['size']} premises per relation, seed {sample['seed']}, "
+              "the same whatever `--limit`, and the evaluated items' own premises, each decided "
+              "by the same rule). The share of each relation's premises that is known, estimated "
+              "from the sample, with its 95% Wilson interval over the sampled premises:"), ""]
     for s in sample["strata"]:
-        lines.append(f"- {s['role']} {s['relation']}: {_rank(s['threshold'])} from {s['sampled']} "
-                     f"premises (95% interval {_rank(s['hi'])} to {_rank(s['lo'])})")
+        lines.append(f"- {s['role']} {s['relation']}: {s['known']} of {s['sampled']} sampled known "
+                     f"({100 * s['known'] / s['sampled']:.0f}%, 95% interval "
+                     f"{100 * s['lo']:.0f}% to {100 * s['hi']:.0f}%)")
     return lines + [""]
 
 
 def read_sample_lines(out: Path) -> list[str]:
-    """`sample_lines` of OUT/memorized.json; nothing for an exact split or no file."""
+    """`sample_lines` of OUT/memorized.json; nothing for a whole-population split or no file."""
     import json
 
     try:

@@ -42,17 +42,25 @@ class PremiseKey:
 
 @dataclass
 class MemorizedPremise:
-    """A premise probe's outcome: the gold's reciprocal rank, and whether it counts as known."""
+    """A premise probe's outcome: the gold's reciprocal rank under the model, and whether it
+    counts as known. `rank` is the model's pessimistic rank of the gold (0: the gold is not
+    among the candidates), `null_rank` the frequency control's on the same candidates (None
+    in a file written before the null existed: the earlier relative split)."""
 
     key: PremiseKey
     rr: float
     known: bool
     prompt: str
+    rank: int = 0
+    null_rank: int | None = None
 
     def to_json(self) -> dict:
-        return {**asdict(self.key), "rr": self.rr, "known": self.known, "prompt": self.prompt}
+        return {**asdict(self.key), "rr": self.rr, "known": self.known, "prompt": self.prompt,
+                "rank": self.rank, "null_rank": self.null_rank}
 
     @classmethod
     def from_json(cls, row: dict) -> "MemorizedPremise":
         fields = {f: row[f] for f in ("role", "relation", "subject", "answer", "pair")}
-        return cls(PremiseKey(**fields), row["rr"], row["known"], row["prompt"])
+        rank = row.get("rank", round(1 / row["rr"]) if row["rr"] > 0 else 0)
+        return cls(PremiseKey(**fields), row["rr"], row["known"], row["prompt"], rank,
+                   row.get("null_rank"))

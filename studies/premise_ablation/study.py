@@ -3,10 +3,13 @@ ontological knowledge when a premise is not given, only known implicitly, or wri
 
 For every reasoning item (one RDFS derivation, entities as pseudowords) each premise is
 - **explicit**: written into the prompt;
-- **implicit**: not written, but the model knows it (its memorizing probe ranks the gold
-  answer in the top half, by reciprocal rank, of every premise of that relation the ontology
-  gives: the whole population, whatever items this run samples);
-- **not** given: not written and not known.
+- **implicit**: not written, but the model knows it: its memorizing probe ranks the gold
+  answer first (pessimistically: a gold tied at the top is not first) and the frequency
+  control, asked the same probe with the same candidates, does not (knowledge the answer
+  distribution explains is not counted as the model's); decided premise by premise, so it
+  is the same whatever items a run samples;
+- **not** given: not written and not shown known (ranked below first, or first only where
+  the frequency control ranks it first too).
 So an item whose P1 is known lands in the P1 = implicit and explicit cells, one whose P1 is
 not known in the not and explicit cells; likewise for P2. The conjunction ("Therefore ,")
 stays in every prompt, written premises or not, as in the paper.
@@ -55,8 +58,10 @@ def memorization_prompt(data: AblationData, item: ReasoningItem, role: str) -> t
     return capitalize(tmpl.render(text_a=p.subject, text_b=text_b, meta=meta)), rel.candidates
 
 
-#: memorized.json's format: 2 = classified over the relation's whole population
-MEMORIZED_VERSION = 2
+#: memorized.json's format: 3 = known absolutely (ranked first, beyond the frequency null)
+MEMORIZED_VERSION = 3
+#: the null a premise's rank must beat: the control that ranks by the answer distribution
+NULL = "frequency"
 
 
 def premise_population(data: AblationData) -> dict[PremiseKey, tuple[ReasoningItem, str]]:
@@ -115,10 +120,12 @@ def premise_probes(data: AblationData) -> list[PremiseProbe]:
 
 def classify_premises(setup: AblationSetup, out: Path, *,
                       progress: bool = False) -> dict[PremiseKey, MemorizedPremise]:
-    """Reciprocal rank of every premise's gold under its memorizing probe, and whether it
-    counts as known: in the top `memorized_fraction` of its kind's whole population
-    (`premise_population`); with ``--memorized-sample`` by a threshold estimated from a seeded
-    sample, for the sample and the evaluated items' premises only (`memorized_sample`).
+    """Every premise's gold rank under its memorizing probe, under the model and under the
+    frequency control (`NULL`) on the same candidates, and whether it counts as known
+    (`is_known`). The whole population (`premise_population`) is classified, so the report
+    can say how many premises of each relation are known; with ``--memorized-sample`` only a
+    seeded sample and the evaluated items' premises (`memorized_sample`). A premise's outcome
+    depends on its own probe alone, never on the others or ``--limit``.
     Cached in OUT/memorized.json (one record a premise)."""
     config = setup.config
     path = out / "memorized.json"
@@ -140,22 +147,48 @@ def classify_premises(setup: AblationSetup, out: Path, *,
         wanted = set(sample) | needed_premises(setup.data)
         population = {k: None for k in population if k in wanted}
         probes = [p for p in probes if any(k in population for k in p.keys)]
-    rr, prompts = _premise_ranks(setup, probes, population, progress)
-    if sample is None:
-        known = _top_fraction(rr, config.memorized_fraction)
-    else:
-        from .memorized_sample import estimate_split
+    ranks, prompts = _premise_ranks(setup, setup.model.scorer, probes, population, progress)
+    nulls, _ = _premise_ranks(setup, _null_scorer(setup), probes, population, False)
+    premises = {k: MemorizedPremise(k, 1.0 / ranks[k] if ranks[k] else 0.0,
+                                    is_known(ranks[k], nulls[k]), prompts[k], ranks[k], nulls[k])
+                for k in population}
+    if sample is not None:
+        from .memorized_sample import sample_summary
 
-        known, strata = estimate_split(rr, sample, population, config.memorized_fraction,
-                                       config.seed, config.resamples)
         extra = {"sample": {"size": config.memorized_sample, "seed": config.seed,
-                            "strata": strata}}
-    premises = {k: MemorizedPremise(k, rr[k], known[k], prompts[k]) for k in population}
+                            "strata": sample_summary(premises, sample)}}
+    _note(progress, f"premises: {sum(m.known for m in premises.values())} of {len(premises)} "
+                    f"known (ranked first by the model and not by the {NULL} control)")
     sample = None if sample is None else set(sample)
-    write_json(path, {"model": config.model, "fraction": config.memorized_fraction,
+    write_json(path, {"model": config.model, "rule": KNOWN_RULE, "null": NULL,
                       "version": MEMORIZED_VERSION, "ranking": config.ranking, **(extra or {}),
                       "premises": [_record(m, sample) for m in premises.values()]})
     return premises
+
+
+#: memorized.json's name for the rule `is_known` applies
+KNOWN_RULE = "first-beyond-null"
+
+
+def is_known(rank: int, null_rank: int) -> bool:
+    """Known: the model ranks the gold first (`rank` 1, pessimistic, so a tie at the top is
+    not first; 0: the gold is not a candidate) and the frequency control ranks it lower on the
+    same candidates. An absolute rule, not a share of the premises: a model that knows
+    nothing beyond the answer distribution has no premise known, one that knows everything
+    has every premise known the prior does not answer."""
+    return rank == 1 and null_rank > 1
+
+
+def _null_scorer(setup: AblationSetup):
+    """The frequency control's scorer, set up as the run's control is (`controls.control_scorer`:
+    the run's seed, the same training answers), without the score cache (it scores for free)."""
+    from kgprobe.studies.controls import control_scorer
+
+    from .build import training_answers
+
+    config = setup.config
+    return control_scorer(NULL, config.model or NULL, seed=config.seed, device="cpu",
+                          answers=lambda: training_answers(setup.model.memorizing), cache=False)
 
 
 def _record(premise: MemorizedPremise, sample: set[PremiseKey] | None) -> dict:
@@ -178,46 +211,32 @@ def _note(progress: bool, text: str) -> None:
         print(f"kgprobe: {text}", file=sys.stderr, flush=True)
 
 
-def _premise_ranks(setup: AblationSetup, probes: list[PremiseProbe], wanted: dict,
-                   progress: bool) -> tuple[dict[PremiseKey, float], dict[PremiseKey, str]]:
-    """Every `wanted` premise's reciprocal rank and prompt; says on stderr how many probes the
-    score cache served (the population is scored once per model and protocol, then reused)."""
+def _premise_ranks(setup: AblationSetup, scorer, probes: list[PremiseProbe], wanted: dict,
+                   progress: bool) -> tuple[dict[PremiseKey, int], dict[PremiseKey, str]]:
+    """Every `wanted` premise's pessimistic gold rank under `scorer` (0: the gold is not a
+    candidate) and its prompt; says on stderr how many probes the score cache served (the
+    population is scored once per model and protocol, then reused)."""
     from kgprobe.studies.probes import Request, score_requests
 
-    scorer, pseudowords = setup.model.scorer, setup.model.pseudowords
+    pseudowords = setup.model.pseudowords
     asked = [Request(p.prompt, p.candidates, pseudowords[p.pair or 0]) for p in probes]
     hits = getattr(scorer, "hits", None)
     rows = score_requests(scorer, asked, batch_size=setup.config.batch_size,
                           desc="classifying premises (memorizing probes)", progress=progress)
     filtered = setup.data.truth is not None
-    rr: dict[PremiseKey, float] = {}
+    ranks: dict[PremiseKey, int] = {}
     prompts: dict[PremiseKey, str] = {}
     for req, row, probe in zip(asked, rows, probes):
         for key in (k for k in probe.keys if k in wanted):
             gold = gold_indices(req.candidates, [key.answer])
             also = gold_indices(req.candidates, probe.true - {key.answer}) if filtered else []
-            rr[key] = 1.0 / float(ranks_of(row, gold, filtered=filtered, also_true=also).min()) if gold else 0.0
+            ranks[key] = int(ranks_of(row, gold, filtered=filtered, also_true=also).min()) if gold else 0
             prompts[key] = req.prompt
     served = ("score cache off" if hits is None else
               f"{scorer.hits - hits} from the score cache, {len(probes) - scorer.hits + hits} scored")
-    _note(progress, f"premises: {len(rr)} classified by {len(probes)} memorizing probes "
+    _note(progress, f"premises: {len(ranks)} ranked by {len(probes)} memorizing probes "
                     f"({served})")
-    return rr, prompts
-
-
-def _top_fraction(rr: dict[PremiseKey, float], fraction: float) -> dict[PremiseKey, bool]:
-    """Split each kind at `fraction`, best reciprocal ranks first (the premise's seed string
-    among equal ranks)."""
-    known: dict[PremiseKey, bool] = {}
-    kinds: dict[tuple[str, str], list[PremiseKey]] = {}
-    for key in rr:
-        kinds.setdefault(key.stratum, []).append(key)
-    for members in kinds.values():
-        ranked = sorted(members, key=lambda k: (-rr[k], k.seed))
-        cut = int(round(len(ranked) * fraction))
-        for i, key in enumerate(ranked):
-            known[key] = i < cut
-    return known
+    return ranks, prompts
 
 
 def settings_of(item: ReasoningItem, premises: dict[PremiseKey, MemorizedPremise],
