@@ -104,7 +104,17 @@ def tiny_gpt2_dir(tmp_path_factory):
         vocab_size=len(tok), n_positions=128, n_embd=32, n_layer=2, n_head=2, initializer_range=0.3,
         bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id,
     )
-    return _save_causal(tmp_path_factory, "tiny-gpt2", GPT2LMHeadModel(config))
+    model = GPT2LMHeadModel(config)
+    # Room for the demo's chained prompts (depth 2 with naming distractors run past 128
+    # tokens): positions 128-511 drawn after the weights, from their own seed, so every
+    # weight the 128-position model had stays what it was and short prompts score the same.
+    wpe = model.transformer.wpe.weight.data
+    more = torch.randn(512 - wpe.shape[0], wpe.shape[1],
+                       generator=torch.Generator().manual_seed(11)) * config.initializer_range
+    model.transformer.wpe = torch.nn.Embedding.from_pretrained(torch.cat([wpe, more]),
+                                                                freeze=False)
+    model.config.n_positions = 512
+    return _save_causal(tmp_path_factory, "tiny-gpt2", model)
 
 
 @pytest.fixture(scope="session")
