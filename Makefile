@@ -43,9 +43,19 @@ venv: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/kgprobe demo
 
-# The whole suite, the lm-eval equality test and the OpenPrompt cross-check included.
+# The whole suite, the lm-eval equality test and the OpenPrompt cross-check included, in one
+# pytest-xdist worker per core (each runs torch on one thread, tests/conftest.py: on 2 cores
+# two one-thread processes beat one two-thread process); `make test TEST_WORKERS=0` runs it in
+# one process. A test file stays on one worker (--dist loadfile), so a file's module fixtures
+# (a store, a served endpoint, a study run) are built once. It prints pytest's summary, then
+# the time the tests took.
+TEST_WORKERS ?= $(shell nproc 2>/dev/null || echo 2)
 test: $(TESTSTAMP) $(OPSTAMP)
-	$(BIN)/python -m pytest
+	@start=$$(date +%s); \
+	  $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile; status=$$?; \
+	  took=$$(( $$(date +%s) - start )); \
+	  echo "make test: the tests took $$(( took / 60 )) min $$(( took % 60 )) s ($(TEST_WORKERS) workers)"; \
+	  exit $$status
 
 crosscheck: $(TESTSTAMP) $(OPSTAMP)
 	$(BIN)/python -m pytest -q tests/test_openprompt_crosscheck.py

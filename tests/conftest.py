@@ -15,12 +15,18 @@ import os
 from pathlib import Path
 
 import pytest
-import torch
 
 # Tiny models gain nothing from intra-op threads, and on a small shared machine OpenMP
-# spin-waiting makes them 10-30x slower when another process holds a core. Override with
-# KGPROBE_TEST_THREADS=<n>.
-torch.set_num_threads(int(os.environ.get("KGPROBE_TEST_THREADS", "1")))
+# spin-waiting makes them 10-30x slower when another process holds a core (under `make test`
+# the other pytest-xdist worker always does). So one thread here, and, through the
+# environment, in every `kgprobe` command a test starts as a subprocess without `--threads`.
+# Override with KGPROBE_TEST_THREADS=<n>.
+THREADS = os.environ.get("KGPROBE_TEST_THREADS", "1")
+os.environ["OMP_NUM_THREADS"] = THREADS
+
+import torch  # noqa: E402  (after OMP_NUM_THREADS: OpenMP reads it when torch loads)
+
+torch.set_num_threads(int(THREADS))
 
 SENTENCES = [
     "Paris is the capital of France .",
@@ -177,7 +183,8 @@ def _shared_tag_cache(tmp_path_factory):
     """One tag cache (ontology/tag_cache.py) for the whole run, never ~/.cache: a label's tags
     depend only on the label and the tagger's version, so tests share them, and a command
     whose labels an earlier test tagged loads no tagger (tests/test_tag_cache.py checks
-    that cached and fresh tags agree)."""
+    that cached and fresh tags agree). Under pytest-xdist (`make test`) each worker has its own
+    temporary folders, so its own tag cache: no two processes of the run write one file."""
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("KGPROBE_TAG_CACHE_DIR", str(tmp_path_factory.mktemp("tag-cache")))
         yield
