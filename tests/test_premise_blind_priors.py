@@ -52,20 +52,32 @@ def _request(item, cands, gold):
                         golds=(cands.index(gold),))
 
 
-def test_test_prior_ranks_each_batch_by_its_own_golds():
+def test_test_prior_ranks_each_item_by_the_other_items_golds():
     cands = ["thing", "animal", "mammal", "dog"]
     cell = [_request("a", cands, "mammal"), _request("b", cands, "mammal"),
-            _request("c", cands, "dog")]
+            _request("c", cands, "dog"), _request("d", cands, "mammal")]
     scorer = load_model("test-prior").trained_on(RECORDS).scorer()
     predictions = predict(scorer, cell, filtered=False, batch_size=8, desc="", progress=False)
-    # mammal (2 golds) first, dog (1) next, then the rest as general ranks them
-    assert [p.ranks for p in predictions] == [(1,), (1,), (2,)]
+    # a: the others' golds are mammal twice and dog once: mammal first, dog next, then the
+    # rest as general ranks them
     order = [cands[i] for i in np.argsort(-predictions[0].scores, kind="stable")]
-    assert order == ["mammal", "dog", "thing", "animal"]
+    assert order[:2] == ["mammal", "dog"]
+    assert predictions[0].ranks == (1,) and predictions[3].ranks == (1,)
+    # c: its own gold (dog) is no other item's, so it is not counted: mammal (3) ranks first
+    # and dog where general puts it among the rest, never first
+    general = load_model("general").trained_on(RECORDS).scorer()
+    rest = [c for c in _order(general, cands) if c != "mammal"]
+    assert predictions[2].ranks == (2 + rest.index("dog"),)
+    # the same item twice (two templates or pseudoword pairs) is one item: its copies do
+    # not count for each other
+    twice = [_request("a", cands, "dog"), _request("a", cands, "dog"),
+             _request("b", cands, "mammal")]
+    got = predict(scorer, twice, filtered=False, batch_size=8, desc="", progress=False)
+    assert got[0].ranks == got[1].ranks == (2 + rest.index("dog"),)
     # another cell, another ranking: its golds only, never the first cell's
-    other = predict(scorer, [_request("d", cands, "animal")], filtered=False, batch_size=8,
-                    desc="", progress=False)
-    assert other[0].ranks == (1,)
+    other = predict(scorer, [_request("e", cands, "animal"), _request("f", cands, "animal")],
+                    filtered=False, batch_size=8, desc="", progress=False)
+    assert other[0].ranks == other[1].ranks == (1,)
     assert is_control_model("test-prior")
 
 
