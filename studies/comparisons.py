@@ -19,6 +19,8 @@ stating a (descriptive) finding. scipy is imported inside the functions that use
 from __future__ import annotations
 
 import math
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
@@ -59,6 +61,23 @@ class Comparison:
         return self.excludes_zero and self.p_holm < alpha
 
 
+#: Whether p-values are computed (`estimates_only` turns them off for a block).
+_WITH_P: ContextVar[bool] = ContextVar("with_p", default=True)
+
+
+@contextmanager
+def estimates_only():
+    """Within the block, comparisons give their estimate and interval but no p (NaN): for
+    the controls' side of the descriptive rows, of which a report shows the estimate and the
+    upper bound only. Permutation tests were half a weightless run's time there, and every
+    interval and estimate stays what it was (each draws from its own seeded stream)."""
+    token = _WITH_P.set(False)
+    try:
+        yield
+    finally:
+        _WITH_P.reset(token)
+
+
 def paired_difference(name: str, first: Clustered, second: Clustered, *, seed: int,
                       resamples: int = RESAMPLES, confidence: float = CONFIDENCE) -> Comparison:
     """The same items (and prompts) under two settings: `first` and `second` hold, item by
@@ -80,7 +99,7 @@ def paired_difference(name: str, first: Clustered, second: Clustered, *, seed: i
         return ((x - y) * weights).sum(axis=axis)
 
     p = float("nan")  # one item: nothing to permute, not testable
-    if diff.n_items > 1:
+    if diff.n_items > 1 and _WITH_P.get():
         p = float(permutation_test((first.sums[:, 0], second.sums[:, 0]), statistic,
                                    vectorized=True, permutation_type="samples",
                                    n_resamples=TEST_FACTOR * resamples,
@@ -103,7 +122,8 @@ def unpaired_difference(name: str, first: Clustered, second: Clustered, *, seed:
     boot = (a.resampled(rng_for(seed, name, "first"), resamples)
             - b.resampled(rng_for(seed, name, "second"), resamples))[:, 0]
     lo, hi = percentile(boot, confidence)
-    p = permutation_p(a, b, rng=rng_for(seed, name, "p"), resamples=TEST_FACTOR * resamples)
+    p = (permutation_p(a, b, rng=rng_for(seed, name, "p"), resamples=TEST_FACTOR * resamples)
+         if _WITH_P.get() else float("nan"))
     return Comparison(name, "unpaired", estimate, float(lo), float(hi), p, sizes)
 
 

@@ -260,8 +260,9 @@ def comparison_table(prompts: list[Prompt], controls: dict[str, list[Prompt]],
                            {c: t[_row_key(key)] for c, t in theirs.items()
                             if _row_key(key) in t}))
         copy = design.controls.get(COPY)
-        others = {c: {_row_key(k): t for k, t in design.tests(design.controls[c], copy)}
-                  for c in names if c in design.controls}
+        with comparisons.estimates_only():  # a control's side shows its estimate and bound
+            others = {c: {_row_key(k): t for k, t in design.tests(design.controls[c], copy)}
+                      for c in names if c in design.controls}
         for key, test in design.tests(design.model, copy):
             found.append(test)
             keys.append({"family": design.name, **key})
