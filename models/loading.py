@@ -43,7 +43,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from kgprobe.errors import ModelError
-from kgprobe.models.baselines import BASELINES, load_baseline
 from kgprobe.models.names import WEIGHTLESS, check_model_name, prior_target, unknown_model
 from kgprobe.models.prior import prior_of
 from kgprobe.models.weightless import weightless_loader
@@ -235,6 +234,16 @@ def _load_hf(source: str, name: str, *, kind: Kind | None, hub_kwargs: dict,
     return kind, model, tokenizer
 
 
+def _without_weights(name: str, seed: int) -> Any:
+    """The model called `name` when it has no weights, else None: a control of the baseline
+    family (`names.WEIGHTLESS`: the baselines and the premise-blind priors) or a weightless
+    model that is no control (`models.weightless`: the reader, the heuristics)."""
+    if name in WEIGHTLESS:
+        return WEIGHTLESS[name](name, seed=seed)
+    make = weightless_loader(name)
+    return None if make is None else make(seed)
+
+
 def load_model(
     name_or_path: str,
     *,
@@ -257,13 +266,9 @@ every study passes it, so none needs to know which model draws.
     Raises `ModelError` (one line) for unknown names, models without an LM head, bad GGUF files.
     """
     name = str(name_or_path)
-    if name in BASELINES:
-        return load_baseline(name, seed=seed)
-    if name in WEIGHTLESS:
-        return WEIGHTLESS[name](name, seed=seed)
-    weightless = weightless_loader(name)
-    if weightless is not None:  # the reader and the heuristics (`models.weightless`)
-        return weightless(seed)
+    without_weights = _without_weights(name, seed)
+    if without_weights is not None:
+        return without_weights
     if prior_of(name) is not None:
         from kgprobe.models.prior import PriorModel
 

@@ -144,7 +144,7 @@ def _copy_mrr(zoo: Path, kind: str) -> float:
     """`--model copy`'s MRR over the chained cells with every premise and 2 distractors
     written (depth 1 and 2), asked exactly as a run asks them (`depth.chain_requests`)."""
     from kgprobe.models.baselines import CopyBaseline
-    from kgprobe.studies.premise_ablation.config import WRITTEN
+    from kgprobe.studies.premise_ablation.columns import WRITTEN
     from kgprobe.studies.premise_ablation.depth import chain_requests, chained_items
     from kgprobe.studies.probes import predict
 

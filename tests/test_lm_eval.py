@@ -26,7 +26,7 @@ from kgprobe.studies.lm_eval.importer import (
 )
 from kgprobe.studies.memorization.study import COLUMNS as MEMORIZATION_STUDY_COLUMNS
 from kgprobe.studies.metrics import evaluate, item_metrics
-from kgprobe.studies.premise_ablation.config import (
+from kgprobe.studies.premise_ablation.columns import (
     UNIT_COLUMNS as ABLATION_STUDY_COLUMNS,
 )
 

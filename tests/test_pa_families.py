@@ -145,7 +145,7 @@ def test_following_a_false_premise_beyond_every_control_is_claimed_and_only_then
 def test_a_written_chained_cell_above_every_control_on_the_same_prompts_is_claimed():
     """With naming distractors copy misses the gold; a model that picks it on the same prompts
     is claimed by the family's depth row, one at copy's level is not."""
-    from kgprobe.studies.premise_ablation.config import UNWRITTEN
+    from kgprobe.studies.premise_ablation.columns import UNWRITTEN
     from kgprobe.studies.premise_ablation.depth_report import depth_levels, depth_tests
     from kgprobe.studies.premise_ablation.family import depth_label
 

@@ -18,7 +18,7 @@ from kgprobe.ontology.loaders import load_rdf
 from kgprobe.ontology.verbalize import load_templates
 from kgprobe.reasoning.items import RULE_RELATIONS
 from kgprobe.reasoning.rdfs import RULES
-from kgprobe.studies.premise_ablation.config import COLUMNS
+from kgprobe.studies.premise_ablation.columns import COLUMNS
 from kgprobe.studies.premise_ablation.contrasts import CONTRASTS
 from kgprobe.studies.premise_ablation.family import CONFIRMATORY
 from kgprobe.studies.premise_ablation.report import console_table, finding, write_report

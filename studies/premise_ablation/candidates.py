@@ -62,7 +62,7 @@ def score_cell(setup: AblationSetup, requests: list, answers: dict[str, list[str
     observation, its golds' ranks, from which the report's intervals are recomputed."""
     from kgprobe.studies.probes import predict, summarize
 
-    from .config import UNIT_COLUMNS
+    from .columns import UNIT_COLUMNS
 
     predictions = predict(setup.model.scorer, requests, filtered=setup.data.truth is not None,
                           batch_size=setup.config.batch_size, desc=desc, progress=progress)

@@ -29,7 +29,7 @@ from kgprobe.reasoning.distractors import parse_protocol
 from kgprobe.reasoning.items import RULE_RELATIONS
 from kgprobe.studies import comparisons, stats
 
-from .config import DEPTH_COLUMNS, METRICS, SETTINGS
+from .columns import DEPTH_COLUMNS, METRICS, SETTINGS
 from .settings import ReportSettings
 
 MEAN = "mean"

@@ -45,7 +45,7 @@ from kgprobe.studies.controls import beside, control_folder, control_model
 from kgprobe.studies.controls import control_columns as generic_columns
 
 from .cells import COMPARISONS, MEAN, Prompt, compare, load_prompts, sample
-from .config import COMPARISON_COLUMNS, METRICS
+from .columns import COMPARISON_COLUMNS, METRICS
 from .family import DESCRIPTIVE_ROLE, TEMPLATE, UNWRITTEN, confirmatory_rows, declared
 from .settings import ReportSettings
 

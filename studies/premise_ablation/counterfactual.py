@@ -26,7 +26,7 @@ from kgprobe.studies.metrics import gold_indices
 from kgprobe.studies.probes import ProbeRequest
 from kgprobe.studies.runner import Unit
 
-from .config import SETTINGS
+from .columns import SETTINGS
 
 if TYPE_CHECKING:
     from .build import AblationData, AblationSetup

@@ -32,7 +32,7 @@ from kgprobe.studies import comparisons
 from kgprobe.studies.runner import read_results
 
 from .cells import MEAN, Prompt, cell_row, prompt_values, sample, variants
-from .config import METRICS, with_premises
+from .columns import METRICS, with_premises
 from .contrasts import FOLLOWS
 from .control_report import control_text
 from .counterfactual import CELLS, COUNTERFACTUAL

@@ -24,7 +24,7 @@ from kgprobe.studies.runner import Unit
 
 from .build import AblationData, AblationSetup
 from .cells import variants
-from .config import WRITTEN, chained_cells
+from .columns import WRITTEN, chained_cells
 
 
 @dataclass

@@ -32,7 +32,7 @@ from kgprobe.studies import comparisons, stats
 from kgprobe.studies.runner import read_results
 
 from .cells import MEAN, Prompt, cell_row, prompt_values, sample, variants
-from .config import METRICS, UNWRITTEN, WRITTEN, chained_cells
+from .columns import METRICS, UNWRITTEN, WRITTEN, chained_cells
 from .contrasts import CHAINED, CHAINED_LEVEL
 from .control_report import control_text
 from .settings import ReportSettings

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from kgprobe.studies import comparisons, stats
 
 from .cells import Prompt, sample
-from .config import METRICS
+from .columns import METRICS
 from .settings import ReportSettings
 
 #: comparisons.csv's ``role`` of a row in the family, and of every other row.

@@ -99,7 +99,7 @@ def generate_units(setup, model, source, requests_for: Callable) -> list:
     from kgprobe.studies.runner import Unit
 
     from .cells import variants
-    from .config import SETTINGS
+    from .columns import SETTINGS
 
     config, graders = setup.config, {}
     units = []

@@ -40,7 +40,8 @@ from kgprobe.studies.probes import ProbeRequest, score_requests
 from kgprobe.studies.options import use_chat
 from kgprobe.studies.runner import Unit
 
-from .config import NAME, SETTINGS, AblationConfig
+from .columns import SETTINGS
+from .config import NAME, AblationConfig
 from .paper_soft import soft_key
 
 SLOTS = ("[X0]", "[Y0]")  # the official code's pseudoword tokens (PW_NUM = 1)
@@ -278,7 +279,7 @@ def run_paper(config: AblationConfig, out: Path, *, progress: bool = True,
     """Build, classify and score every cell (resumable units, as the default protocol)."""
     from kgprobe.studies.runner import run_units
 
-    from .config import UNIT_COLUMNS
+    from .columns import UNIT_COLUMNS
     from .report import write_report
 
     study = build_paper_study(config, cache=cache)

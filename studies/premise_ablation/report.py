@@ -22,7 +22,7 @@ from kgprobe.studies.stats import format_interval
 from .cells import MEAN, variants
 from .control_report import claimed_lines, control_text, descriptive
 from .control_report import number as _num
-from .config import SETTINGS
+from .columns import SETTINGS
 from .known_reach import known_reach, known_rule  # noqa: F401 (known_reach: imported from here)
 from .settings import ReportSettings
 from .tables import load_rows, write_tables  # noqa: F401 (load_rows: read from here too)

@@ -39,7 +39,8 @@ from kgprobe.studies.settings import first_pin, pin_settings
 from .build import (AblationData, AblationSetup, build_data, build_setup,  # noqa: F401
                     population_rules, select_items)
 from .cells import variants
-from .config import NAME, SETTINGS, AblationConfig
+from .columns import SETTINGS
+from .config import NAME, AblationConfig
 from .premise_keys import MemorizedPremise, PremiseKey  # noqa: F401 (imported from here)
 
 

@@ -19,7 +19,7 @@ from kgprobe.studies.controls import control_folder
 from kgprobe.studies.runner import read_results, rows_to_csv
 
 from .cells import Prompt, load_prompts, result_rows
-from .config import COLUMNS, with_depth
+from .columns import COLUMNS, with_depth
 from .contrasts import (
     Family,
     comparison_table,
