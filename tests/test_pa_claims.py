@@ -45,10 +45,34 @@ def heuristic(cell, i, pair):
 
 
 def family(rows):
-    return {r["comparison"]: r for r in rows if r["role"] == "confirmatory"}
+    """The level rows (model − every control in one cell), confirmatory or read descriptively."""
+    return {r["comparison"]: r for r in rows if r["test"] == "one-sided vs every control"}
 
 
-def test_a_reasoner_is_claimed_on_the_family_rows_and_descriptive_rows_never_are():
+@pytest.fixture
+def grid_confirmatory(monkeypatch):
+    """The grid's level rows declared confirmatory, to test the rule's mechanics on grid data
+    (the bundled design declares only the cells with naming distractors: a copier passes
+    the grid's written cells, `family.COPIER_PASSES`)."""
+    import kgprobe.studies.premise_ablation.family as declared
+
+    monkeypatch.setattr(declared, "is_confirmatory", lambda label: True)
+
+
+def test_the_grid_level_rows_are_tested_but_read_descriptively():
+    rows, _ = comparison_table(prompts(reasoner), {"frequency": prompts(heuristic),
+                                                   "copy": prompts(heuristic)}, SETTINGS)
+    levels = family(rows)
+    assert list(levels) == list(GRID_ROWS)
+    for label, row in levels.items():
+        assert row["role"] == "descriptive" and row["claimed"] is False, label
+        assert row["finding"] == "yes" and row["control_lo_copy"] > 0, label
+    assert not any(r["claimed"] for r in rows)
+    text = "\n".join(claimed_lines([{k: str(v) for k, v in r.items()} for r in rows], SETTINGS))
+    assert "a copier passes these cells" in text and "Nothing is claimed" in text
+
+
+def test_a_reasoner_is_claimed_on_the_family_rows_and_descriptive_rows_never_are(grid_confirmatory):
     rows, columns = comparison_table(prompts(reasoner), {"frequency": prompts(heuristic),
                                                          "copy": prompts(heuristic)}, SETTINGS)
     assert {"role", "control_diff_copy", "control_lo_copy", "control_p_frequency",
@@ -66,7 +90,7 @@ def test_a_reasoner_is_claimed_on_the_family_rows_and_descriptive_rows_never_are
     assert "beyond every control" in text and "A control is not a reasoner" in text
 
 
-def test_family_holm_runs_over_the_family_rows_only():
+def test_family_holm_runs_over_the_family_rows_only(grid_confirmatory):
     rows, _ = comparison_table(prompts(reasoner), {"frequency": prompts(heuristic),
                                                    "copy": prompts(heuristic)}, SETTINGS)
     mine = [r for r in rows if r["role"] == "confirmatory"]
@@ -79,7 +103,7 @@ def test_family_holm_runs_over_the_family_rows_only():
     assert [r["p_holm"] for r in finite] == pytest.approx(list(holm([r["p"] for r in finite])))
 
 
-def test_a_control_equal_to_the_model_or_a_little_above_it_stops_every_claim():
+def test_a_control_equal_to_the_model_or_a_little_above_it_stops_every_claim(grid_confirmatory):
     model = prompts(reasoner)
     rows, _ = comparison_table(model, {"frequency": prompts(heuristic), "copy": model}, SETTINGS)
     for label, row in family(rows).items():
@@ -92,7 +116,7 @@ def test_a_control_equal_to_the_model_or_a_little_above_it_stops_every_claim():
     assert all(r["control_diff_copy"] < 0 for r in family(rows).values())
 
 
-def test_a_control_run_is_read_against_the_other_controls_never_itself():
+def test_a_control_run_is_read_against_the_other_controls_never_itself(grid_confirmatory):
     """`--model frequency`: the frequency control's prompts are the model's own; its rows are
     tested against copy alone, and a copy that is as good claims nothing."""
     settings = ReportSettings(**{**SETTINGS.__dict__, "model": "frequency"})
@@ -107,7 +131,7 @@ def test_a_control_run_is_read_against_the_other_controls_never_itself():
     assert "is itself a control" in text and "Nothing is claimed" in text
 
 
-def test_an_empty_cell_is_not_testable_and_no_control_claims_nothing():
+def test_an_empty_cell_is_not_testable_and_no_control_claims_nothing(grid_confirmatory):
     nobody_known = [p for p in prompts(reasoner) if p.p1 != "implicit"]
     rows, _ = comparison_table(nobody_known, {"frequency": prompts(heuristic),
                                               "copy": prompts(heuristic)}, SETTINGS)
@@ -120,7 +144,7 @@ def test_an_empty_cell_is_not_testable_and_no_control_claims_nothing():
     assert not any(r["claimed"] for r in rows)
 
 
-def test_with_several_pairs_the_crossed_test_still_separates_reasoner_from_heuristic():
+def test_with_several_pairs_the_crossed_test_still_separates_reasoner_from_heuristic(grid_confirmatory):
     settings = ReportSettings(**{**SETTINGS.__dict__, "pairs": 3})
     rows, _ = comparison_table(prompts(reasoner, n=10, pairs=3),
                                {"frequency": prompts(heuristic, n=10, pairs=3),

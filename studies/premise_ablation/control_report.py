@@ -16,7 +16,7 @@ import math
 from kgprobe.studies.controls import CHOICES, is_control
 
 from .contrasts import tested_controls
-from .family import CONFIRMATORY_ROLE, UNWRITTEN, reads, verdict
+from .family import COPIER_PASSES, CONFIRMATORY_ROLE, UNWRITTEN, reads, verdict
 from .settings import ReportSettings
 
 def number(value) -> float | None:
@@ -93,6 +93,7 @@ def claimed_lines(comparisons: list[dict], config: ReportSettings) -> list[str]:
              + ", so no difference can be read against what a model that cannot reason "
              "scores."), "", NOT_A_REASONER, ""]
     rows = confirmatory(comparisons)
+    read = levels_read(comparisons)
     shown = [*against, UNWRITTEN]
     lines += self_note + [
         ("A claim is a row of the confirmatory family, declared before the run "
@@ -106,15 +107,15 @@ def claimed_lines(comparisons: list[dict], config: ReportSettings) -> list[str]:
          "test, which needs no correction across controls) — below 0.05 after Holm's "
          f"adjustment over the family's {len(rows)} rows only. Rules averaged, manual "
          "templates; MRR in %."), "",
-        "| row | model | " + " | ".join(shown) + " | "
-        + " | ".join(f"model − {c}" for c in shown) + " | p (Holm, family) | verdict |",
-        "|---" * (4 + 2 * len(shown)) + "|"]
-    for r in rows:
-        p = number(r.get("p_holm"))
-        lines.append(f"| {row_name(r)} | {_points(r.get('model_value'))} | "
-                     + " | ".join(_points(r.get(f"control_estimate_{c}")) for c in shown)
-                     + " | " + " | ".join(_diff(r, c) for c in shown)
-                     + f" | {'–' if p is None else f'{p:.3g}'} | {verdict(r, against)} |")
+        *(header := ["| row | model | " + " | ".join(shown) + " | "
+                     + " | ".join(f"model − {c}" for c in shown) + " | p (Holm) | verdict |",
+                     "|---" * (4 + 2 * len(shown)) + "|"])]
+    lines += [_table_row(r, shown, verdict(r, against)) for r in rows]
+    if read:
+        lines += ["", ("The other level rows, tested the same way and read descriptively "
+                       f"({COPIER_PASSES}; Holm over these rows):"), "",
+                  *header,
+                  *[_table_row(r, shown, _read_verdict(r, against)) for r in read]]
     claimed = [r for r in rows if _claimed(r)]
     lines.append("")
     if claimed:
@@ -134,6 +135,28 @@ def claimed_lines(comparisons: list[dict], config: ReportSettings) -> list[str]:
                "known-P1 interaction, unpaired cell differences — with its interval and a "
                "Holm p over the descriptive rows; none is a claim, whatever its interval."), ""]
     return lines
+
+
+def levels_read(comparisons: list[dict]) -> list[dict]:
+    """The level rows a copier passes (`family.COPIER_PASSES`): tested like the family's,
+    descriptive."""
+    return [c for c in comparisons if c.get("role") != CONFIRMATORY_ROLE
+            and c.get("test") == "one-sided vs every control"]
+
+
+def _read_verdict(row: dict, against: list[str]) -> str:
+    said = verdict(row, against)
+    if said.startswith("beyond each control on its own"):
+        said = f"above every control (p = {number(row.get('p_holm')) or 0:.3g})"
+    return "descriptive: " + said
+
+
+def _table_row(r: dict, shown: list[str], said: str) -> str:
+    p = number(r.get("p_holm"))
+    return (f"| {row_name(r)} | {_points(r.get('model_value'))} | "
+            + " | ".join(_points(r.get(f"control_estimate_{c}")) for c in shown)
+            + " | " + " | ".join(_diff(r, c) for c in shown)
+            + f" | {'–' if p is None else f'{p:.3g}'} | {said} |")
 
 
 def row_name(row: dict) -> str:

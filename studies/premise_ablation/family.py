@@ -60,6 +60,9 @@ class Declared:
     #: the cells that ask the same items with the row's written premises left out (the
     #: model's own `UNWRITTEN` reference); depth rows: none written at the same depth
     unwritten: tuple[tuple[str, str], ...] = ()
+    #: whether the row can claim; a level row that a copier passes (`COPIER_PASSES`) is
+    #: computed the same way and read descriptively
+    confirmatory: bool = True
 
 
 BOTH = "both premises written, model − control"
@@ -69,23 +72,35 @@ P2_ONLY = "P2 written (P1 not given), model − control"
 CHAIN = "every premise written, naming distractors, model − control"
 FALSE_P1 = "false P1 written (P2 written), model − control"
 
-#: The family, in report.md's order.
+#: Why only the cells with naming distractors are confirmatory rows: copy run as the model
+#: (bench/claim_power.py, `tests/test_claim_validation.py`) ranks the gold above every other
+#: control in the written cells without them (98.9 MRR with both premises or P1 written, the
+#: other controls at most 69.6; a written false P1 it follows as readily), and in the cell of
+#: a P1 it "knows" with P2 written (90.0 against at most 35.3, on 9 items whose P2 label
+#: holds the gold: "Christian bishop" names "bishop"), so a claim there could not tell
+#: reasoning from copying. Beside naming distractors copy falls to 63-80 and a reasoner can
+#: show itself. The other level rows are computed the same way and read descriptively.
+COPIER_PASSES = ("a copier passes these cells: the copy control, run as the model, is above "
+                 "every other control in them, so they cannot separate reasoning from copying")
+
+#: The level rows, in report.md's order: the confirmatory family and the level rows read
+#: descriptively (`Declared.confirmatory`).
 CONFIRMATORY = (
     Declared("grid", BOTH, "explicit", "explicit",
              "with both premises written the model ranks the entailed answer above every "
              "control on the same prompts",
              (("not", "not"), ("not", "implicit"), ("implicit", "not"),
-              ("implicit", "implicit"))),
+              ("implicit", "implicit")), confirmatory=False),
     Declared("grid", KNOWN_P1, "implicit", "explicit",
              "with P2 written and a P1 it knows left unwritten, the model ranks the entailed "
              "answer above every control on the same prompts: it combines a recalled premise "
-             "with a written one", (("implicit", "not"),)),
+             "with a written one", (("implicit", "not"),), confirmatory=False),
     Declared("grid", P1_ONLY, "explicit", "not",
              "with P1 written alone the model ranks the gold above every control on the same "
-             "prompts", (("not", "not"), ("implicit", "not"))),
+             "prompts", (("not", "not"), ("implicit", "not")), confirmatory=False),
     Declared("grid", P2_ONLY, "not", "explicit",
              "with P2 written alone the model ranks the gold above every control on the same "
-             "prompts", (("not", "not"), ("not", "implicit"))),
+             "prompts", (("not", "not"), ("not", "implicit")), confirmatory=False),
     Declared("depth", CHAIN, "explicit", "explicit",
              "with the whole chain and distractors that name other candidates written, the "
              "model picks the entailed candidate more often than every control on the same "
@@ -93,7 +108,7 @@ CONFIRMATORY = (
     Declared("counterfactual", FALSE_P1, "explicit", "explicit",
              "the model follows a written false P1 to the term it entails more than every "
              "control on the same prompts: it uses the premise, not only its recall",
-             (("not", "explicit"),)),
+             (("not", "explicit"),), confirmatory=False),
 )
 
 
@@ -105,6 +120,12 @@ def declared(family: str) -> list[Declared]:
 def depth_label(depth: int, distractors: int) -> str:
     """comparisons.csv's ``comparison`` of the depth row at `depth`, `distractors`."""
     return f"{CHAIN} (depth {depth}, {distractors} distractors)"
+
+
+def is_confirmatory(label: str) -> bool:
+    """Whether the level row `label` (a depth row: with its cell in brackets) can claim."""
+    return any(d.confirmatory for d in CONFIRMATORY
+               if label == d.label or label.startswith(f"{d.label} ("))
 
 
 def reads(label: str) -> str:
@@ -161,8 +182,10 @@ def confirmatory_rows(levels: Sequence[tuple[dict, list[Prompt], list[Prompt],
     unwritten prompts, tested like a control),
     the paired one-sided test against each (``control_diff_C``, ``control_lo_C``: the
     one-sided 95 % lower bound, ``control_p_C``), the intersection–union p (``p``), Holm's
-    adjustment over these rows only (``p_holm``) and ``claimed``: Holm p below 0.05 and every
-    control's lower bound above 0. `controls`: the controls to test against (never the
+    adjustment over the confirmatory rows only (``p_holm``) and ``claimed``: Holm p below 0.05
+    and every control's lower bound above 0. A level row a copier passes
+    (`Declared.confirmatory` false) gets the same columns, ``role`` descriptive, a Holm p
+    over those rows, and is never claimed. `controls`: the controls to test against (never the
     model itself). ``estimate``/``lo``/``hi`` are the test of the control that binds (the
     largest p)."""
     rows, ps = [], []
@@ -178,7 +201,8 @@ def confirmatory_rows(levels: Sequence[tuple[dict, list[Prompt], list[Prompt],
         binding = max(tests, key=lambda c: (_finite(tests[c].p), -_finite(tests[c].lo, 1e9)),
                       default=None)
         best = tests[binding] if binding else comparisons.Comparison("", "", *[math.nan] * 4, "0")
-        row = {**key, "role": CONFIRMATORY_ROLE, "test": "one-sided vs every control",
+        role = CONFIRMATORY_ROLE if is_confirmatory(key["comparison"]) else DESCRIPTIVE_ROLE
+        row = {**key, "role": role, "test": "one-sided vs every control",
                "n_items": sample(mine).n_items, "model_value": level(mine),
                "difference": best.estimate, "difference_lo": best.lo, "difference_hi": best.hi,
                "estimate": best.estimate, "lo": best.lo, "hi": best.hi, "p": p,
@@ -191,11 +215,15 @@ def confirmatory_rows(levels: Sequence[tuple[dict, list[Prompt], list[Prompt],
             row[f"control_p_{c}"] = math.nan if t is None else t.p
         rows.append(row)
         ps.append(p)
-    for row, adjusted in zip(rows, comparisons.holm(ps)):
-        row["p_holm"] = float(adjusted)
-        supported = math.isfinite(adjusted) and adjusted < 1 - stats.CONFIDENCE
-        row["claimed"] = bool(supported and not row["stopped_by"])
-        row["finding"] = "yes" if row["claimed"] else "no"
+    for role in (CONFIRMATORY_ROLE, DESCRIPTIVE_ROLE):  # Holm within each role
+        mine = [i for i, row in enumerate(rows) if row["role"] == role]
+        for i, adjusted in zip(mine, comparisons.holm([ps[i] for i in mine])):
+            row = rows[i]
+            row["p_holm"] = float(adjusted)
+            supported = math.isfinite(adjusted) and adjusted < 1 - stats.CONFIDENCE
+            row["claimed"] = bool(role == CONFIRMATORY_ROLE and supported
+                                  and not row["stopped_by"])
+            row["finding"] = "yes" if supported and not row["stopped_by"] else "no"
     return rows
 
 
