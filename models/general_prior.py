@@ -14,13 +14,13 @@ whatever they score in a cell, a model could score without reading a premise.
   ``frequency`` already (a class's count grows with the instances below it); the number of
   labels below a class measures how much of the hierarchy it covers instead, which is what
   a conclusion up a chain (x ⊑ y ⊑ z ⊢ x ⊑ z: the gold is the most general term) rewards.
-* ``test-prior`` ranks candidates by **how often they are golds among the requests it
-  scores together** (one cell or unit: `studies.probes.score_requests` hands a scorer that
-  has `given_golds` the golds of the very requests of the call), then as ``general`` ranks
-  the rest. One ranking per cell, read off the cell's own answers: the best any premise-blind
-  prior can do in that cell (by the rearrangement inequality, sorting the candidates by gold
-  count maximizes the cell's mean reciprocal rank over every fixed order). It is an oracle
-  and a control only: no claim rests on beating less.
+* ``test-prior`` ranks candidates by **how often they are golds of the other items among
+  the requests it scores together** (one cell or unit: `studies.probes.held_out_scores`
+  hands a scorer that has `given_golds` the golds of the call's other items, one request at
+  a time), then as ``general`` ranks the rest: the cell's answer distribution, read off the
+  cell's own answers with the item's own left out (counting it would rank every gold above
+  the distractors no other item answers: the prior would read the answer). An oracle of the
+  distribution and a control only: no claim rests on beating less.
 
 Neither reads a premise, a subject or a pseudoword vector; both rank through
 `FrequencyBaseline.ranking` (so a baseline's letter answers and open answers follow), need no
@@ -94,7 +94,7 @@ class GeneralBaseline(FrequencyBaseline):
 
 
 class TestPriorBaseline(GeneralBaseline):
-    """The candidates by how often they are golds among the requests scored with it (`golds`,
+    """The candidates by how often they are golds of the other items scored with it (`golds`,
     handed by `given_golds`), then as `GeneralBaseline` ranks the training answers."""
 
     __test__ = False  # not a pytest class, despite its name

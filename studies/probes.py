@@ -125,9 +125,9 @@ def held_out_scores(given, requests: Sequence[Request], *, batch_size: int) -> l
     cell or a unit: every study scores one through one call) *of the other items*: the
     distribution of a cell's answers without the item's own. Counting the item's own gold
     would put every gold above the distractors no other item has as a gold: the prior would
-    read the answer, not the distribution (measured: 95-97 MRR where leaving the item out
-    gives the cell's answer distribution its due). Requests without an item id are each their
-    own item."""
+    read the answer, not the distribution (on the demo preset it scored 86.8 MRR with both
+    premises written and 96.5 at depth 2 beside naming distractors; leaving the item out,
+    69.6 and 90.7). Requests without an item id are each their own item."""
     golds = [[req.candidates[i] for i in getattr(req, "golds", ())] for req in requests]
     items = [getattr(req, "item", "") or f"#{i}" for i, req in enumerate(requests)]
     rows = []
