@@ -9,7 +9,7 @@ cache, the pseudowords, the memorizing sets soft templates train on); the rest o
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from kgprobe.ontology.loaders import Source, bundled_source
@@ -55,6 +55,8 @@ class AblationData:
     closure: Closure  # the RDFS closure the items come from (chained items: depth.py)
     #: rule → item id → counterfactual twin, drawn on first use (`counterfactual.py`)
     twins: dict | None = None
+    #: each item's candidate list, drawn on first use (`candidates.item_candidates`)
+    drawn: dict = field(default_factory=dict, repr=False, compare=False)
 
     def blank_pseudowords(self) -> list[dict]:
         """One empty vector mapping a pseudoword pair: the dry run's requests, which carry

@@ -35,10 +35,17 @@ def premise_others(data: AblationData, premise: PremiseText) -> frozenset[str]:
 
 
 def item_candidates(data: AblationData, item: ReasoningItem) -> list[str]:
-    """The candidates an item's hypothesis ranks under the run's protocol."""
-    pool = data.candidates[item.candidates_key]
-    return data.protocol.candidates(pool, item.answers, seed=seed_key(data.config.seed, item.id),
-                                    exclude=sorted(item_others(data, item)))
+    """The candidates an item's hypothesis ranks under the run's protocol: drawn once per
+    item and run data (every cell and every control asks the item with the same list)."""
+    key = (item.id, item.candidates_key, tuple(item.answers))
+    drawn = data.drawn
+    if key not in drawn:
+        pool = data.candidates[item.candidates_key]
+        drawn[key] = data.protocol.candidates(pool, item.answers,
+                                              seed=seed_key(data.config.seed, item.id),
+                                              exclude=sorted(item_others(data, item)))
+    return list(drawn[key])
+
 
 
 def probe_candidates(data: AblationData, candidates_key: str, true: frozenset[str], key: str) -> list[str]:
