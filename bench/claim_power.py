@@ -15,9 +15,10 @@ once per model and reads each run's ``comparisons.csv``:
   its Wilson 95 % interval over rows (rows of one run share items: read it as a rate per
   row, not per independent trial).
 
-``--seeds`` repeats every run under other seeds (other items, pseudowords, candidates).
-Weightless models only: no network, no torch model; each run takes one to three minutes on
-one core. Prints one line per run and a JSON summary.
+``--seeds`` repeats every run under other seeds (other items, pseudowords, candidates);
+``--heuristics`` names the non-reasoners to run and ``--limit`` the items per rule (default:
+the preset's 30). Weightless models only: no network, no torch model; each run takes one to
+three minutes on one core. Prints one line per run to stderr and one JSON line.
 """
 
 from __future__ import annotations
@@ -33,12 +34,13 @@ HEURISTICS = ("heuristic:copy-random", "heuristic:copy-wording",
               "frequency", "copy", "random", "general", "test-prior")
 
 
-def run(model: str, seed: int, out: Path) -> list[dict]:
+def run(model: str, seed: int, out: Path, limit: int | None = None) -> list[dict]:
     """The confirmatory rows of one demo run of `model` (resumed if its folder holds one)."""
     folder = out / f"{model.replace(':', '-')}-seed{seed}"
     argv = [sys.executable, "-m", "kgprobe.cli", "study", "premise-ablation", "--ontology",
             "bundled", "--preset", "demo", "--model", model, "--seed", str(seed),
-            "--out", str(folder), "--threads", "1"]
+            "--out", str(folder), "--threads", "1",
+            *(["--limit", str(limit)] if limit else [])]
     done = subprocess.run(argv, capture_output=True, text=True)
     if done.returncode != 0:
         sys.exit(f"{' '.join(argv[3:])}: exit {done.returncode}: {done.stderr[-500:]}")
@@ -70,32 +72,38 @@ def main() -> None:
     ap.add_argument("--q", default="25,50,75,90,100", help="reader shares to run")
     ap.add_argument("--seeds", default="0", help="seeds, comma-separated")
     ap.add_argument("--out", type=Path, default=Path("bench-claims"))
+    ap.add_argument("--heuristics", default=",".join(HEURISTICS),
+                    help="the non-reasoners to run, comma-separated")
+    ap.add_argument("--limit", type=int, default=None, help="items per rule (the preset's: 30)")
     args = ap.parse_args()
     seeds = [int(s) for s in args.seeds.split(",")]
     power = {}
     for q in [int(x) for x in args.q.split(",")]:
         model = "reader" if q == 100 else f"reader:{q}"
         for seed in seeds:
-            rows = run(model, seed, args.out)
+            rows = run(model, seed, args.out, args.limit)
             got = claimed(rows)
             power[f"{model} seed {seed}"] = {
                 "claimed": [r["comparison"] for r in got],
                 "margins": {r["comparison"]: round(100 * margin(r), 1) for r in rows
                             if r.get("n_items") not in ("", "0")}}
-            print(f"{model:>24} seed {seed}: {len(got)} of {len(rows)} rows claimed", flush=True)
+            print(f"{model:>24} seed {seed}: {len(got)} of {len(rows)} rows claimed",
+                  file=sys.stderr, flush=True)
     false_rows = total = 0
     false = {}
-    for model in HEURISTICS:
+    for model in [m for m in args.heuristics.split(",") if m]:
         for seed in seeds:
-            rows = [r for r in run(model, seed, args.out) if r.get("n_items") not in ("", "0")]
+            rows = [r for r in run(model, seed, args.out, args.limit)
+                    if r.get("n_items") not in ("", "0")]
             got = claimed(rows)
             false_rows, total = false_rows + len(got), total + len(rows)
             false[f"{model} seed {seed}"] = [r["comparison"] for r in got]
-            print(f"{model:>24} seed {seed}: {len(got)} of {len(rows)} rows claimed", flush=True)
-    print(json.dumps({"power": power, "false_claims": false,
+            print(f"{model:>24} seed {seed}: {len(got)} of {len(rows)} rows claimed",
+                  file=sys.stderr, flush=True)
+    print(json.dumps({"bench": "claim_power", "power": power, "false_claims": false,
                       "false_claim_rate": {"rows": total, "claimed": false_rows,
                                            "percent": round(100 * false_rows / max(total, 1), 1),
-                                           "wilson95": wilson(false_rows, total)}}, indent=1))
+                                           "wilson95": wilson(false_rows, total)}}))
 
 
 if __name__ == "__main__":

@@ -40,6 +40,8 @@ TINY: dict = {
                     "--candidates", "3"],
     "bundled_wording.py": [],  # the bundled ontology read twice: about 10 s
     "chains.py": ["--depths", "5,10"],
+    "claim_power.py": ["--q", "100", "--heuristics", "copy", "--limit", "2",
+                       "--out", "{tmp}/claims"],
     "compare_coverage.py": ["--reps", "3", "--resamples", "20"],
     "copen_generation.py": ["--repeat", "1", "--source", "{repo}/tests/data/ontologies/wine.ttl"],
     "load.py": ["--triples", "2000"],
@@ -64,6 +66,7 @@ KEYS = {
     "backends.py": {"bench", "probes", "export_mismatches", "pairs", "metrics", "tolerance"},
     "behaviour_check.py": {"bench", "mode", "identical", "files", "differences"},
     "bundled_wording.py": {"labels", "candidate pools (before, after)", "reasoning items"},
+    "claim_power.py": {"bench", "power", "false_claims", "false_claim_rate"},
     "compare_coverage.py": {"bench", "reps", "accuracy", "mrr", "mrr_skewed"},
     "copen_generation.py": {"bench", "reasoned_s", "unreasoned_s", "closure_model_s", "items", "same_items"},
     "gpu.py": {"bench", "device", "models", "matmul_tflops", "paper_scale"},

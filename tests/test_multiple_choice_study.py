@@ -149,8 +149,12 @@ def test_cli_errors_are_one_line(tiny_bert_dir, tiny_llama_dir, tiny_gpt2_dir, s
     (long / "memorizing" / "type.jsonl").write_text(json.dumps(
         {"prompt": "Is " + "very " * 80 + "long? (a) yes, (b) no", "gold": "(a) yes"}) + "\n")
     assert "at most 64" in fails("--model", str(tiny_bert_dir), "--data", str(long), "--answer", "text")
-    # and longer than the tiny GPT-2's 128 learned positions, as a letter question: the same
-    assert "at most 128" in fails("--model", str(tiny_gpt2_dir), "--data", str(long),
+    # and longer than the tiny GPT-2's 512 learned positions, as a letter question: the same
+    longer = tmp_path / "longer"
+    (longer / "memorizing").mkdir(parents=True)
+    (longer / "memorizing" / "type.jsonl").write_text(json.dumps(
+        {"prompt": "Is " + "very " * 600 + "long? (a) yes, (b) no", "gold": "(a) yes"}) + "\n")
+    assert "at most 512" in fails("--model", str(tiny_gpt2_dir), "--data", str(longer),
                                   out=tmp_path / "never-gpt2")
     assert "rdfs99" in fails("--model", str(tiny_llama_dir), "--task", "rdfs99")
     assert "--threads" in fails("--model", str(tiny_llama_dir), "--threads", "0")

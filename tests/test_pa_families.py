@@ -62,8 +62,12 @@ def test_a_control_model_claims_no_depth_or_counterfactual_row(tmp_path, monkeyp
     family = [r for r in rows if r["role"] == "confirmatory"]
     assert {(r["family"], r["depth"], r["distractors"]) for r in family if r["family"] == "depth"
             } == {("depth", "1", "2"), ("depth", "2", "2")}
-    assert {r["family"] for r in family} == {"grid", "depth", "counterfactual"}
-    rows = [r for r in rows if r["role"] == "descriptive"]
+    assert {r["family"] for r in family} == {"depth"}  # a copier passes the other level rows
+    read = {r["family"] for r in rows if r["role"] == "descriptive"
+            and r["test"] == "one-sided vs every control"}
+    assert read == {"grid", "counterfactual"}
+    rows = [r for r in rows
+            if r["role"] == "descriptive" and r["test"] != "one-sided vs every control"]
     # Holm over the whole descriptive file, not per family; the family's own
     for part in (rows, family):
         p = np.array([_num(r["p"]) for r in part])
@@ -112,9 +116,14 @@ def _data(written: float, unwritten: float, n: int = 16):
     return twins, true
 
 
-def test_following_a_false_premise_beyond_every_control_is_claimed_and_only_then():
+def test_following_a_false_premise_beyond_every_control_is_claimed_and_only_then(monkeypatch):
+    """The rule's mechanics on the counterfactual row, declared confirmatory here (the bundled
+    design reads it descriptively: copy run as the model passes it, `family.COPIER_PASSES`)."""
+    import kgprobe.studies.premise_ablation.family as declared
     from kgprobe.studies.premise_ablation.counterfactual_report import levels
     from kgprobe.studies.premise_ablation.family import FALSE_P1
+
+    monkeypatch.setattr(declared, "is_confirmatory", lambda label: True)
 
     config = ReportSettings(model="some-lm", rules=("rdfs9",), templates=("manual",),
                             resamples=1000, controls=("frequency", "copy"))

@@ -17,7 +17,7 @@ from kgprobe.ontology.verbalize import load_templates
 from kgprobe.reasoning.chains import DistractorPool, arrange, chain_items, depth_of
 from kgprobe.reasoning.items import item_closure
 from kgprobe.reasoning.rdfs import RULES
-from kgprobe.studies.premise_ablation.config import COLUMNS
+from kgprobe.studies.premise_ablation.columns import COLUMNS
 
 sys.path.insert(0, str(Path(__file__).parent))
 from zoo import write_zoo  # noqa: E402

@@ -79,7 +79,8 @@ class ConsistencyConfig:
         answers = getattr(args, "answers", "rank")
         max_new_tokens = getattr(args, "max_new_tokens", 8)
         reference = check(answers, max_new_tokens, args.believe_at, args.reference)
-        controls = parse_controls(getattr(args, "controls", None))
+        controls = parse_controls(getattr(args, "controls", None),
+                                  ranking=answers != "generate")
         if answers == "generate" and "prior" in controls:
             raise StudyError("--controls prior: the content-free prior has no open answer; "
                              "leave prior out with --answers generate")
