@@ -38,12 +38,15 @@ def item_candidates(data: AblationData, item: ReasoningItem) -> list[str]:
     """The candidates an item's hypothesis ranks under the run's protocol: drawn once per
     item and run data (every cell and every control asks the item with the same list)."""
     key = (item.id, item.candidates_key, tuple(item.answers))
-    drawn = data.drawn
-    if key not in drawn:
+    drawn = getattr(data, "drawn", None)  # a stand-in without it (the export's) draws anew
+    if drawn is None or key not in drawn:
         pool = data.candidates[item.candidates_key]
-        drawn[key] = data.protocol.candidates(pool, item.answers,
-                                              seed=seed_key(data.config.seed, item.id),
-                                              exclude=sorted(item_others(data, item)))
+        found = data.protocol.candidates(pool, item.answers,
+                                         seed=seed_key(data.config.seed, item.id),
+                                         exclude=sorted(item_others(data, item)))
+        if drawn is None:
+            return found
+        drawn[key] = found
     return list(drawn[key])
 
 
