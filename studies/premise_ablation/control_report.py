@@ -146,9 +146,7 @@ def levels_read(comparisons: list[dict]) -> list[dict]:
 
 def _read_verdict(row: dict, against: list[str]) -> str:
     said = verdict(row, against)
-    if said.startswith("beyond each control on its own"):
-        said = f"above every control (p = {number(row.get('p_holm')) or 0:.3g})"
-    return "descriptive: " + said
+    return said if said.startswith("descriptive") else "descriptive: " + said
 
 
 def _table_row(r: dict, shown: list[str], said: str) -> str:

@@ -248,6 +248,8 @@ def verdict(row: Mapping, controls: Sequence[str]) -> str:
     stopping = [c for c in str(row.get("stopped_by") or "").split(",") if c]
     if str(row.get("claimed")).lower() == "true":
         return "beyond every control"
+    if not stopping and row.get("role") == DESCRIPTIVE_ROLE:  # a level row a copier passes
+        return f"descriptive: above every control (p = {num('p_holm'):.3g})"
     if not stopping:
         return (f"beyond each control on its own, but not after Holm over the family "
                 f"(p = {num('p_holm'):.3g})")
