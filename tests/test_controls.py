@@ -110,6 +110,34 @@ def test_prior_scores_prompts_differing_in_premises_or_subject_alike(fixture, re
         prior.letter_scores(["q"], [{"a": "x"}])
 
 
+def test_prior_scores_each_content_free_text_and_candidate_once(tiny_gpt2_dir):
+    """Prompts that strip to one text are scored once, candidates asked before are not asked
+    again, and every score equals the wrapped scorer's own score of the stripped text."""
+    prior, plain = load_model(f"prior:{tiny_gpt2_dir}"), load_model(str(tiny_gpt2_dir))
+    scorer = prior.scorer()
+    asked = []
+    inner_score = scorer.inner.score
+
+    def counting(prompts, cands, **kw):
+        asked.append((list(prompts), list(cands)))
+        return inner_score(prompts, cands, **kw)
+
+    scorer.inner.score = counting
+    prompts = ["Person is an agent . Therefore , [X] is a particular [MASK] .",
+               "Rex is a dog . Therefore , [Y] is a particular [MASK] .",
+               "[X] is a [MASK] ."]
+    first = scorer.score(prompts, ["person", "animal", "agent"])
+    second = scorer.score(prompts[:2], ["agent", "place"])
+    texts = [content_free(prompts[0]), content_free(prompts[2])]
+    assert asked == [(texts, ["person", "animal", "agent"]), ([texts[0]], ["place"])]
+    reference = plain.scorer()
+    for prompt, row in zip(prompts, first):
+        assert np.allclose(row, reference.score([content_free(prompt)],
+                                                ["person", "animal", "agent"])[0], atol=1e-4)
+    assert np.allclose(second[0], reference.score([texts[0]], ["agent", "place"])[0], atol=1e-4)
+    assert np.array_equal(first[0][2], second[1][0])  # "agent": the kept score
+
+
 def test_prior_refuses_a_control_inside():
     for name in ("prior:frequency", "prior:prior:random", "prior:"):
         with pytest.raises(ModelError, match="prior control"):
