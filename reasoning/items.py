@@ -15,7 +15,8 @@ from __future__ import annotations
 import functools
 import random
 from collections import Counter
-from dataclasses import asdict, dataclass, field
+from copy import deepcopy
+from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
 from kgprobe.ontology.model import Ontology, Triple, is_literal, parse_literal
@@ -82,10 +83,9 @@ class ReasoningItem:
     count: int = 1  # how many derivations read as this item
 
     def to_json(self) -> dict:
-        out = asdict(self)
-        out["premises"] = [
-            {**p, "triple": list(p["triple"])} for p in out["premises"]]
-        return out
+        """`asdict`, each premise's triple a list (by hand: `asdict` took 1/3 of generating)."""
+        premises = [{**vars(p), "triple": list(p.triple)} for p in self.premises]
+        return {k: premises if k == "premises" else deepcopy(v) for k, v in vars(self).items()}
 
 
 class Verbalizer:
