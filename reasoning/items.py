@@ -13,9 +13,9 @@ premise-ablation study can test whether a model knows it without regenerating it
 from __future__ import annotations
 
 import functools
+import pickle
 import random
 from collections import Counter
-from copy import deepcopy
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
@@ -83,9 +83,9 @@ class ReasoningItem:
     count: int = 1  # how many derivations read as this item
 
     def to_json(self) -> dict:
-        """`asdict`, each premise's triple a list (by hand: `asdict` took 1/3 of generating)."""
+        """`asdict`, premise triples as lists (its deep copy: 1/3 of generating, by pickle)."""
         premises = [{**vars(p), "triple": list(p.triple)} for p in self.premises]
-        return {k: premises if k == "premises" else deepcopy(v) for k, v in vars(self).items()}
+        return {**pickle.loads(pickle.dumps({**vars(self), "premises": None})), "premises": premises}
 
 
 class Verbalizer:
