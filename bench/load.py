@@ -12,15 +12,32 @@ each in its own fresh subprocess so peak RSS (ru_maxrss) is that run's alone:
 * rdflib: `rdflib.Graph().parse(FILE)`, the parse alone.
 
 Prints one JSON line: triples, file MB, seconds and peak MB of each, and the ratio.
+
+    python bench/load.py --obo FILE [--namespace IRI-PREFIX] [--repeat 1]
+
+times what a user runs on an OBO release, each command in a fresh process with a new store
+and an empty tag cache (a first run: spaCy tags every label), median of `--repeat`:
+
+* ``load_reason``: ``kgprobe kg load FILE --store S --reason [--namespace …]``;
+* ``memorizing``: ``kgprobe generate memorizing --store S --out M [--namespace …]``;
+* ``reasoning``: ``kgprobe generate reasoning --no-pseudowords --store S --out R [--namespace …]``;
+* the anchor ``fastobo_rdflib``: the file read into an rdflib graph the plain way (fastobo's
+  parse, its OWL mapping as RDF/XML, rdflib's parse of that), in the same run.
+
+Prints one JSON line: wall and CPU seconds (user + system) of each, ``load_to_generate`` (the
+three together), the ratio of load+reason's CPU to the anchor's, and whether the targets hold
+(load+reason ≤ 30 s, load → generate ≤ 120 s of wall time).
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import random
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -166,15 +183,88 @@ def run(kind: str, path: Path, store: Path) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+#: The targets for a 1–2 MB OBO release on 2 idle cores (wall seconds).
+OBO_TARGETS = {"load_reason": 30, "load_to_generate": 120}
+
+ANCHOR = """
+import io, sys, fastobo, rdflib
+doc = fastobo.load(sys.argv[1])
+h = fastobo.header
+if not any(isinstance(c, h.OntologyClause) for c in doc.header):  # the OWL mapping needs both
+    doc.header.append(h.OntologyClause("anchor"))
+if not any(isinstance(c, h.DefaultNamespaceClause) for c in doc.header):
+    doc.header.append(h.DefaultNamespaceClause(fastobo.id.UnprefixedIdent("anchor")))
+out = io.BytesIO()
+fastobo.dump_owl(doc, out, format="rdf")
+graph = rdflib.Graph().parse(data=out.getvalue(), format="xml")
+print(len(graph))
+"""
+
+
+def timed(argv: list[str], env: dict) -> tuple[float, float, str]:
+    """(wall s, CPU s of the child, its stdout) of one fresh process; a failure stops the run."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    run = subprocess.run(argv, capture_output=True, text=True, env=env)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if run.returncode:
+        sys.exit(f"{' '.join(argv)} failed ({run.returncode}): {run.stderr[-600:]}")
+    return wall, after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime, run.stdout
+
+
+def obo_once(path: Path, namespace: str | None, tmp: Path) -> dict[str, tuple[float, float]]:
+    """One first run of the three commands (new store, empty caches) and of the anchor."""
+    env = {k: v for k, v in os.environ.items() if k != "KGPROBE_TAG_CACHE_DIR"}
+    env.update(OMP_NUM_THREADS="1", KGPROBE_CACHE_DIR=str(tmp / "cache"))
+    cli = [sys.executable, "-m", "kgprobe.cli"]
+    ns = ["--namespace", namespace] if namespace else []
+    store = ["--store", str(tmp / "store")]
+    runs = {"load_reason": [*cli, "kg", "load", str(path), *store, "--reason", *ns],
+            "memorizing": [*cli, "generate", "memorizing", *store, "--out", str(tmp / "m"), *ns],
+            "reasoning": [*cli, "generate", "reasoning", "--no-pseudowords", *store,
+                          "--out", str(tmp / "r"), *ns],
+            "fastobo_rdflib": [sys.executable, "-c", ANCHOR, str(path)]}
+    return {name: timed(argv, env)[:2] for name, argv in runs.items()}
+
+
+def obo_bench(path: Path, namespace: str | None, repeat: int) -> dict:
+    rounds = []
+    for _ in range(repeat):
+        with tempfile.TemporaryDirectory() as tmp:
+            rounds.append(obo_once(path, namespace, Path(tmp)))
+    steps = ("load_reason", "memorizing", "reasoning")
+    for r in rounds:
+        r["load_to_generate"] = tuple(sum(r[s][i] for s in steps) for i in (0, 1))
+    med = {name: {"wall_s": round(statistics.median(r[name][0] for r in rounds), 2),
+                  "cpu_s": round(statistics.median(r[name][1] for r in rounds), 2)}
+           for name in rounds[0]}
+    data = path.read_bytes()
+    return {"bench": "load_obo", "file": path.name, "file_mb": round(len(data) / 1e6, 2),
+            "sha256": hashlib.sha256(data).hexdigest()[:16],
+            "terms": data.count(b"\n[Term]"), "namespace": namespace, "repeat": repeat,
+            **med, "cpu_vs_anchor": round(med["load_reason"]["cpu_s"]
+                                          / med["fastobo_rdflib"]["cpu_s"], 2),
+            "targets_s": OBO_TARGETS,
+            "within_targets": all(med[k]["wall_s"] <= v for k, v in OBO_TARGETS.items())}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--triples", type=int, default=1_000_000)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--format", choices=["nt", "ttl"], default="nt")
+    ap.add_argument("--obo", type=Path, help="time kg load --reason and both generate "
+                    "commands on this OBO file instead (see above)")
+    ap.add_argument("--namespace", help="with --obo: the ontology's own IRI prefix")
+    ap.add_argument("--repeat", type=int, default=1, help="with --obo: runs (median)")
     ap.add_argument("--worker", nargs=3, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker:
         _worker(*args.worker)
+        return
+    if args.obo:
+        print(json.dumps(obo_bench(args.obo, args.namespace, args.repeat)))
         return
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "lubm.nt"

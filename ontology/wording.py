@@ -81,7 +81,7 @@ def _disk_key(key: str) -> str:
 
 def _tag_batch(keys: list[str]) -> None:
     """Tags of `_TAGGED` keys not known yet: from the tag cache on disk (`tag_cache`), the
-    rest from the tagger in one batch, which the cache then keeps for the next command."""
+    rest from the tagger, each text once, in one batch the cache then keeps for next time."""
     from kgprobe.ontology import tag_cache
 
     disk = tag_cache.current(PIPELINE)
@@ -94,10 +94,12 @@ def _tag_batch(keys: list[str]) -> None:
             todo.append(key)
     if not todo:
         return
-    docs = _pipeline().pipe((k[1:] if k.startswith("\0") else _as_written(k) for k in todo),
-                            batch_size=256)
-    for key, doc in zip(todo, docs):
-        _TAGGED[key] = tuple((t.text, t.tag_) for t in doc)
+    texts = {key: key[1:] if key.startswith("\0") else _as_written(key) for key in todo}
+    distinct = list(dict.fromkeys(texts.values()))
+    docs = _pipeline().pipe(distinct, batch_size=256)
+    by_text = {text: tuple((t.text, t.tag_) for t in doc) for text, doc in zip(distinct, docs)}
+    for key in todo:
+        _TAGGED[key] = by_text[texts[key]]
     disk.put({_disk_key(k): _TAGGED[k] for k in todo})
 
 
@@ -112,13 +114,14 @@ def tags(label: str, cased: bool = False) -> tuple[tuple[str, str], ...]:
     return _TAGGED[key]
 
 
-def tag_all(labels, cased: bool = False) -> None:
+def tag_all(labels, cased: bool | tuple[bool, ...] = False) -> None:
     """Tag many labels in one batch (several times faster than one by one), so that a pass
-    over an ontology's labels costs a fraction of a second; `tags` (with the same `cased`)
-    then reads the cache."""
-    prefix = "\0" if cased else ""
-    _tag_batch([prefix + lab for lab in dict.fromkeys(labels)
-                if lab and prefix + lab not in _TAGGED and len(lab) <= MAX_LABEL_CHARS])
+    over an ontology's labels costs a fraction of a second; `tags` (with the same `cased`, or
+    either of a tuple of both: a lower-case label is one text both ways, tagged once) then
+    reads the cache."""
+    labels, ways = dict.fromkeys(labels), cased if isinstance(cased, tuple) else (cased,)
+    _tag_batch([p + lab for p in ("\0" * c for c in ways) for lab in labels
+                if lab and p + lab not in _TAGGED and len(lab) <= MAX_LABEL_CHARS])
 
 
 def property_shape(label: str) -> str:
@@ -346,8 +349,7 @@ def word_labels(onto, names: tuple[str, ...] = ()) -> None:
     lower = lowered_words(t.label for t in terms)
     bases = [split_disambiguator(normalize_spaces(c.label))[0] for c in onto.classes.values()
              if _wordable(c.label)]
-    tag_all(bases)
-    tag_all(bases, cased=True)  # `class_label` tells names from common nouns as written
+    tag_all(bases, cased=(False, True))  # `class_label` tells names from nouns as written
     for c in onto.classes.values():
         if _wordable(c.label):
             c.label, c.disambiguator = class_label(c.label, lower, names)

@@ -13,9 +13,10 @@ premise-ablation study can test whether a model knows it without regenerating it
 from __future__ import annotations
 
 import functools
+import pickle
 import random
 from collections import Counter
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
 from kgprobe.ontology.model import Ontology, Triple, is_literal, parse_literal
@@ -82,10 +83,9 @@ class ReasoningItem:
     count: int = 1  # how many derivations read as this item
 
     def to_json(self) -> dict:
-        out = asdict(self)
-        out["premises"] = [
-            {**p, "triple": list(p["triple"])} for p in out["premises"]]
-        return out
+        """`asdict`, premise triples as lists (its deep copy: 1/3 of generating, by pickle)."""
+        premises = [{**vars(p), "triple": list(p.triple)} for p in self.premises]
+        return {**pickle.loads(pickle.dumps({**vars(self), "premises": None})), "premises": premises}
 
 
 class Verbalizer:

@@ -7,10 +7,12 @@ premise-ablation study (so neither study imports the other).
 
 from __future__ import annotations
 
+import functools
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Iterator, Sequence
 
 from kgprobe.errors import KgprobeError
 from kgprobe.ontology.languages import prompt_language
@@ -40,8 +42,61 @@ class MemorizingSet:
     relation: str
     records: list[MemorizingRecord]
     candidates: list[str]
-    metas: dict[str, dict]  # record id → meta fields for its template (domain/range prompts)
+    metas: Mapping[str, Mapping]  # record id → meta fields for its template (domain/range prompts)
     lang: str = "en"  # the language its labels are in, so its prompts use that language's templates
+
+
+class LazyMetas(Mapping):
+    """Record id → its meta fields, computed for the whole set when a template first reads a
+    field. Why lazy: only the domain and range templates read them, and computing them words
+    every record's subject as a property (spaCy's tagger, loaded for it); a subClassOf set
+    of 3,000 class labels loaded and ran the tagger for nothing. `get(id)` hands out a view
+    whose first read computes every record's fields in one batch, as computing them at once
+    did; the values are the same."""
+
+    def __init__(self, compute: Callable[[], dict[str, dict]], ids: Sequence[str]) -> None:
+        self._compute: Callable[[], dict[str, dict]] | None = compute
+        self._ids = list(dict.fromkeys(ids))
+        self._known = set(self._ids)
+        self._metas: dict[str, dict] = {}
+
+    def computed(self) -> dict[str, dict]:
+        """Every record's fields (computed now if no template has read one yet)."""
+        if self._compute is not None:
+            self._metas, self._compute = self._compute(), None
+        return self._metas
+
+    def __getitem__(self, rid: str) -> Mapping:
+        if rid not in self._known:
+            raise KeyError(rid)
+        return _RecordMetas(self, rid)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._ids)
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+
+class _RecordMetas(Mapping):
+    """One record's meta fields, read from `LazyMetas.computed` on first use."""
+
+    def __init__(self, metas: LazyMetas, rid: str) -> None:
+        self._metas, self._rid = metas, rid
+
+    def __getitem__(self, key: str) -> str:
+        return self._metas.computed()[self._rid][key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._metas.computed()[self._rid])
+
+    def __len__(self) -> int:
+        return len(self._metas.computed()[self._rid])
+
+
+def lazy_property_metas(records: Sequence[MemorizingRecord], onto: Ontology) -> LazyMetas:
+    """`_property_metas`, computed when a template first reads a field (`LazyMetas`)."""
+    return LazyMetas(lambda: _property_metas(records, onto), [r.id for r in records])
 
 
 def _property_metas(records: Sequence[MemorizingRecord], onto: Ontology) -> dict[str, dict]:
@@ -125,11 +180,17 @@ def generated_sets(directory: str | Path, tasks: Sequence[str] = RELATIONS) -> d
             continue
         records = [MemorizingRecord(**json.loads(line))
                    for line in path.read_text(encoding="utf-8").splitlines()]
-        metas = {r.id: kinds.property_meta(r.pattern or kinds.default_pattern(r.subject),
-                                           None, None) for r in records}
+        metas = LazyMetas(functools.partial(_template_metas, kinds, records),
+                          [r.id for r in records])
         out[relation] = MemorizingSet(relation, records, cands[kinds[relation].candidates], metas,
                                       kinds.lang)
     return out
+
+
+def _template_metas(kinds, records: Sequence[MemorizingRecord]) -> dict[str, dict]:
+    """A written set's meta fields: each record's pattern (or its subject worded as one)."""
+    return {r.id: kinds.property_meta(r.pattern or kinds.default_pattern(r.subject), None, None)
+            for r in records}
 
 
 def _set_language(directory: Path) -> str:
@@ -150,5 +211,5 @@ def generated_memorizing_sets(onto: Ontology, tasks: Sequence[str] = RELATIONS, 
     out = {}
     for relation, records in generate_memorizing(onto, tasks, seed=seed).items():
         out[relation] = MemorizingSet(relation, records, cands[kinds[relation].candidates],
-                                      _property_metas(records, onto), lang)
+                                      lazy_property_metas(records, onto), lang)
     return out

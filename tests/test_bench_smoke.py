@@ -44,7 +44,7 @@ TINY: dict = {
                        "--out", "{tmp}/claims"],
     "compare_coverage.py": ["--reps", "3", "--resamples", "20"],
     "copen_generation.py": ["--repeat", "1", "--source", "{repo}/tests/data/ontologies/wine.ttl"],
-    "load.py": ["--triples", "2000"],
+    "load.py": [["--obo", "{repo}/tests/data/formats/zoo.obo"], ["--triples", "2000"]],
     "paper_agreement.py": lambda tmp: _agreement_inputs(tmp) + ["--json"],
     "paper_official_prompts.py": lambda tmp: [str(_official_checkout(tmp)), str(tmp / "off.jsonl")],
     "startup.py": ["--repeat", "1"],
@@ -197,6 +197,10 @@ def test_what_the_tiny_runs_measured(results):
     assert official["prompts"] == 9 + 6  # one per memorizing task × template (9) and per rule (6)
     check = _json_line(results["behaviour_check.py"][1][-1])
     assert check["identical"] is True and check["files"] > 0
+    obo = _json_line(results["load.py"][1][0])  # --obo: the three commands and the anchor ran
+    assert obo["terms"] == 2 and isinstance(obo["within_targets"], bool)
+    assert all(obo[k]["cpu_s"] > 0 for k in ("load_reason", "memorizing", "reasoning",
+                                             "fastobo_rdflib", "load_to_generate"))
 
 
 def test_rdfs_closure_without_reasonable_says_how_to_run(tmp_path):

@@ -168,3 +168,49 @@ def test_candidate_normalization():
 def test_ancestors_terminate_on_cycles_and_order_by_distance():
     parents = {"a": ["b"], "b": ["c", "d"], "c": ["a"], "d": []}
     assert ancestors("a", parents) == ["b", "c", "d"]
+
+
+# ---------------------------------------------------------------- metas, computed when read
+
+WINE = Path(__file__).parent / "data" / "ontologies" / "wine.ttl"
+
+
+def _eager_template_metas(kinds, records):
+    """The fields `generated_sets` computed for every record before they were lazy."""
+    return {r.id: kinds.property_meta(r.pattern or kinds.default_pattern(r.subject), None, None)
+            for r in records}
+
+
+def test_generated_sets_metas_are_read_only_when_a_template_asks(tmp_path, monkeypatch):
+    from kgprobe.cli import main
+    from kgprobe.ontology.verbalize import load_templates
+    from kgprobe.reasoning import memorizing_sets
+    from kgprobe.studies.probe_prompts import memorizing_prompts
+
+    out = tmp_path / "mem"
+    assert main(["generate", "memorizing", "--ontology", str(WINE), "--out", str(out)]) == 0
+    kinds = load_templates()
+    sets = memorizing_sets.generated_sets(out)
+    for mset in sets.values():  # the same fields as computing them all at once
+        lazy = {rid: dict(mset.metas[rid]) for rid in mset.metas}
+        assert lazy == _eager_template_metas(kinds, mset.records)
+        assert mset.metas.get("no such id") is None
+    computed = []
+    real = memorizing_sets._template_metas
+    monkeypatch.setattr(memorizing_sets, "_template_metas",
+                        lambda kinds, records: computed.append(len(records)) or real(kinds, records))
+    prompts = memorizing_prompts(out)
+    uses_meta = {r for r in sets if any(p.kind == "meta" for p in kinds[r].manual[0].parts)}
+    with_records = {r for r, m in sets.items() if m.records}
+    assert {p.kind for p in prompts} == with_records
+    # one batch per set whose first template reads a field (domain, range), none for the rest
+    assert len(computed) == len(with_records & uses_meta) and len(with_records - uses_meta) > 0
+
+
+def test_generated_memorizing_sets_metas_equal_the_eager_ones():
+    from kgprobe.reasoning.memorizing_sets import _property_metas, generated_memorizing_sets
+
+    onto = load_rdf(WINE).ontology
+    for mset in generated_memorizing_sets(onto).values():
+        assert {rid: dict(mset.metas[rid]) for rid in mset.metas} == \
+            _property_metas(mset.records, onto)

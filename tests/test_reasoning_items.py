@@ -207,3 +207,25 @@ def test_cli_generate(tmp_path):
         assert (tmp_path / "m" / f"{rel}.jsonl").read_text().strip(), rel
     bad = run("generate", "reasoning", "--out", str(tmp_path / "x"), "--rules", "rdfs99", "--store", store)
     assert bad.returncode == 2 and "rdfs99" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_item_json_is_asdict_with_list_triples(zoo):
+    """`ReasoningItem.to_json` is built field by field (speed); it writes what `asdict`
+    wrote, every field included, for every rule and with both slot kinds."""
+    from dataclasses import asdict, fields
+
+    from kgprobe.reasoning.items import ReasoningItem
+
+    onto, clo = zoo
+    items = [i for pseudo in (True, False) for rule_items in reasoning_items(
+        onto, clo, load_templates(), pseudowords=pseudo).values() for i in rule_items]
+    assert {i.rule for i in items} >= {"rdfs2", "rdfs3", "rdfs7", "rdfs9", "rdfs11"}
+    items[0].conclusion["nested"] = {"pair": ("a", "b"), "list": [1, {"x": "y"}]}
+    for item in items:
+        old = asdict(item)
+        old["premises"] = [{**p, "triple": list(p["triple"])} for p in old["premises"]]
+        new = item.to_json()
+        assert new == old and json.dumps(new) == json.dumps(old)
+        assert list(new) == [f.name for f in fields(ReasoningItem)]
+        new["conclusion"]["text"] = "changed"  # a copy, as asdict's was
+        assert item.conclusion["text"] != "changed"

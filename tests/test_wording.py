@@ -195,3 +195,29 @@ def test_a_grouping_class_is_no_answer_and_its_subclasses_keep_their_parents(ont
     assert onto.excluded[f"{EX}group"] == GROUPING
     assert onto.classes[f"{EX}plantfood"].parents == [f"{EX}thing"]  # reconnected around it
     assert f"{EX}ooze" in onto.classes  # a participle before "by": a kind, kept
+
+
+def test_a_text_is_tagged_once_for_its_cased_and_as_written_keys(tmp_path, monkeypatch):
+    """A lower-case label's two keys (as written, cased) are one text: the tagger reads it
+    once, and each key gets what tagging it alone gives."""
+    from kgprobe.ontology import wording
+
+    monkeypatch.setenv("KGPROBE_TAG_CACHE_DIR", str(tmp_path))  # nothing cached yet
+    monkeypatch.setattr(wording, "_TAGGED", {})
+    nlp = wording._pipeline()
+    read = []
+
+    class Counting:
+        def pipe(self, texts, batch_size):
+            texts = list(texts)
+            read.extend(texts)
+            return nlp.pipe(texts, batch_size=batch_size)
+
+    monkeypatch.setattr(wording, "_pipeline", lambda: Counting())
+    labels = ["pectoral fin", "Has Topping", "DNA binding", "pectoral fin ray"]
+    wording.tag_all(labels, cased=(False, True))  # as `word_labels` tags class labels
+    assert sorted(read) == sorted({"pectoral fin", "has topping", "Has Topping", "DNA binding",
+                                   "pectoral fin ray"})
+    for label in labels:
+        assert wording.tags(label) == tuple((t.text, t.tag_) for t in nlp(wording._as_written(label)))
+        assert wording.tags(label, cased=True) == tuple((t.text, t.tag_) for t in nlp(label))
