@@ -12,6 +12,7 @@ is exercised too:
 from __future__ import annotations
 
 import os
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -176,6 +177,25 @@ def tiny_llama(tiny_llama_dir):
 @pytest.fixture(scope="session")
 def tiny_gemma3(tiny_gemma3_dir):
     return _load(tiny_gemma3_dir)
+
+
+def pytest_configure(config):
+    """Keep the order `pytest_collection_modifyitems` below gives the files under `make test`
+    (pytest-xdist, `--dist loadfile`): by default xdist reorders files by their number of
+    tests, which starts a file of a few long tests (a real model, a served one) last."""
+    if hasattr(config.option, "loadscopereorder"):
+        config.option.loadscopereorder = False
+
+
+def pytest_collection_modifyitems(config, items):
+    """Files with the most `slow` tests (the real PyPI models: the longest files) first, then
+    files by their number of tests (xdist's own order). Why: under `--dist loadfile` a file
+    stays on one worker, so a long file started last is the run's tail while the other worker
+    idles; started first, the short files fill in beside it. The order inside a file is
+    kept, and no test depends on what ran before it."""
+    slow = Counter(item.path for item in items if item.get_closest_marker("slow"))
+    count = Counter(item.path for item in items)
+    items.sort(key=lambda item: (-slow[item.path], -count[item.path]))  # stable
 
 
 @pytest.fixture(scope="session", autouse=True)

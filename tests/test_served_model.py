@@ -97,11 +97,18 @@ STUDY = ("study", "memorization", "--ontology", "bundled", "--task", "domain", "
 
 
 @pytest.fixture(scope="module")
-def local():
-    """The in-process preset: SmolLM2's GGUF file de-quantised to float32."""
+def smollm2():
+    """The in-process preset: SmolLM2's GGUF file de-quantised to float32, loaded once for the
+    tests here that only read it (its scorer, its tokenizer)."""
     from kgprobe.models.loading import load_model
 
-    return load_model("smollm2-135m").scorer()
+    return load_model("smollm2-135m")
+
+
+@pytest.fixture(scope="module")
+def local(smollm2):
+    """The in-process preset's scorer."""
+    return smollm2.scorer()
 
 
 KEY = {"KGPROBE_TEST_KEY": "sk-test-secret"}  # llama_cpp.server started without a key ignores it
@@ -157,12 +164,13 @@ def test_served_scores_equal_in_process_scores_of_the_same_tokens(server, local)
     assert (got.argmax(1) == want.argmax(1)).all()
 
 
-def test_a_given_tokenizer_finds_the_same_candidate_tokens(server, tmp_path, tiny_gpt2_dir):
+def test_a_given_tokenizer_finds_the_same_candidate_tokens(server, smollm2, tmp_path,
+                                                          tiny_gpt2_dir):
     """``--tokenizer DIR`` (the GGUF's own tokenizer, saved): the same scores as the server's
     offsets; a tokenizer that cuts the text otherwise (a tiny GPT-2's) is one line."""
     from kgprobe.models.loading import load_model
 
-    load_model("smollm2-135m").tokenizer.save_pretrained(tmp_path / "tok")
+    smollm2.tokenizer.save_pretrained(tmp_path / "tok")
     prompts, cands = ["The capital of France is [MASK] , a city on the Seine ."], ["Paris", "piece of music"]
     plain = load_model(f"openai:{server.url}#smollm2").scorer().score(prompts, cands)
     given = load_model(f"openai:{server.url}#smollm2?tokenizer={tmp_path / 'tok'}")

@@ -216,11 +216,44 @@ def test_get_metric_mrr_works_for_every_study(study, tmp_path, tiny_gpt2_dir, ti
     assert {"item", "MRR"} <= set(obs.columns)
 
 
-def test_the_demo_preset_resumes_the_demo_folder_without_rescoring(tmp_path, tiny_gpt2_dir,
-                                                                   capsys):
-    out = tmp_path / "demo"
-    assert main(["demo", "--model", str(tiny_gpt2_dir), "--limit", "1", "--out", str(out),
-                 "--threads", "1"]) == 0
+@pytest.fixture(scope="module")
+def demo_run(tmp_path_factory, tiny_gpt2_dir):
+    """One `kgprobe demo --limit 1` on the tiny model, run as `make demo` installs kgprobe:
+    in a process where pandas cannot be imported. The demo is the longest single run of the
+    suite, so the two tests below share it (each reads a copy): its folder, the score cache
+    it filled, and how the process ended."""
+    import os
+    import subprocess
+
+    root = tmp_path_factory.mktemp("demo-run")
+    out, cache = root / "demo", root / "score-cache"
+    code = ("import sys; sys.modules['pandas'] = None; from kgprobe.cli import main; "
+            f"sys.exit(main(['demo', '--model', {str(tiny_gpt2_dir)!r}, '--limit', '1', "
+            f"'--out', {str(out)!r}, '--threads', '1']))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=600, env=dict(os.environ, KGPROBE_CACHE_DIR=str(cache)))
+    return out, cache, done
+
+
+def _copy_of(demo_run, tmp_path, monkeypatch):
+    """The demo's folder and score cache copied into this test's own folder (the cache as
+    this test's cache), so no test changes what another reads."""
+    import shutil
+
+    out, cache, done = demo_run
+    assert done.returncode == 0, done.stderr[-2000:]
+    mine = tmp_path / "demo"
+    shutil.copytree(out, mine)
+    if cache.exists():
+        shutil.copytree(cache, tmp_path / "score-cache")
+    monkeypatch.setenv("KGPROBE_CACHE_DIR", str(tmp_path / "score-cache"))
+    return mine
+
+
+def test_the_demo_preset_resumes_the_demo_folder_without_rescoring(demo_run, tmp_path,
+                                                                   tiny_gpt2_dir, capsys,
+                                                                   monkeypatch):
+    out = _copy_of(demo_run, tmp_path, monkeypatch)
     units = {p.name: p.stat().st_mtime_ns for p in (out / "units").iterdir()}
     results = (out / "results.csv").read_bytes()
     # the preset fills what is not given: the demo on the tiny model, as `kgprobe demo` ran it
@@ -234,18 +267,11 @@ def test_the_demo_preset_resumes_the_demo_folder_without_rescoring(tmp_path, tin
     assert "other settings" in capsys.readouterr().err
 
 
-def test_the_demo_needs_no_pandas(tmp_path, tiny_gpt2_dir):
+def test_the_demo_needs_no_pandas(demo_run):
     """`make demo` installs kgprobe alone: a command-line run returns its `Results` without
     reading a DataFrame, so a machine without pandas runs it to the end (pandas is imported
     by the code that asks for a frame)."""
-    import subprocess
-
-    out = tmp_path / "demo"
-    code = ("import sys; sys.modules['pandas'] = None; from kgprobe.cli import main; "
-            f"sys.exit(main(['demo', '--model', {str(tiny_gpt2_dir)!r}, '--limit', '1', "
-            f"'--out', {str(out)!r}, '--threads', '1']))")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=600)
+    out, _, done = demo_run
     assert done.returncode == 0, done.stderr[-2000:]
     assert (out / "results.csv").is_file() and "Traceback" not in done.stderr
     assert Results.from_path(out).frame.shape[0] > 0  # the frame, where pandas is there
