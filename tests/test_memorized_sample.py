@@ -7,6 +7,7 @@ import argparse
 import json
 import sys
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -73,6 +74,12 @@ def test_a_sample_bounds_the_probes_and_fixes_the_split_by_seed(tmp_path, source
     assert sampled and all(n == strata[k]["sampled"] for k, n in sampled.items())
     assert all(known[k] == strata[k]["known"] for k in sampled)
     assert all(r["known"] == (r["rank"] == 1 and r["null_rank"] > 1) for r in cached["premises"])
+    # the dry run writes the probes the run asks, not the whole population's
+    from kgprobe.studies.premise_ablation.dry import default_records
+
+    config = replace(setup.config, ontology=str(write_zoo(tmp_path, MORE)))
+    dry = [r.text for r in default_records(config) if r.extra["kind"] == "premise probe"]
+    assert sorted(dry) == sorted(asked)
     # same seed: the same sample and split, byte for byte; another seed draws another sample
     classify(tiny_gpt2_dir, source, tmp_path / "b", limit=2, memorized_sample=3)
     assert (tmp_path / "a" / "memorized.json").read_bytes() == (tmp_path / "b" / "memorized.json").read_bytes()

@@ -94,13 +94,14 @@ def default_records(config: AblationConfig) -> list[PromptRecord]:
     from kgprobe.studies.open_answers import generation_prompt
 
     from .cells import variants
-    from .study import build_data, item_requests, premise_probes
+    from .study import build_data, classified_probes, item_requests
 
     data = build_data(config, config.load_source())
     blank = data.blank_pseudowords()
     out = []
-    # The premise probes over the relation's whole population, as the run classifies them.
-    for probe in premise_probes(data):
+    # The premise probes the run classifies: the whole population, or a sample and the
+    # evaluated items' own (--memorized-sample).
+    for probe in classified_probes(data)[0]:
         first = probe.keys[0]
         out.append(PromptRecord(STUDY, probe.prompt, tuple(sorted({k.answer for k in probe.keys})),
                                 len(probe.candidates), task=first.relation, template="manual",

@@ -138,16 +138,8 @@ def classify_premises(setup: AblationSetup, out: Path, *,
             _note(progress, f"premises: {len(cached['premises'])} read from {path} (classified "
                             "by an earlier run into this folder)")
             return {m.key: m for m in map(MemorizedPremise.from_json, cached["premises"])}
-    probes = premise_probes(setup.data)
-    population = {k: None for p in probes for k in p.keys}
-    sample = extra = None
-    if config.memorized_sample is not None:
-        from .memorized_sample import sampled_premises
-
-        sample = sampled_premises(list(population), config.memorized_sample, config.seed)
-        wanted = set(sample) | needed_premises(setup.data)
-        population = {k: None for k in population if k in wanted}
-        probes = [p for p in probes if any(k in population for k in p.keys)]
+    probes, population, sample = classified_probes(setup.data)
+    extra = None
     ranks, prompts = _premise_ranks(setup, setup.model.scorer, probes, population, progress)
     nulls, _ = _premise_ranks(setup, _null_scorer(setup), probes, population, False)
     premises = {k: MemorizedPremise(k, 1.0 / ranks[k] if ranks[k] else 0.0,
@@ -165,6 +157,24 @@ def classify_premises(setup: AblationSetup, out: Path, *,
                       "version": MEMORIZED_VERSION, "ranking": config.ranking, **(extra or {}),
                       "premises": [_record(m, sample) for m in premises.values()]})
     return premises
+
+
+def classified_probes(data: AblationData) -> tuple[list[PremiseProbe], dict[PremiseKey, None],
+                                                   list[PremiseKey] | None]:
+    """The memorizing probes a run asks (the run and its ``--dry-run`` alike), the premises
+    they classify and, with ``--memorized-sample``, the sampled ones: every premise of
+    `premise_population`, or the sample and the evaluated items' own."""
+    probes = premise_probes(data)
+    population = {k: None for p in probes for k in p.keys}
+    size = data.config.memorized_sample
+    if size is None:
+        return probes, population, None
+    from .memorized_sample import sampled_premises
+
+    sample = sampled_premises(list(population), size, data.config.seed)
+    wanted = set(sample) | needed_premises(data)
+    population = {k: None for k in population if k in wanted}
+    return [p for p in probes if any(k in population for k in p.keys)], population, sample
 
 
 #: memorized.json's name for the rule `is_known` applies
