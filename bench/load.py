@@ -44,6 +44,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from startup import timed  # bench/ is the script's folder: sys.path[0]
+
 UB = "http://swat.cse.lehigh.edu/onto/univ-bench.owl#"
 RDF_TYPE = "http://www.w3.org/1999/02/22-rdf-syntax-ns#type"
 RDFS = "http://www.w3.org/2000/01/rdf-schema#"
@@ -201,18 +203,6 @@ print(len(graph))
 """
 
 
-def timed(argv: list[str], env: dict) -> tuple[float, float, str]:
-    """(wall s, CPU s of the child, its stdout) of one fresh process; a failure stops the run."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    start = time.perf_counter()
-    run = subprocess.run(argv, capture_output=True, text=True, env=env)
-    wall = time.perf_counter() - start
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if run.returncode:
-        sys.exit(f"{' '.join(argv)} failed ({run.returncode}): {run.stderr[-600:]}")
-    return wall, after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime, run.stdout
-
-
 def obo_once(path: Path, namespace: str | None, tmp: Path) -> dict[str, tuple[float, float]]:
     """One first run of the three commands (new store, empty caches) and of the anchor."""
     env = {k: v for k, v in os.environ.items() if k != "KGPROBE_TAG_CACHE_DIR"}
@@ -225,7 +215,7 @@ def obo_once(path: Path, namespace: str | None, tmp: Path) -> dict[str, tuple[fl
             "reasoning": [*cli, "generate", "reasoning", "--no-pseudowords", *store,
                           "--out", str(tmp / "r"), *ns],
             "fastobo_rdflib": [sys.executable, "-c", ANCHOR, str(path)]}
-    return {name: timed(argv, env)[:2] for name, argv in runs.items()}
+    return {name: timed(argv, env=env) for name, argv in runs.items()}
 
 
 def obo_bench(path: Path, namespace: str | None, repeat: int) -> dict:

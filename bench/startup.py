@@ -33,11 +33,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def timed(argv: list[str], cwd: Path) -> tuple[float, float]:
-    """(wall s, CPU s of the child) of one run; a failed run stops the benchmark."""
+def timed(argv: list[str], cwd: Path | None = None,
+          env: dict | None = None) -> tuple[float, float]:
+    """(wall s, CPU s of the child) of one run; a failed run stops the benchmark. Also
+    `bench/load.py`'s timer."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    run = subprocess.run(argv, cwd=cwd, capture_output=True, text=True)
+    run = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True)
     wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if run.returncode:
