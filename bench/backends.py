@@ -65,7 +65,8 @@ def _free_port() -> int:
 
 @contextmanager
 def llama_server(gguf: Path, log_path: Path, *, logits_all: bool = True, timeout: float = 180):
-    """``python -m llama_cpp.server`` on a free port; yields its ``/v1`` URL, stops it after."""
+    """``llama_cpp.server`` on a free port (through `llama_echo`, its echo's vocabulary sort
+    done by numpy); yields its ``/v1`` URL, stops it after."""
     if importlib.util.find_spec("llama_cpp") is None:
         raise SystemExit("llama-cpp-python is not installed: pip install "
                          "'llama-cpp-python[server]==0.3.36' (the 'served' extra)")
@@ -73,8 +74,8 @@ def llama_server(gguf: Path, log_path: Path, *, logits_all: bool = True, timeout
     url = f"http://127.0.0.1:{port}/v1"
     with open(log_path, "w") as out:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf), "--model_alias",
-             "smollm2", "--host", "127.0.0.1", "--port", str(port), "--logits_all",
+            [sys.executable, str(Path(__file__).with_name("llama_echo.py")), "--model", str(gguf),
+             "--model_alias", "smollm2", "--host", "127.0.0.1", "--port", str(port), "--logits_all",
              str(logits_all).lower(), "--n_ctx", "512", "--n_threads", "1",
              "--n_threads_batch", "1", "--verbose", "false"], stdout=out, stderr=subprocess.STDOUT)
         try:

@@ -61,6 +61,9 @@ TINY: dict = {
 }
 #: Helper modules of another script, run through it (and checked in its JSON line).
 MODULES = {"scoring_suffix.py": "scoring.py"}
+#: Scripts another script starts as a process (checked by `test_llama_echo_sorts_like_sorted`
+#: here and by tests/test_served_model.py, whose server it starts).
+STARTED_BY = {"llama_echo.py": "backends.py"}
 #: The keys each script's JSON line must have (a script not listed: any JSON object).
 KEYS = {
     "backends.py": {"bench", "probes", "export_mismatches", "pairs", "metrics", "tolerance"},
@@ -162,6 +165,9 @@ def _json_line(run: subprocess.CompletedProcess) -> dict:
 
 @pytest.mark.parametrize("script", SCRIPTS)
 def test_bench_script_runs_at_a_tiny_size(script, request):
+    if script in STARTED_BY:
+        assert f'"{script}"' in (BENCH / STARTED_BY[script]).read_text(encoding="utf-8")
+        return
     assert script in TINY or script in MODULES, (
         f"bench/{script} has no tiny arguments: add them to TINY in tests/test_bench_smoke.py "
         f"(and its JSON line's keys to KEYS)")
@@ -201,6 +207,33 @@ def test_what_the_tiny_runs_measured(results):
     assert obo["terms"] == 2 and isinstance(obo["within_targets"], bool)
     assert all(obo[k]["cpu_s"] > 0 for k in ("load_reason", "memorizing", "reasoning",
                                              "fastobo_rdflib", "load_to_generate"))
+
+
+def test_llama_echo_sorts_like_sorted():
+    """bench/llama_echo.py's stand-in for ``sorted`` in llama_cpp's echo: the first `top`
+    pairs of Python's order, ties at the cut and equal values included, for an array row and
+    a list; anything else (no `top`, a key, short lists, NaN) exactly the built-in."""
+    import numpy as np
+
+    spec = importlib.util.spec_from_file_location("llama_echo", BENCH / "llama_echo.py")
+    echo = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(echo)
+    rng = np.random.default_rng(0)
+    row = rng.standard_normal(5000).astype(np.float32)
+    row[rng.integers(0, 5000, 300)] = row.max()  # ties at the top
+    row[rng.integers(0, 5000, 300)] = np.sort(row)[-40]  # ties at a cut
+    for values in (row, row.tolist()):
+        for top in (0, 1, 5, 40, 41, 400, 6000):
+            want = sorted(zip(values, range(len(values))), reverse=True)[:top]
+            got = echo.fast_sorted(zip(values, range(len(values))), reverse=True, top=top)
+            assert got == want and [type(v) for v, _ in got] == [type(v) for v, _ in want], top
+    assert echo.fast_sorted(zip(row, range(len(row))), reverse=True) == sorted(
+        zip(row, range(len(row))), reverse=True)  # no request's logprobs known: all of them
+    with_nan = row.copy()
+    with_nan[3] = np.nan
+    assert len(echo.fast_sorted(zip(with_nan, range(5000)), reverse=True, top=5)) == 5
+    assert echo.fast_sorted([3, 1, 2]) == [1, 2, 3]
+    assert echo.fast_sorted(zip([3, 1], range(2)), reverse=True, top=1) == [(3, 0)]
 
 
 def test_rdfs_closure_without_reasonable_says_how_to_run(tmp_path):
