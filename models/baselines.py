@@ -49,6 +49,7 @@ from typing import Any, ClassVar, Iterable, Mapping, Sequence
 import numpy as np
 
 from kgprobe.errors import ModelError
+from kgprobe.models.capabilities import Declared
 from kgprobe.models.naming import PromptWords, blank_slots, mention, named_at  # noqa: F401 (mention: re-exported)
 
 __all__ = ["BASELINES", "Baseline", "CopyBaseline", "CopyModel", "FrequencyBaseline", "FrequencyModel", "RandomBaseline",
@@ -219,13 +220,18 @@ def baseline_answers(model: Any, prompts: Sequence[str], candidates: Sequence[Se
 # --------------------------------------------------------------------------------------
 
 
-class Baseline:
+class Baseline(Declared):
     """A weightless model: the `LanguageModel` calls a ranking study makes, no network.
 
     The class attributes are the ones a study reads instead of a kind: a baseline has no mask
     slot to fill nor a pooling (``"-"`` in result rows, as its runs always wrote), it answers
-    an option letter (`letter_scores`), and it keeps no score cache.
+    an option letter (`letter_scores`), and it keeps no score cache. What only a network has
+    is not in `capabilities`: `models.capabilities` refuses it in one line.
     """
+
+    capabilities: ClassVar[frozenset[str]] = frozenset({"rank", "letters", "generate", "embeddings"})
+    hint: ClassVar[str] = ("the {model.name} baseline ranks candidates only; use a language "
+                           "model for this study")
 
     kind: ClassVar[str] = "baseline"
     fills_masks: ClassVar[bool] = False
@@ -292,29 +298,6 @@ class Baseline:
     @property
     def hidden_size(self) -> int:
         return 64
-
-    # ------------------------------------------------------------------ what it cannot
-    def _none(self, what: str) -> ModelError:
-        return ModelError(f"the {self.name} baseline ranks candidates only and has no {what}; "
-                          "use a model for this study")
-
-    def slot_distribution(self, vocabulary: Any, *, batch_size: int = 32) -> Any:
-        raise self._none("distribution over a vocabulary")
-
-    def next_token_logits(self, rows: Any) -> Any:
-        raise self._none("next-token distribution")
-
-    def segment_frame(self, front: list[int], back: list[int]) -> Any:
-        raise self._none("tokenizer")
-
-    def token_logprobs(self, *args: Any, **kwargs: Any) -> Any:
-        raise self._none("token log-probabilities")
-
-    def score_segments(self, *args: Any, **kwargs: Any) -> Any:
-        raise self._none("token log-probabilities")
-
-    def features(self, *args: Any, **kwargs: Any) -> Any:
-        raise self._none("hidden states")
 
 
 class RandomModel(Baseline):
