@@ -1,11 +1,11 @@
 """Baselines as models: ``--model frequency`` and ``--model random`` in every ranking study.
 
 A baseline is a model family with no weights. `load_model` returns one for the names in
-`BASELINES` (the one list of them: `models.names` accepts them, the CLI's model check and the
-studies know them only through it), and it answers the same calls a pretrained model does:
-`scorer` ranks candidate fillers (OntoProbe §4.1's pseudo-models), `letter_scores` picks an
-option letter (multiple choice), `trained_on` is handed the training answers of the relation
-asked. So no study branches on what the model is: it loads ``--model``, hands it the training
+`models.registry.BASELINES` (the one list of them: `models.names` accepts them, the CLI's
+model check and the studies know them only through it), and it answers the same calls a
+pretrained model does: `scorer` ranks candidate fillers (OntoProbe §4.1's pseudo-models),
+`letter_scores` picks an option letter (multiple choice), `trained_on` is handed the training
+answers of the relation asked. So no study branches on what the model is: it loads ``--model``, hands it the training
 answers, asks for scores.
 
 * ``random`` ranks candidates in a seeded random order per prompt (the run's ``--seed``), the
@@ -52,7 +52,7 @@ from kgprobe.errors import ModelError
 from kgprobe.models.capabilities import Declared
 from kgprobe.models.naming import PromptWords, blank_slots, mention, named_at  # noqa: F401 (mention: re-exported)
 
-__all__ = ["BASELINES", "Baseline", "CopyBaseline", "CopyModel", "FrequencyBaseline", "FrequencyModel", "RandomBaseline",
+__all__ = ["Baseline", "CopyBaseline", "CopyModel", "FrequencyBaseline", "FrequencyModel", "RandomBaseline",
            "RandomModel", "stable_seed"]
 
 
@@ -335,20 +335,3 @@ class CopyModel(FrequencyModel):
 
     def scorer(self, **settings: Any) -> CopyBaseline:
         return CopyBaseline(self.answers, seed=self.seed, name=self.name)
-
-
-#: The baseline families by ``--model`` name: the one definition every part of kgprobe reads.
-BASELINES: dict[str, type[Baseline]] = {"frequency": FrequencyModel, "random": RandomModel,
-                                        "copy": CopyModel}
-
-
-def scores_for_free(name: str) -> bool:
-    """Whether the model called `name` scores without a network (a baseline). OntoProbe's
-    memorization protocol ran these on every test record where it sliced the models' test
-    sets to 500 records for their compute (Table 4); `--protocol paper` keeps that split."""
-    return name in BASELINES
-
-
-def load_baseline(name: str, *, seed: int = 0) -> Baseline:
-    """The baseline called `name` (a key of `BASELINES`), seeded with the run's seed."""
-    return BASELINES[name](name, seed=seed)

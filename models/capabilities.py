@@ -10,8 +10,9 @@ not a stub for each thing it cannot, and a study calls any method on any model w
 check first: what cannot be answered says so in one line.
 
 Why a set and not more class flags: the flags (`fills_masks`, `answers_next_token`, ...) say
-*how* a model answers; `capabilities` says *whether*, and a test can read it (a capability a class
-declares must resolve to a method, `Declared.__init_subclass__` checks at class creation).
+*how* a model answers; `capabilities` says *whether*, and a test can read it. A capability a
+class declares must resolve to a method (`Declared.__init_subclass__` checks at class
+creation), and a method a subclass defines answers its capability.
 """
 
 from __future__ import annotations
@@ -83,14 +84,18 @@ class Declared:
         super().__init_subclass__(**kwargs)
         unknown = set(cls.capabilities) - set(CAPABILITIES)
         if unknown:
-            raise TypeError(f"{cls.__qualname__}.capabilities names no capability: {sorted(unknown)}")
+            raise TypeError(f"{cls.__qualname__}.capabilities names no capability: "
+                            f"{sorted(unknown)}")
+        # A method the class defines answers its capability (a user model that subclasses a
+        # family and adds, say, `features` needs no declaration beside it).
+        defined = {c for c, methods in METHODS.items()
+                   if any(m in cls.__dict__ and not hasattr(cls.__dict__[m], "refuses")
+                          for m in methods)}
+        cls.capabilities = frozenset(cls.capabilities | defined)
         for capability, methods in METHODS.items():
             for method in methods:
                 if capability not in cls.capabilities:
-                    if method in cls.__dict__ and not hasattr(cls.__dict__[method], "refuses"):
-                        raise TypeError(f"{cls.__qualname__}.{method} is defined but "
-                                        f"{capability!r} is not in its capabilities")
                     setattr(cls, method, _refuser(capability, method))
-                elif hasattr(getattr(cls, method, None), "refuses"):
-                    raise TypeError(f"{cls.__qualname__} answers {capability!r} but inherits "
+                elif capability not in defined and hasattr(getattr(cls, method, None), "refuses"):
+                    raise TypeError(f"{cls.__qualname__} declares {capability!r} but inherits "
                                     f"a refusal of {method}; define it")

@@ -38,7 +38,7 @@ import numpy as np
 from kgprobe.errors import ModelError
 from kgprobe.models.baselines import FrequencyBaseline, FrequencyModel, stable_seed
 
-__all__ = ["GeneralBaseline", "GeneralModel", "PRIORS", "TestPriorBaseline", "TestPriorModel",
+__all__ = ["GeneralBaseline", "GeneralModel", "TestPriorBaseline", "TestPriorModel",
            "generality"]
 
 
@@ -143,8 +143,3 @@ class TestPriorModel(GeneralModel):
 
     def scorer(self, **settings: Any) -> TestPriorBaseline:
         return TestPriorBaseline(self.answers, seed=self.seed, name=self.name)
-
-
-#: The premise-blind priors by ``--model`` name (controls of the baseline family, beside
-#: `models.baselines.BASELINES`).
-PRIORS: dict[str, type[FrequencyModel]] = {"general": GeneralModel, "test-prior": TestPriorModel}
