@@ -1,11 +1,11 @@
 """Baselines as models: ``--model frequency`` and ``--model random`` in every ranking study.
 
 A baseline is a model family with no weights. `load_model` returns one for the names in
-`BASELINES` (the one list of them: `models.names` accepts them, the CLI's model check and the
-studies know them only through it), and it answers the same calls a pretrained model does:
-`scorer` ranks candidate fillers (OntoProbe §4.1's pseudo-models), `letter_scores` picks an
-option letter (multiple choice), `trained_on` is handed the training answers of the relation
-asked. So no study branches on what the model is: it loads ``--model``, hands it the training
+`models.registry.BASELINES` (the one list of them: `models.names` accepts them, the CLI's
+model check and the studies know them only through it), and it answers the same calls a
+pretrained model does: `scorer` ranks candidate fillers (OntoProbe §4.1's pseudo-models),
+`letter_scores` picks an option letter (multiple choice), `trained_on` is handed the training
+answers of the relation asked. So no study branches on what the model is: it loads ``--model``, hands it the training
 answers, asks for scores.
 
 * ``random`` ranks candidates in a seeded random order per prompt (the run's ``--seed``), the
@@ -49,9 +49,10 @@ from typing import Any, ClassVar, Iterable, Mapping, Sequence
 import numpy as np
 
 from kgprobe.errors import ModelError
+from kgprobe.models.capabilities import Declared
 from kgprobe.models.naming import PromptWords, blank_slots, mention, named_at  # noqa: F401 (mention: re-exported)
 
-__all__ = ["BASELINES", "Baseline", "CopyBaseline", "CopyModel", "FrequencyBaseline", "FrequencyModel", "RandomBaseline",
+__all__ = ["Baseline", "CopyBaseline", "CopyModel", "FrequencyBaseline", "FrequencyModel", "RandomBaseline",
            "RandomModel", "stable_seed"]
 
 
@@ -219,13 +220,18 @@ def baseline_answers(model: Any, prompts: Sequence[str], candidates: Sequence[Se
 # --------------------------------------------------------------------------------------
 
 
-class Baseline:
+class Baseline(Declared):
     """A weightless model: the `LanguageModel` calls a ranking study makes, no network.
 
     The class attributes are the ones a study reads instead of a kind: a baseline has no mask
     slot to fill nor a pooling (``"-"`` in result rows, as its runs always wrote), it answers
-    an option letter (`letter_scores`), and it keeps no score cache.
+    an option letter (`letter_scores`), and it keeps no score cache. What only a network has
+    is not in `capabilities`: `models.capabilities` refuses it in one line.
     """
+
+    capabilities: ClassVar[frozenset[str]] = frozenset({"rank", "letters", "generate", "embeddings"})
+    hint: ClassVar[str] = ("the {model.name} baseline ranks candidates only; use a language "
+                           "model for this study")
 
     kind: ClassVar[str] = "baseline"
     fills_masks: ClassVar[bool] = False
@@ -293,29 +299,6 @@ class Baseline:
     def hidden_size(self) -> int:
         return 64
 
-    # ------------------------------------------------------------------ what it cannot
-    def _none(self, what: str) -> ModelError:
-        return ModelError(f"the {self.name} baseline ranks candidates only and has no {what}; "
-                          "use a model for this study")
-
-    def slot_distribution(self, vocabulary: Any, *, batch_size: int = 32) -> Any:
-        raise self._none("distribution over a vocabulary")
-
-    def next_token_logits(self, rows: Any) -> Any:
-        raise self._none("next-token distribution")
-
-    def segment_frame(self, front: list[int], back: list[int]) -> Any:
-        raise self._none("tokenizer")
-
-    def token_logprobs(self, *args: Any, **kwargs: Any) -> Any:
-        raise self._none("token log-probabilities")
-
-    def score_segments(self, *args: Any, **kwargs: Any) -> Any:
-        raise self._none("token log-probabilities")
-
-    def features(self, *args: Any, **kwargs: Any) -> Any:
-        raise self._none("hidden states")
-
 
 class RandomModel(Baseline):
     """``--model random``: every prompt's candidates in a seeded random order."""
@@ -352,20 +335,3 @@ class CopyModel(FrequencyModel):
 
     def scorer(self, **settings: Any) -> CopyBaseline:
         return CopyBaseline(self.answers, seed=self.seed, name=self.name)
-
-
-#: The baseline families by ``--model`` name: the one definition every part of kgprobe reads.
-BASELINES: dict[str, type[Baseline]] = {"frequency": FrequencyModel, "random": RandomModel,
-                                        "copy": CopyModel}
-
-
-def scores_for_free(name: str) -> bool:
-    """Whether the model called `name` scores without a network (a baseline). OntoProbe's
-    memorization protocol ran these on every test record where it sliced the models' test
-    sets to 500 records for their compute (Table 4); `--protocol paper` keeps that split."""
-    return name in BASELINES
-
-
-def load_baseline(name: str, *, seed: int = 0) -> Baseline:
-    """The baseline called `name` (a key of `BASELINES`), seeded with the run's seed."""
-    return BASELINES[name](name, seed=seed)

@@ -31,14 +31,14 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
 from kgprobe.errors import ModelError
 from kgprobe.models.baselines import FrequencyBaseline, FrequencyModel, stable_seed
 
-__all__ = ["GeneralBaseline", "GeneralModel", "PRIORS", "TestPriorBaseline", "TestPriorModel",
+__all__ = ["GeneralBaseline", "GeneralModel", "TestPriorBaseline", "TestPriorModel",
            "generality"]
 
 
@@ -136,15 +136,10 @@ class TestPriorModel(GeneralModel):
     ranking study hands them (`studies.probes.score_requests`). It writes no open answer."""
 
     __test__ = False
+    capabilities: ClassVar[frozenset[str]] = GeneralModel.capabilities - {"generate"}
+    hints: ClassVar[Mapping[str, str]] = {
+        "generate": "it ranks a study's candidates by their golds and writes no answer; drop "
+                    "test-prior from --controls with --answers generate"}
 
     def scorer(self, **settings: Any) -> TestPriorBaseline:
         return TestPriorBaseline(self.answers, seed=self.seed, name=self.name)
-
-    def generate(self, *args: Any, **kwargs: Any) -> list[str]:
-        raise ModelError(f"{self.name} ranks a study's candidates by their golds and writes no "
-                         "answer; drop test-prior from --controls with --answers generate")
-
-
-#: The premise-blind priors by ``--model`` name (controls of the baseline family, beside
-#: `models.baselines.BASELINES`).
-PRIORS: dict[str, type[FrequencyModel]] = {"general": GeneralModel, "test-prior": TestPriorModel}

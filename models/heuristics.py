@@ -21,13 +21,11 @@ from typing import Any
 
 import numpy as np
 
-from kgprobe.errors import ModelError
 from kgprobe.models.baselines import CopyBaseline, CopyModel, stable_seed
 
-__all__ = ["HEURISTICS", "CopyRandomBaseline", "CopyRandomModel", "CopyWordingModel",
-           "heuristic_class"]
+# ``heuristic:NAME`` is read in `models.registry` (`HEURISTICS`), which names these classes.
 
-PREFIX = "heuristic:"
+__all__ = ["CopyRandomBaseline", "CopyRandomModel", "CopyWordingModel"]
 
 
 class CopyRandomBaseline(CopyBaseline):
@@ -53,20 +51,3 @@ class CopyWordingModel(CopyModel):
 
     def trained_on(self, answers) -> "CopyWordingModel":
         return CopyWordingModel(self.name, seed=self.seed, answers=answers)
-
-
-#: The heuristics by the NAME of ``heuristic:NAME``.
-HEURISTICS: dict[str, type[CopyModel]] = {"copy-random": CopyRandomModel,
-                                          "copy-wording": CopyWordingModel}
-
-
-def heuristic_class(name: str) -> type[CopyModel] | None:
-    """The model class of ``heuristic:NAME``, None for another name; an unknown NAME is one
-    line naming the heuristics."""
-    if not name.startswith(PREFIX):
-        return None
-    cls = HEURISTICS.get(name[len(PREFIX):])
-    if cls is None:
-        raise ModelError(f"--model {name}: no such heuristic; use one of "
-                         + ", ".join(PREFIX + h for h in HEURISTICS))
-    return cls

@@ -25,7 +25,8 @@ is a prompt's feature), `pseudoword_anchor`. `kind` stays as the name written in
 settings (``config.json``). A new model family is one more subclass; `load_model` picks it.
 The baselines (`models.baselines.Baseline`: ``frequency``, ``random``) answer the same calls
 without torch or weights; they are registered as virtual subclasses, so
-``isinstance(baseline, LanguageModel)`` holds.
+``isinstance(baseline, LanguageModel)`` holds. They, the served and the prior models declare
+which calls they answer (`models.capabilities`) and refuse the rest in one line.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ import numpy as np
 import torch
 from kgprobe.errors import ModelError
 from kgprobe.models.baselines import Baseline
+from kgprobe.models.capabilities import refusal
 from kgprobe.models.cloze import AUTO
 from kgprobe.models.encoding import POOLINGS
 from kgprobe.models.segments import ALL, Prompt, TaggedIds, score_prompts
@@ -168,8 +170,8 @@ class LanguageModel(ABC):
         slot → vector mapping, or one per prompt) are placed at their slots, as a scorer
         places them. Only a model that continues text can answer: a masked LM says so in one
         line."""
-        raise ModelError(f"model '{self.name}' is a {self.kind} LM: --answers generate needs a "
-                         "causal LM (a decoder such as smollm2-135m)")
+        raise refusal(self.name, "generate", f"it is a {self.kind} LM; --answers generate "
+                      "needs a causal LM (a decoder such as smollm2-135m)")
 
     # ------------------------------------------------------------------ text segments
     @abstractmethod

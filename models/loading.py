@@ -13,7 +13,7 @@ The model's configuration decides its family: ``"masked"`` (BERT-like, loaded wi
 `AutoModelForMaskedLM`, returned as a `MaskedLM`) or ``"causal"`` (GPT-like,
 `AutoModelForCausalLM`, returned as a `CausalLM`); both are the one `LanguageModel` interface
 the studies use (``models/language_model.py``). A baseline's name (``frequency``, ``random``,
-``copy``: `models.baselines.BASELINES`) returns that weightless model, seeded with `seed`,
+``copy``: `models.registry.BASELINES`) returns that weightless model, seeded with `seed`,
 without importing torch: this module imports torch and transformers only where weights are
 loaded. ``prior:MODEL`` returns MODEL wrapped as its content-free prior (`models.prior`). The
 premise-blind priors (``general``, ``test-prior``: `models.general_prior`) load as the
@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from kgprobe.errors import ModelError
 from kgprobe.models.names import WEIGHTLESS, check_model_name, prior_target, unknown_model
 from kgprobe.models.prior import prior_of
-from kgprobe.models.weightless import weightless_loader
+from kgprobe.models.registry import weightless_loader
 
 if TYPE_CHECKING:
     import torch
@@ -70,7 +70,7 @@ Kind = Literal["masked", "causal"]
 
 def _families() -> dict[str, type]:
     """The pretrained model families `load_model` can return, by `kind` (`FAMILIES`); the
-    weightless ones are `BASELINES`, by name."""
+    weightless ones are in `models.registry`, by name."""
     from kgprobe.models.causal_lm import CausalLM
     from kgprobe.models.masked_lm import MaskedLM
     from kgprobe.models.served import ServedModel
@@ -237,7 +237,7 @@ def _load_hf(source: str, name: str, *, kind: Kind | None, hub_kwargs: dict,
 def _without_weights(name: str, seed: int) -> Any:
     """The model called `name` when it has no weights, else None: a control of the baseline
     family (`names.WEIGHTLESS`: the baselines and the premise-blind priors) or a weightless
-    model that is no control (`models.weightless`: the reader, the heuristics)."""
+    model that is no control (`models.registry`: the reader, the heuristics)."""
     if name in WEIGHTLESS:
         return WEIGHTLESS[name](name, seed=seed)
     make = weightless_loader(name)

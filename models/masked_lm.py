@@ -12,7 +12,7 @@ from typing import ClassVar, Sequence
 
 import numpy as np
 import torch
-from kgprobe.errors import ModelError
+from kgprobe.models.capabilities import refusal
 from kgprobe.models.distributions import MaskDistribution, Vocabulary
 from kgprobe.models.language_model import LanguageModel, Scorer
 from kgprobe.models.masked import MaskedScorer
@@ -46,7 +46,7 @@ class MaskedLM(LanguageModel):
         return MaskDistribution(self, vocabulary, batch_size=batch_size)
 
     def next_token_logits(self, rows: Sequence[Sequence[int]]) -> torch.Tensor:
-        raise ModelError(f"model '{self.name}' is a masked LM and reads no next token; use a causal (instruct) model")
+        raise refusal(self.name, "next_token", "it is a masked LM; use a causal (instruct) model")
 
     def segment_frame(self, front: list[int], back: list[int]) -> tuple[list[int], list[int]]:
         """The tokenizer's own special tokens on both sides ([CLS] … [SEP])."""

@@ -6,15 +6,14 @@ A hub id that is not in the local hub cache used to be tried on the network, wit
 in the local cache (`huggingface_hub.try_to_load_from_cache`, no network) is kept; an id that
 is not is looked up once on the hub (one request, no retries, a short timeout) unless the hub is
 switched off (``HF_HUB_OFFLINE``); an unknown name fails with the presets listed and the
-closest match suggested. The baselines (`models.baselines.BASELINES`: ``frequency``,
-``random``, ``copy``) are model names too, known here from that one registry, and so is
-``prior:MODEL`` (`models.prior`) for every loadable MODEL that is not itself a control; so
-are the weightless models that are no controls (`models.weightless`: ``reader``,
-``reader:Q``, ``heuristic:NAME``). A
+closest match suggested. The weightless models are model names too, known here from the
+one registry of them (`models.registry`): the controls (`CONTROLS`: the baselines
+``frequency``, ``copy``, ``random`` and the premise-blind priors ``general``,
+``test-prior``) and the weightless models that are no controls (``reader``, ``reader:Q``,
+``heuristic:NAME``); so is ``prior:MODEL`` (`models.prior`) for every loadable MODEL that is
+not itself a control. A
 served model (``openai:URL#MODEL``, `models.served`) is checked for its form only here; the
-server is asked when the model loads. The premise-blind priors (``general``, ``test-prior``:
-`models.general_prior.PRIORS`) are controls beside the baselines (`WEIGHTLESS` holds both). A
-user model (``module:Class`` or a ``kgprobe.models`` entry point, `models.user_models`) is
+server is asked when the model loads. A user model (``module:Class`` or a ``kgprobe.models`` entry point, `models.user_models`) is
 loadable when its module imports and names a model class.
 """
 
@@ -22,24 +21,20 @@ from __future__ import annotations
 
 import difflib
 import os
-from collections import ChainMap
 from collections.abc import Mapping
 from pathlib import Path
 
 from kgprobe.errors import ModelError
-from kgprobe.models.baselines import BASELINES
-from kgprobe.models.general_prior import PRIORS
 from kgprobe.models.prior import prior_of
+from kgprobe.models.registry import CONTROLS, weightless_loader
 from kgprobe.models.user_models import declares_control, user_model_class, user_model_spec
-from kgprobe.models.weightless import weightless_loader
 
 #: The presets' names (`models.gguf.PRESETS`, which needs torch, has the same keys; tested).
 PRESET_NAMES = ("gemma3-270m", "smollm2-135m")
 #: Seconds the one hub look-up for an id that is not cached may take.
 HUB_TIMEOUT = 3.0
-#: Every weightless control by ``--model`` name: the baselines, then the premise-blind priors
-#: (a live view of both registries, so a baseline registered later is known here too).
-WEIGHTLESS: Mapping[str, type] = ChainMap(PRIORS, BASELINES)
+#: Every weightless control by ``--model`` name (`models.registry.CONTROLS`).
+WEIGHTLESS: Mapping[str, type] = CONTROLS
 
 
 def _cached(name: str) -> bool:

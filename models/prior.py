@@ -29,11 +29,12 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from functools import lru_cache
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
 from kgprobe.errors import ModelError
+from kgprobe.models.capabilities import Declared
 
 __all__ = ["CONTENT_FREE", "PREFIX", "PriorModel", "PriorScorer", "content_free", "prior_of"]
 
@@ -149,12 +150,19 @@ class PriorScorer:
                          "content); use --templates manual")
 
 
-class PriorModel:
+class PriorModel(Declared):
     """``prior:MODEL``: MODEL's `LanguageModel` with `scorer` asking content-free prompts.
 
     Every attribute a study reads to decide how to ask (``fills_masks``, ``default_pooling``,
     ``kind``, ``input_embeddings``, ``source``, ...) is MODEL's, so no study knows it is
-    asking a control; `name` is ``prior:MODEL``, so its results and run folders say so."""
+    asking a control; `name` is ``prior:MODEL``, so its results and run folders say so.
+    Beyond ranking, what it answers (open answers, next-token logits, input embeddings) is
+    MODEL's, read through; the rest is refused in one line (`models.capabilities`)."""
+
+    capabilities: ClassVar[frozenset[str]] = frozenset({"rank", "generate", "next_token",
+                                                        "embeddings"})
+    hint: ClassVar[str] = ("the prior control ranks candidates only; use --model "
+                           "{model.inner.name} for this study")
 
     def __init__(self, inner: Any, name: str | None = None):
         self.inner = inner
@@ -174,22 +182,3 @@ class PriorModel:
 
     def scorer(self, **settings: Any) -> PriorScorer:
         return PriorScorer(self.inner.scorer(**settings), self.name)
-
-    def _none(self, what: str) -> ModelError:
-        return ModelError(f"{self.name} ranks candidates only and has no {what}; use "
-                          f"--model {self.inner.name} for this study")
-
-    def letter_scores(self, *args: Any, **kwargs: Any) -> Any:
-        raise self._none("option-letter answers")
-
-    def slot_distribution(self, *args: Any, **kwargs: Any) -> Any:
-        raise self._none("slot distribution")
-
-    def score_segments(self, *args: Any, **kwargs: Any) -> Any:
-        raise self._none("segment scores")
-
-    def token_logprobs(self, *args: Any, **kwargs: Any) -> Any:
-        raise self._none("token log-probabilities")
-
-    def features(self, *args: Any, **kwargs: Any) -> Any:
-        raise self._none("hidden states")

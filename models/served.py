@@ -51,6 +51,7 @@ from typing import Any, ClassVar, Iterable, Sequence
 import numpy as np
 
 from kgprobe.errors import ModelError
+from kgprobe.models.capabilities import Declared
 from kgprobe.models.cloze import AUTO, RULE, SUFFIX_MODES, uses_suffix
 from kgprobe.models.served_tokens import (Echo, InvalidEcho, checked_echo, load_tokenizer,
                                           retokenized)
@@ -245,9 +246,10 @@ class ServedScorer:
 
 
 @dataclass(eq=False)
-class ServedModel:
+class ServedModel(Declared):
     """A model behind an OpenAI-compatible server: the `LanguageModel` calls a ranking study
-    makes (`scorer`, `trained_on`); the rest need weights and say so in one line."""
+    makes (`scorer`, `trained_on`) and `generate`; the rest need weights and say so in one
+    line (`models.capabilities`)."""
 
     name: str
     spec: ServedName
@@ -263,6 +265,9 @@ class ServedModel:
     feature_pooling: ClassVar[str] = "last"
     pseudoword_anchor: ClassVar[str] = "mean"
     caches_scores: ClassVar[bool] = True
+    capabilities: ClassVar[frozenset[str]] = frozenset({"rank", "generate"})
+    hint: ClassVar[str] = ("it is served and ranks candidates only; that needs an in-process "
+                           "model (a preset, .gguf file or model directory)")
     model = None
     tokenizer = None
     device = "server"
@@ -328,28 +333,6 @@ class ServedModel:
 
         with ThreadPoolExecutor(max_workers=self.spec.concurrency) as pool_:
             return list(pool_.map(one, prompts))
-
-    def _unsupported(self, what: str) -> ModelError:
-        return ModelError(f"model '{self.name}' is served and ranks candidates only; {what} "
-                          "needs an in-process model (a preset, .gguf file or model directory)")
-
-    def slot_distribution(self, vocabulary: Any, *, batch_size: int = 32) -> Any:
-        raise self._unsupported("a slot distribution over a vocabulary")
-
-    def next_token_logits(self, rows: Any) -> Any:
-        raise self._unsupported("next-token logits")
-
-    def letter_scores(self, *args: Any, **kwargs: Any) -> Any:
-        raise self._unsupported("multiple-choice letter scores")
-
-    def score_segments(self, *args: Any, **kwargs: Any) -> Any:
-        raise self._unsupported("segment log-probabilities")
-
-    def features(self, *args: Any, **kwargs: Any) -> Any:
-        raise self._unsupported("hidden-state features")
-
-    def input_embeddings(self) -> Any:
-        raise self._unsupported("pseudowords (input embeddings)")
 
 
 def load_served(name: str) -> ServedModel:

@@ -1,7 +1,7 @@
 """Controls run beside a study's model: the same requests, scored by models that cannot reason.
 
-A control is a model of the baseline family (`models.baselines.BASELINES`: ``frequency``,
-``copy``, ``random``; the premise-blind priors `models.general_prior.PRIORS`: ``general``, the
+A control is a model of the baseline family (`models.registry.BASELINES`: ``frequency``,
+``copy``, ``random``; the premise-blind priors `models.registry.PRIORS`: ``general``, the
 most general candidate first, and ``test-prior``, each cell's own golds by frequency) or the
 model's own content-free prior (``prior`` = ``prior:MODEL``, `models.prior`). ``--controls``
 names them; by default (`default_controls`) every weightless one, and ``prior`` where the run
@@ -34,11 +34,12 @@ from pathlib import Path
 from typing import Any
 
 from kgprobe.errors import StudyError
+from kgprobe.models.registry import BASELINES, CONTROLS
 
 #: The baselines as controls (no network, seconds).
-FREE = ("frequency", "copy", "random")
+FREE = tuple(BASELINES)
 #: Every control that needs no language model: the baselines and the premise-blind priors.
-WEIGHTLESS = (*FREE, "general", "test-prior")
+WEIGHTLESS = tuple(CONTROLS)
 #: What ``--controls`` accepts (``prior``: the run's model asked with the content removed).
 CHOICES = (*WEIGHTLESS, "prior")
 #: The controls that only rank a ranking study's requests: ``prior`` (a content-free prompt

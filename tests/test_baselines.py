@@ -14,7 +14,8 @@ import pytest
 
 import kgprobe
 from kgprobe.errors import ModelError
-from kgprobe.models.baselines import BASELINES, Baseline, FrequencyModel, RandomModel
+from kgprobe.models.baselines import Baseline, FrequencyModel, RandomModel
+from kgprobe.models.registry import BASELINES
 from kgprobe.models.loading import load_model
 from kgprobe.models.names import check_model_name, unknown_model
 

@@ -10,7 +10,8 @@ import kgprobe
 import numpy as np
 import pytest
 from kgprobe.errors import ModelError
-from kgprobe.models.baselines import BASELINES, CopyModel, mention
+from kgprobe.models.baselines import CopyModel, mention
+from kgprobe.models.registry import BASELINES
 from kgprobe.models.loading import load_model
 from kgprobe.models.names import check_model_name
 from kgprobe.models.prior import CONTENT_FREE, PriorModel, content_free

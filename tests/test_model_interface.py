@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from kgprobe.models.baselines import BASELINES
+from kgprobe.models.registry import BASELINES
 from kgprobe.models.causal_lm import CausalLM
 from kgprobe.models.language_model import LanguageModel
 from kgprobe.models.masked_lm import MaskedLM
@@ -59,7 +59,7 @@ def test_loaded_models_answer_by_capability(tiny_bert, tiny_gpt2):
 
 def test_no_study_names_a_baseline():
     """A study asks ``--model``'s interface, never whether it is a baseline: the registry
-    (`models.baselines.BASELINES`) is defined once, and no study or command compares the
+    (`models.registry.BASELINES`) is defined once, and no study or command compares the
     model's name with a baseline's."""
     names = re.compile(r"""model\s*(==|!=|\bin\b|\bnot in\b)\s*(["'](frequency|random)["']|\(?["']?BASELINES)""")
     hits, definitions = [], []
@@ -72,7 +72,7 @@ def test_no_study_names_a_baseline():
                         if re.match(r"\s*BASELINES\s*[:=]", line)]
         if p.relative_to(ROOT).parts[0] in ("studies", "cli"):
             hits += [f"{p.relative_to(ROOT)}: {m.group(0)}" for m in names.finditer(text)]
-    assert definitions == ["models/baselines.py"], definitions
+    assert definitions == ["models/registry.py"], definitions
     assert not hits, hits
     assert names.search('if config.model in BASELINES:') and names.search('model == "random"')
 

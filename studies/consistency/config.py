@@ -135,7 +135,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "its candidates (default 1: ranked first)")
     p.add_argument("--template", default="0",
                    help="manual template index (relations with fewer use their first), or all")
-    p.add_argument("--reference", default=None, choices=("prior", "frequency", "copy", "random"),
+    p.add_argument("--reference", default=None, choices=("prior", *FREE),
                    help="whose consistency the headline subtracts (default prior: the model's "
                         "own content-free prior, prior:MODEL, scored in the same run; with "
                         "--answers generate, frequency)")

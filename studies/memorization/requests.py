@@ -117,8 +117,8 @@ def paper_prompts(config: MemorizationConfig, relation: str, template: int) -> l
     """The paper protocol's prompts of one task and template. The official baseline (main.py,
     model_class "baseline") reads the few-shot split, whose test part is every record from 20
     on: Table 4's baseline row covers 8,839 TP and 701 SCO records where the models' rows cover
-    500 (`models.baselines.scores_for_free`)."""
-    from kgprobe.models.baselines import scores_for_free
+    500 (`models.registry.scores_for_free`)."""
+    from kgprobe.models.registry import scores_for_free
     from kgprobe.reasoning.paper_items import memorizing_prompts
 
     prompts = memorizing_prompts(relation, template, sliced=not scores_for_free(config.model))
