@@ -70,7 +70,9 @@ def study_prompts(path: str | None = None):
 
 
 def prompt_of(item, conjunction: str) -> str:
-    return " ".join([p.text for p in item.premises] + [conjunction, item.conclusion["text"]])
+    from kgprobe.ontology.verbalize import reasoning_text
+
+    return reasoning_text([p.text for p in item.premises], conjunction, item.conclusion["text"])
 
 
 #: Every matmul rate measured during the run; the best is the machine's limit (other jobs on

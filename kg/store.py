@@ -221,10 +221,6 @@ class KnowledgeGraph(ModelReader):
     def clear_inferred(self) -> None:
         self._commit({}, {}, drop=[INFERRED_GRAPH], fingerprint="")
 
-    def replace_graphs(self, graphs: dict[str, Iterable[Triple]]) -> None:
-        """Make each named graph hold exactly its triples, in one transaction (all or nothing)."""
-        self._commit(graphs, {})
-
     def _commit(self, graphs: dict[str, Iterable[Triple]], meta: dict[str, SourceRecord], *,
                 drop: Iterable[str] = (), fingerprint: str | None = None,
                 provenance: dict[str, Iterable[Triple]] | None = None,

@@ -184,6 +184,14 @@ def load_templates(path: str | Path | None = None, lang: str | None = None) -> T
 # ------------------------------------------------------------------------ property patterns
 
 
+def reasoning_text(premises: Sequence[str], conjunction: str, hypothesis: str) -> str:
+    """A reasoning prompt: the written premises in order, the conjunction (a `TemplateSet`'s,
+    or the paper protocol's), the hypothesis, one space apart. Every study, export and
+    generator writes its reasoning prompts here, so a prompt scored in one place reads the
+    same wherever else it is written."""
+    return " ".join([*premises, conjunction, hypothesis])
+
+
 def capitalize(text: str) -> str:
     return text[:1].upper() + text[1:] if text else text
 

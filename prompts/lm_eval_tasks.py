@@ -25,7 +25,7 @@ from typing import Sequence
 
 from kgprobe.errors import KgprobeError
 from kgprobe.models.cloze import scores_suffix
-from kgprobe.ontology.verbalize import MASK, TemplateSet
+from kgprobe.ontology.verbalize import MASK, TemplateSet, reasoning_text
 from kgprobe.reasoning.distractors import parse_protocol
 from kgprobe.reasoning.items import SLOT_X, SLOT_Y, ReasoningItem
 from kgprobe.seeds import seed_key
@@ -120,8 +120,8 @@ def reasoning_docs(items: Sequence[ReasoningItem], candidates: dict[str, list[st
     `reasoning.filtering.TrueAnswers` for filtered ranking (None: raw)."""
     docs = []
     for item in items:
-        prompt = " ".join([p.text for p in item.premises]
-                          + [templates.conjunction, item.conclusion["text"]])
+        prompt = reasoning_text([p.text for p in item.premises], templates.conjunction,
+                                item.conclusion["text"])
         doc = _doc(item.id, item.id, "reasoning", item.rule, "manual", with_letters(prompt),
                    with_letters(item.premises[-1].subject), item.answers,
                    candidates[item.candidates_key], k, seed,

@@ -18,8 +18,8 @@ Distractors (`DistractorPool`) are true statements of the ontology, written with
 premise templates, that share no term with the item nor with anything above its terms (their
 superclasses and superproperties), and do not name its answer: irrelevant to its conclusion.
 Given the prompt's candidates, those that name one of them (other than a true answer) are
-drawn first (`naming`): true premises about other candidates, so the gold is not the only
-candidate the premises name.
+drawn first (``--distractor-kind naming``): true premises about other candidates, so the gold
+is not the only candidate the premises name.
 `arrange` writes the needed premises in chain order with the distractors at seeded places,
 or all of them in a seeded shuffled order.
 """
@@ -177,11 +177,6 @@ def _chain_item(onto: Ontology, verb: Verbalizer, chain: Sequence[Derivation],
     return None if restates_premise(chained) or unworded(chained) else chained
 
 
-def depth_of(item: ReasoningItem) -> int:
-    """An item's number of derivation steps: one per schema premise."""
-    return sum(p.role == "P1" for p in item.premises)
-
-
 class DistractorPool:
     """True statements of an ontology to write beside an item's premises, none of them
     relevant to it (see the module)."""
@@ -223,7 +218,7 @@ class DistractorPool:
         `n` keeps the smaller one's), of the relations its schema premises use.
 
         `names`: the prompt's candidates that are no true answer of the item. Distractors
-        that name one of them (`naming`) come first in the order, so a prompt names other
+        that name one of them (`Names`) come first in the order, so a prompt names other
         candidates than its gold and copying a named candidate no longer finds it; the
         others follow only where too few statements name one.
 
@@ -282,12 +277,6 @@ class Names:
 def _whole_words(name: str) -> re.Pattern:
     return re.compile(r"(?<!\w)" + r"\s+".join(map(re.escape, name.split())) + r"(?!\w)",
                       re.IGNORECASE)
-
-
-def naming(text: str, names: Sequence[str]) -> bool:
-    """Whether `text` names one of `names` as whole words (any case): what a reader who
-    copies a candidate from the prompt would find there."""
-    return Names(names).in_text(text)
 
 
 def arrange(item: ReasoningItem, distractors: Iterable[PremiseText], order: str,

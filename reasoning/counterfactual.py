@@ -27,7 +27,7 @@ import random
 from dataclasses import dataclass, replace
 from typing import Sequence
 
-from kgprobe.ontology.model import RDF_TYPE, RDFS_SUBCLASSOF, RDFS_SUBPROPERTYOF, Triple
+from kgprobe.ontology.model import RDF_TYPE, RDFS_SUBCLASSOF, RDFS_SUBPROPERTYOF
 from kgprobe.ontology.verbalize import pattern_middle
 from kgprobe.reasoning.filtering import TrueAnswers
 from kgprobe.reasoning.items import (
@@ -117,11 +117,6 @@ def world_answers(verb: Verbalizer, truth: TrueAnswers, item: ReasoningItem,
     predicate = HYPOTHESIS[item.rule]
     return frozenset(verb.label(c) for a, p, c in triples
                      if a == subject and p == predicate and not c.startswith(('"', "_:")))
-
-
-def written_triples(item: ReasoningItem) -> list[Triple]:
-    """The statements an item writes (its premises' triples)."""
-    return [tuple(p.triple) for p in item.premises]
 
 
 def counterfactual(verb: Verbalizer, truth: TrueAnswers, item: ReasoningItem,

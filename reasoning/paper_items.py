@@ -20,7 +20,7 @@ from importlib import resources
 from pathlib import Path
 
 from kgprobe.errors import KgprobeError
-from kgprobe.ontology.verbalize import MASK, normalize_label
+from kgprobe.ontology.verbalize import MASK, normalize_label, reasoning_text
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -85,9 +85,9 @@ class PaperItem:
 
     def text(self, p1: bool = True, p2: bool = True) -> str:
         """The prompt with P1 and/or P2 written (the paper's explicit setting) or left out."""
-        parts = [self.p1 if p1 else "", self.p2 if p2 else "", wording()["conjunction"],
-                 self.hypothesis, MASK, self.end]
-        return collapse(" ".join(parts))
+        written = [text for text, on in ((self.p1, p1), (self.p2, p2)) if on]
+        return collapse(reasoning_text(written, wording()["conjunction"],
+                                       f"{self.hypothesis} {MASK} {self.end}"))
 
     def soft_text(self, p1: bool = True, p2: bool = True) -> str:
         """The prompt in the official code's soft form (§3.2.1's soft conjunctions): each

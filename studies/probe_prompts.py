@@ -8,10 +8,10 @@ studies render it, with their own builders, never a copy of them:
 - a memorizing record under its relation's first manual template
   (`studies.memorization.requests.record_prompt`, which the study's `plan` calls);
 - a reasoning item with both premises written, the conjunction and its hypothesis
-  (`studies.premise_ablation.study.reasoning_prompt`, the premise-ablation cell P1 explicit,
-  P2 explicit, under the hypothesis relation's own manual template).
+  (`ontology.verbalize.reasoning_text`, which the premise-ablation study's cells call: its cell
+  P1 explicit, P2 explicit, under the hypothesis relation's own manual template).
 
-It is no study (it asks no model and pins no run) but it calls two studies' prompt builders, so
+It is no study (it asks no model and pins no run) but it calls memorization's prompt builder, so
 it sits in the studies layer beside `dry_run.py`, as a module of that layer, not a sub-package.
 """
 
@@ -77,28 +77,19 @@ def memorizing_prompts(folder: str | Path) -> list[ProbePrompt]:
     return out
 
 
-@dataclass(frozen=True)
-class _WrittenPremises:
-    """What `reasoning_prompt` reads of a premise-ablation run's data for a manual prompt: the
-    templates (their conjunction). The study's builder takes its whole `AblationData`, which
-    needs candidate pools and a closure generation has no use for; this is the part it reads."""
-
-    templates: object
-
-
 def reasoning_prompts(items: dict[str, Sequence], templates) -> list[ProbePrompt]:
     """Every item of `items` (rule → `ReasoningItem`s, as `generate reasoning` holds them)
     with both premises written, the conjunction and its hypothesis, under `templates` (the
     TemplateSet the items were written with)."""
+    from kgprobe.ontology.verbalize import reasoning_text
     from kgprobe.reasoning.items import RULE_RELATIONS
-    from kgprobe.studies.premise_ablation.study import reasoning_prompt
 
-    data = _WrittenPremises(templates)
     out = []
     for rule, rule_items in items.items():
         variant = templates[RULE_RELATIONS[rule][2]].hypothesis
         out += [ProbePrompt(item.id, item.split, rule, f"manual:{variant}",
-                            reasoning_prompt(data, item, "explicit", "explicit", "manual"),
+                            reasoning_text([p.text for p in item.premises], templates.conjunction,
+                                           item.conclusion["text"]),
                             tuple(item.answers)) for item in rule_items]
     return out
 

@@ -149,6 +149,7 @@ def test_a_new_graph_version_is_published_as_a_difference_or_through_staging(tmp
     in place while pending. Every way, the graph ends up holding exactly the new triples."""
     import pyoxigraph as ox
     from kgprobe.kg import bulk
+    from kgprobe.kg.meta import INFERRED_GRAPH
 
     staged = []
     real = bulk.stage_target
@@ -156,7 +157,7 @@ def test_a_new_graph_version_is_published_as_a_difference_or_through_staging(tmp
                         lambda store, graph, *a: staged.append(graph) or real(store, graph, *a))
     ex = "http://ex.org/"
     base = {(f"{ex}s{i}", f"{ex}p", f"{ex}o{i % 7}") for i in range(40)}
-    g = "urn:kgprobe:test"
+    g = INFERRED_GRAPH  # `replace_inferred` publishes a new version of it after each reasoning
     with KnowledgeGraph(tmp_path / "store") as kg:
         for version, expect_staged in [
             (base, True),  # new graph: in place, pending until published
@@ -168,7 +169,7 @@ def test_a_new_graph_version_is_published_as_a_difference_or_through_staging(tmp
             ({(f"{ex}a", f"{ex}p", f"{ex}b")}, True),  # everything changes: staging
         ]:
             staged.clear()
-            kg.replace_graphs({g: sorted(version)})
+            kg.replace_inferred(sorted(version))
             assert bool(staged) == expect_staged
             held = set(kg.triples(g))
             assert {t for t in held if not t[0].startswith("_:")} == {

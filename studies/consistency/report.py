@@ -92,11 +92,6 @@ def _p(row: dict, key: str) -> str:
     return "—" if p != p else f"{p:.3g}"
 
 
-def _one(row: dict, key: str) -> str:
-    value = _num(row, key)
-    return "—" if value != value else f"{100 * value:.1f}"
-
-
 def reading(rows: list[dict]) -> str:
     """What the table supports, rule by rule: only what its intervals and Holm-adjusted p say."""
     lines = []

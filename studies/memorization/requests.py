@@ -12,7 +12,7 @@ decided here once. The paper protocol is another provider of the same requests
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Callable, Sequence
 
 from kgprobe.errors import KgprobeError
 from kgprobe.seeds import seed_key
@@ -59,19 +59,25 @@ def chosen_templates(config: MemorizationConfig, relation: str, n: int, *, paper
     return chosen
 
 
+def probe_request(text: str, pool: Sequence[str], answers: Sequence[str], protocol, seed: int, *,
+                  item: str, setting: dict, golds_of: Callable | None = None) -> ProbeRequest:
+    """The study's one `ProbeRequest` constructor: a prompt ranking `pool` under `protocol`
+    (K: its answers and distractors seeded by `seed`), its golds the answers' indices by
+    `golds_of` (`metrics.gold_indices` by default; the paper protocol keeps duplicates)."""
+    from kgprobe.studies.metrics import gold_indices
+
+    cands = tuple(protocol.candidates(pool, answers, seed=seed))
+    return ProbeRequest(text, cands, item=item, golds=tuple((golds_of or gold_indices)(cands, answers)),
+                        setting=dict(setting))
+
+
 def record_requests(texts: Sequence[str], records: Sequence, candidates: Sequence[str], protocol,
                     seed: int, setting: dict | None = None) -> list[ProbeRequest]:
     """One request per record: its prompt, the task's candidates under `protocol` (K: its
     answers and distractors seeded by the run's seed and the record's id) and its golds."""
-    from kgprobe.studies.metrics import gold_indices
-
-    requests = []
-    for rec, text in zip(records, texts):
-        cands = tuple(protocol.candidates(candidates, rec.answers, seed=seed_key(seed, rec.id)))
-        requests.append(ProbeRequest(text, cands, item=rec.id,
-                                     golds=tuple(gold_indices(cands, rec.answers)),
-                                     setting=dict(setting or {})))
-    return requests
+    return [probe_request(text, candidates, rec.answers, protocol, seed_key(seed, rec.id),
+                          item=rec.id, setting=setting or {})
+            for rec, text in zip(records, texts)]
 
 
 def record_prompt(template, record, mset) -> str:
@@ -146,13 +152,11 @@ def paper_plan(config: MemorizationConfig) -> list[PlannedUnit]:
         pool = paper_candidates(relation)
         for t in chosen_templates(config, relation, n_templates(relation), paper=True):
             prompts = paper_prompts(config, relation, t)
-            requests = []
-            for p in prompts:
-                cands = tuple(protocol.candidates(pool, p.golds,
-                                                  seed=seed_key(config.seed, "paper", relation, p.record)))
-                requests.append(ProbeRequest(p.text, cands, item=f"{relation}-ref-{p.record:05d}",
-                                             golds=tuple(paper_gold_indices(cands, p.golds)),
-                                             setting={"task": relation, "template": t}))
+            requests = [probe_request(p.text, pool, p.golds, protocol,
+                                      seed_key(config.seed, "paper", relation, p.record),
+                                      item=f"{relation}-ref-{p.record:05d}",
+                                      setting={"task": relation, "template": t},
+                                      golds_of=paper_gold_indices) for p in prompts]
             units.append(PlannedUnit({"task": relation, "template": t, "split": "test",
                                       "study_protocol": "paper"}, requests, prompts, None,
                                      [tuple(p.golds) for p in prompts]))

@@ -13,12 +13,13 @@ the kind's whole list (shared, so prompts batch) and the gold's rank leaves them
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
 
 from kgprobe.reasoning.distractors import distractor_candidates
 from kgprobe.reasoning.filtering import others
 from kgprobe.reasoning.items import PremiseText, ReasoningItem
 from kgprobe.seeds import seed_key
+from kgprobe.studies.probes import ProbeRequest
 
 if TYPE_CHECKING:
     from .build import AblationData, AblationSetup
@@ -64,6 +65,28 @@ def probe_candidates(data: AblationData, candidates_key: str, true: frozenset[st
     golds = sorted(true)
     return distractor_candidates(pool, golds, data.protocol.k - 1 + len(golds),
                                  seed=seed_key(data.config.seed, key))
+
+
+def probe_request(text: str, candidates: Sequence[str], golds: Iterable[int], *, item: str,
+                  vectors: Mapping | None = None, also_true: Iterable[int] = (),
+                  pair: int | None = None) -> ProbeRequest:
+    """The study's one `ProbeRequest` constructor: every cell, chained cell, counterfactual and
+    paper-protocol prompt becomes a request here, so what a request carries (and the setting
+    its prediction names) is decided once. `pair`: the pseudoword pair it is asked under
+    (None: a paper memorizing probe, whose predictions name none)."""
+    return ProbeRequest(text, tuple(candidates), vectors, item=item, golds=tuple(golds),
+                        also_true=tuple(also_true), setting={} if pair is None else {"pair": pair})
+
+
+def pair_requests(text: str, candidates: Sequence[str], golds: Iterable[int],
+                  also_true: Iterable[int], *, item: str, pseudowords: Sequence[Mapping],
+                  pairs: Iterable[int] | None = None, soft: Mapping | None = None) -> list[ProbeRequest]:
+    """One prompt's requests, one per pseudoword pair of `pairs` (every pair by default), each
+    with that pair's vectors of `pseudowords` and the trained `soft` vectors (if any)."""
+    golds, also_true = tuple(golds), tuple(also_true)
+    return [probe_request(text, candidates, golds, item=item, also_true=also_true, pair=pair,
+                          vectors={**pseudowords[pair], **soft} if soft else pseudowords[pair])
+            for pair in (range(len(pseudowords)) if pairs is None else pairs)]
 
 
 def score_cell(setup: AblationSetup, requests: list, answers: dict[str, list[str]], *, desc: str,

@@ -9,8 +9,8 @@ From them this module builds
   rule average of that (``rule`` "mean"), each with ``n_items``, ``n_prompts`` and a 95 %
   interval per metric that resamples items (stratified by rule for the rule average) — with
   several pseudoword pairs, items and pairs as crossed random factors (`cell_interval`);
-* ``comparisons.csv``: the differences the paper's findings rest on, on template averages,
-  per rule and over the rules, with intervals and Holm-adjusted p-values (`COMPARISONS`).
+* the differences the paper's findings rest on (`COMPARISONS`, each tested by `compare`),
+  which `contrasts.py` writes into ``comparisons.csv`` with the other families' rows.
 
 Everything is recomputed from the observations with seeds derived from the run's seed, so a
 killed and resumed run ends with the same intervals.
@@ -221,29 +221,6 @@ def compare(spec: Spec, prompts: list[Prompt], name: str, config: ReportSettings
                                          seed=seed, resamples=resamples)
     return comparisons.against_target(name, _mrr(first, stratified), 1.0, seed=seed,
                                 resamples=resamples)
-
-
-def comparison_rows(prompts: list[Prompt], config: ReportSettings) -> list[dict]:
-    """Every comparison per template kind, per rule and over the rules (rule "mean"),
-    template-averaged; Holm-adjusted together (one report, one family)."""
-    kinds = config.templates or sorted({p.template for p in prompts})
-    rules = config.rules or sorted({p.rule for p in prompts})
-    found, keys = [], []
-    for kind in kinds:
-        of_kind = [p for p in prompts if p.template == kind]
-        for rule in [MEAN, *rules]:
-            scope = of_kind if rule == MEAN else [p for p in of_kind if p.rule == rule]
-            for spec in COMPARISONS:
-                name = f"{kind}/{rule}/{spec.label}"
-                found.append(compare(spec, scope, name, config, stratified=rule == MEAN))
-                keys.append({"template": kind, "rule": rule, "comparison": spec.label})
-    comparisons.adjust(found)
-    rows = []
-    for key, c in zip(keys, found):
-        rows.append({**key, "test": c.test, "n_items": c.n_items, "difference": c.estimate,
-                     "difference_lo": c.lo, "difference_hi": c.hi, "p": c.p,
-                     "p_holm": c.p_holm, "finding": "yes" if c.supported() else "no"})
-    return rows
 
 
 #: The prediction fields that name a premise-ablation cell (one template variant).

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Callable
 
+from kgprobe.ontology.verbalize import reasoning_text
 from kgprobe.reasoning.counterfactual import Counterfactual, candidate_terms, counterfactual
 from kgprobe.reasoning.filtering import TrueAnswers
 from kgprobe.reasoning.items import ReasoningItem
@@ -70,18 +71,16 @@ def counterfactual_requests(data: AblationData, pseudowords: list[dict], twin: C
     """A counterfactual item's requests in cell (`p1`, `p2`), one per pseudoword pair of
     `pairs` (every pair by default): the true item's candidates, the false term's gold, the
     counterfactual world's other true answers left out (filtered ranking)."""
-    from .candidates import item_candidates
+    from .candidates import item_candidates, pair_requests
 
     candidates = item_candidates(data, twin.original)
-    golds = tuple(gold_indices(candidates, twin.item.answers))
-    also = (tuple(gold_indices(candidates, twin.true - set(twin.item.answers)))
-            if data.truth else ())
+    golds = gold_indices(candidates, twin.item.answers)
+    also = gold_indices(candidates, twin.true - set(twin.item.answers)) if data.truth else ()
     # as `study.reasoning_prompt` writes a manual prompt: the written premises, P1 then P2
     written = [p.text for p, s in zip(twin.item.premises, (p1, p2)) if s == "explicit"]
-    text = " ".join(written + [data.templates.conjunction, twin.item.hypotheses[variant]])
-    return [ProbeRequest(text, tuple(candidates), pseudowords[pair], item=twin.item.id,
-                         golds=golds, also_true=also, setting={"pair": pair})
-            for pair in (range(len(pseudowords)) if pairs is None else pairs)]
+    text = reasoning_text(written, data.templates.conjunction, twin.item.hypotheses[variant])
+    return pair_requests(text, candidates, golds, also, item=twin.item.id,
+                         pseudowords=pseudowords, pairs=pairs)
 
 
 def cell_requests(setup: AblationSetup, rule: str, p1: str, p2: str, settings: Settings,

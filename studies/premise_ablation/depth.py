@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kgprobe.ontology.verbalize import reasoning_text
 from kgprobe.reasoning.chains import DistractorPool, arrange, chain_items
 from kgprobe.reasoning.items import ReasoningItem, sample_items
 from kgprobe.studies.metrics import gold_indices
@@ -60,7 +61,7 @@ def chain_prompt(data: AblationData, chained: Chained, item: ReasoningItem, writ
         seed = data.config.seed
         extra = chained.pool.pick(item, distractors, seed, naming_names(data, item))
         texts = [p.text for p in arrange(item, extra, data.config.premise_order, seed)]
-    return " ".join(texts + [data.templates.conjunction, item.hypotheses[variant]])
+    return reasoning_text(texts, data.templates.conjunction, item.hypotheses[variant])
 
 
 def naming_names(data: AblationData, item: ReasoningItem) -> list[str]:
@@ -102,17 +103,15 @@ def chain_requests(data: AblationData, pseudowords: list[dict], chained: Chained
     """One chained cell's requests: every item's prompt under every pseudoword pair (the
     vectors of `pseudowords`), in item order; the run scores them and the dry run writes
     them (one line a text)."""
-    from .candidates import item_candidates, item_others
+    from .candidates import item_candidates, item_others, pair_requests
 
     requests = []
     for item in chained.items[(rule, depth)]:
         candidates = item_candidates(data, item)
-        also = tuple(gold_indices(candidates, item_others(data, item)))
-        golds = tuple(gold_indices(candidates, item.answers))
+        also = gold_indices(candidates, item_others(data, item))
         text = chain_prompt(data, chained, item, written, distractors, variant)
-        for pair, vectors in enumerate(pseudowords):
-            requests.append(ProbeRequest(text, tuple(candidates), vectors, item=item.id,
-                                         golds=golds, also_true=also, setting={"pair": pair}))
+        requests += pair_requests(text, candidates, gold_indices(candidates, item.answers), also,
+                                  item=item.id, pseudowords=pseudowords)
     return requests
 
 

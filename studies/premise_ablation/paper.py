@@ -40,6 +40,7 @@ from kgprobe.studies.probes import ProbeRequest, score_requests
 from kgprobe.studies.options import use_chat
 from kgprobe.studies.runner import Unit
 
+from .candidates import probe_request
 from .columns import SETTINGS
 from .config import NAME, AblationConfig
 from .paper_soft import soft_key
@@ -111,8 +112,8 @@ def probe_requests(study: PaperStudy, probes: list[PaperPrompt], pair: dict | No
     out = []
     for p in probes:
         cands = _candidates(study, p.candidates, pool, p.golds, f"{desc}:{p.record}")
-        out.append(ProbeRequest(p.text, cands, vectors_for(p.text, pair) if pair else None,
-                                item=str(p.record), golds=tuple(paper_gold_indices(cands, p.golds))))
+        out.append(probe_request(p.text, cands, paper_gold_indices(cands, p.golds),
+                                 item=str(p.record), vectors=vectors_for(p.text, pair) if pair else None))
     return out
 
 
@@ -146,9 +147,8 @@ def item_request(study: PaperStudy, rule: str, item: PaperItem, p1: bool, p2: bo
     if kind == "soft":
         soft = study.soft.get(soft_key(rule, p1, p2, n if has_slot(text) else None), {})
     cands = _candidates(study, item.candidates, pool, item.golds, item.id)
-    return ProbeRequest(text, cands, vectors_for(text, {**study.pseudowords[n], **soft}),
-                        item=item.id, golds=tuple(paper_gold_indices(cands, item.golds)),
-                        setting={"pair": n})
+    return probe_request(text, cands, paper_gold_indices(cands, item.golds), item=item.id,
+                         vectors=vectors_for(text, {**study.pseudowords[n], **soft}), pair=n)
 
 
 def train_soft(study: PaperStudy, out: Path, *, progress: bool = False) -> None:

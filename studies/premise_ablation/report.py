@@ -1,7 +1,7 @@
 """Report of a premise-ablation run, rebuilt from the prompts on disk.
 
 `cells.py` turns the stored prompts into ``results.csv`` (every cell with counts and 95 %
-intervals; templates averaged, then rules averaged) and ``comparisons.csv``; this module
+intervals; templates averaged, then rules averaged), `contrasts.py` ``comparisons.csv``; this module
 draws them: heatmaps per rule (P1 setting × P2 setting → template-averaged MRR with its
 interval), one summary figure averaging the rules with error bars (like the paper's Figure 3),
 and report.md with the tables and a reading that states a difference only where its interval

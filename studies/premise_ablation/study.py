@@ -29,7 +29,7 @@ from pathlib import Path
 
 from kgprobe.atomic import write_json
 from kgprobe.ontology.loaders import Source
-from kgprobe.ontology.verbalize import capitalize
+from kgprobe.ontology.verbalize import capitalize, reasoning_text
 from kgprobe.reasoning.items import ReasoningItem
 from kgprobe.studies.metrics import gold_indices, ranks_of
 from kgprobe.studies.probes import ProbeRequest
@@ -267,7 +267,7 @@ def reasoning_prompt(data: AblationData, item: ReasoningItem, p1: str, p2: str, 
     if kind == "manual":
         written = [p.text for p, s in zip(item.premises, (p1, p2)) if s == "explicit"]
         hypothesis = item.conclusion["text"] if variant is None else item.hypotheses[variant]
-        return " ".join(written + [data.templates.conjunction, hypothesis])
+        return reasoning_text(written, data.templates.conjunction, hypothesis)
     from .soft import soft_reasoning_prompt
 
     return soft_reasoning_prompt(data, item, p1, p2, soft)
@@ -280,17 +280,15 @@ def item_requests(data: AblationData, pseudowords: list[dict], item: ReasoningIt
     `pairs` (every pair by default), with that pair's vectors of `pseudowords` (the model's,
     or the dry run's `AblationData.blank_pseudowords`). The run's cells and the dry run both
     ask these."""
-    from .candidates import item_candidates, item_others
+    from .candidates import item_candidates, item_others, pair_requests
 
     candidates = item_candidates(data, item)
     # filtered, all candidates: the item's other true answers, left out of its ranks
-    also = tuple(gold_indices(candidates, item_others(data, item)))
-    golds = tuple(gold_indices(candidates, item.answers))
+    also = gold_indices(candidates, item_others(data, item))
     text = reasoning_prompt(data, item, p1, p2, kind, soft, variant)
-    return [ProbeRequest(text, tuple(candidates),
-                         {**pseudowords[pair], **(soft["vectors"] if soft else {})},
-                         item=item.id, golds=golds, also_true=also, setting={"pair": pair})
-            for pair in (range(len(pseudowords)) if pairs is None else pairs)]
+    return pair_requests(text, candidates, gold_indices(candidates, item.answers), also,
+                         item=item.id, pseudowords=pseudowords, pairs=pairs,
+                         soft=soft["vectors"] if soft else None)
 
 
 def cell_requests(setup: AblationSetup, rule: str, p1: str, p2: str, kind: str, premises: dict,
