@@ -131,7 +131,7 @@ class ControlSettings:
     study: str = ""
 
     @classmethod
-    def of(cls, config: Any, study: str, **overrides: Any) -> "ControlSettings":
+    def of(cls, config: Any, study: str, **overrides: Any) -> ControlSettings:
         """The settings of a study's `config` (any config holding the model settings; one it
         lacks keeps its default: multiple choice has no seed), for `study`; `overrides`: a
         value the run holds outside its config (premise ablation's ``cache`` argument)."""
