@@ -30,6 +30,7 @@ units and scores only the controls not scored yet.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -115,47 +116,69 @@ def control_folder(out: Path, control: str, model: str | None) -> Path:
     return Path(out) / FOLDER / control
 
 
-def load_control(control: str, model: str, *, device: str = "auto", dtype: str = "float32",
-                 seed: int = 0, chat_template: str = "none", study: str = "") -> Any:
+@dataclass(frozen=True)
+class ControlSettings:
+    """How a run's controls are loaded and scored: the run's own device, dtype, seed, score
+    cache and chat wrap (for `study`, whose instruction the wrap asks). Built once per run from
+    its config (`of`) and handed whole to `run_controls`, `load_control` and `control_scorer`,
+    so no study spells the list out itself and none can drop a setting: a control loaded
+    otherwise than the model would read other prompts (a bare cloze beside a wrapped one)."""
+
+    device: str = "auto"
+    dtype: str = "float32"
+    seed: int = 0
+    cache: bool = True  # the score cache, where the control keeps one (a prior)
+    chat_template: str = "none"
+    study: str = ""
+
+    @classmethod
+    def of(cls, config: Any, study: str, **overrides: Any) -> ControlSettings:
+        """The settings of a study's `config` (any config holding the model settings; one it
+        lacks keeps its default: multiple choice has no seed), for `study`; `overrides`: a
+        value the run holds outside its config (premise ablation's ``cache`` argument)."""
+        values = {f.name: getattr(config, f.name) for f in fields(cls)
+                  if f.name != "study" and hasattr(config, f.name)}
+        return cls(**{**values, "study": study, **overrides})
+
+
+def load_control(control: str, model: str, settings: ControlSettings = ControlSettings()) -> Any:
     """The control's model (`models.loading.load_model`), loaded with the run's seed, device
-    and dtype and wrapped in the run's chat template for `study` (`options.use_chat`: a
+    and dtype and wrapped in the run's chat template for its study (`options.use_chat`: a
     ``prior:MODEL`` reads the same wrapped prompts as the model): for a study that builds its
     scorers itself (one per task, each trained on that task's answers: memorization),
     exactly as it builds them from its own model."""
     from kgprobe.models.loading import load_model
     from kgprobe.studies.options import use_chat
 
-    return use_chat(load_model(control_model(control, model), device=device, dtype=dtype,
-                               seed=seed), chat_template, study)
+    s = settings
+    return use_chat(load_model(control_model(control, model), device=s.device, dtype=s.dtype,
+                               seed=s.seed), s.chat_template, s.study)
 
 
 def control_scorer(control: str, model: str, *, answers: Callable[[], Iterable],
-                   device: str = "auto", dtype: str = "float32", seed: int = 0,
-                   cache: bool = True, chat_template: str = "none", study: str = "") -> Any:
+                   settings: ControlSettings = ControlSettings()) -> Any:
     """The control's ranking scorer, set up as the model's is: loaded with the run's seed
-    and chat wrap, handed the relation's training answers (`LanguageModel.trained_on`;
-    `answers` makes a fresh iterable of them), behind the score cache where the model keeps
-    one (a prior)."""
+    and chat wrap (`load_control`), handed the relation's training answers
+    (`LanguageModel.trained_on`; `answers` makes a fresh iterable of them), behind the score
+    cache where the model keeps one (a prior) and `settings` keeps it on."""
     from kgprobe.models.score_cache import cached_scorer
 
-    loaded = load_control(control, model, device=device, dtype=dtype, seed=seed,
-                          chat_template=chat_template, study=study)
+    loaded = load_control(control, model, settings)
     return cached_scorer(loaded.trained_on(answers()).scorer(masks="multi"), loaded,
-                         enabled=cache)
+                         enabled=settings.cache)
 
 
 def run_controls(out: Path, controls: Sequence[str], model: str,
                  units_for: Callable[[Any], list], columns: Sequence[str], *,
-                 answers: Callable[[], Iterable] | None = None, settings: dict,
+                 settings: ControlSettings, answers: Callable[[], Iterable] | None = None,
                  progress: bool = True, results: bool = False) -> dict[str, Path]:
     """Score every control in its folder (`control_folder`) through the units `units_for`
     builds — the study's own units, only the model swapped. With `answers` (a study that
     asks one scorer for the whole run, trained on those answers) `units_for` receives the
-    control's scorer (`control_scorer`; `settings`: its device, dtype, seed and cache);
-    without, the control's loaded model (`load_control`; `settings`: device, dtype, seed),
-    from which the study builds its scorers as from its own. `results`: write each control
-    folder's ``results.csv`` (its unit rows), as a run of the control alone would.
-    → control → its run folder."""
+    control's scorer (`control_scorer`); without, the control's loaded model
+    (`load_control`), from which the study builds its scorers as from its own (ranking or
+    open answers). `results`: write each control folder's ``results.csv`` (its unit rows), as
+    a run of the control alone would. → control → its run folder."""
     from kgprobe.studies.runner import run_units
 
     folders = {}
@@ -168,9 +191,9 @@ def run_controls(out: Path, controls: Sequence[str], model: str,
                 print(f"kgprobe: control {control_model(control, model)} on the same prompts "
                       f"({folder})", file=sys.stderr, flush=True)
             if answers is None:
-                made = load_control(control, model, **settings)
+                made = load_control(control, model, settings)
             else:
-                made = control_scorer(control, model, answers=answers, **settings)
+                made = control_scorer(control, model, answers=answers, settings=settings)
             run_units(folder, units_for(made), columns, progress=progress, results=results)
         folders[control] = folder
     return folders

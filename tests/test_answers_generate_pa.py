@@ -107,6 +107,38 @@ def test_the_frequency_baseline_runs_end_to_end_with_controls_and_resumes(tmp_pa
     assert len(obs) == len(preds) and {o["accuracy"] for o in obs} <= {0.0, 1.0}
 
 
+def test_the_controls_of_open_answers_load_as_the_model_does(tmp_path, zoo, monkeypatch):
+    """Each control of open answers is loaded with the run's device, dtype and seed and
+    handed its chat template for the study (`controls.load_control`, the path every study's
+    controls take), as the model is: the generation runner once loaded them bare."""
+    from kgprobe.models import loading
+    from kgprobe.studies import options
+    from kgprobe.studies.premise_ablation.config import NAME
+
+    loads, wraps = [], []
+    real_load, real_wrap = loading.load_model, options.use_chat
+
+    def load(name, **settings):
+        loads.append((name, settings, real_load(name, **settings)))
+        return loads[-1][2]
+
+    def wrap(loaded, chat_template, study):
+        wraps.append((loaded, chat_template, study))
+        return real_wrap(loaded, chat_template, study)
+
+    monkeypatch.setattr(loading, "load_model", load)
+    monkeypatch.setattr(options, "use_chat", wrap)
+    run(zoo, tmp_path / "run", "frequency", controls=("copy",), seed=3, device="cpu",
+        dtype="bfloat16", chat_template="auto")
+    # the model first (then its frequency control, which classifies the premises on the cpu)
+    model_settings = loads[0][1]
+    [(copy_settings, copy)] = [(kw, loaded) for name, kw, loaded in loads if name == "copy"]
+    assert copy_settings == model_settings
+    assert {k: copy_settings.get(k) for k in ("device", "dtype", "seed")} == {
+        "device": "cpu", "dtype": "bfloat16", "seed": 3}
+    assert [(t, s) for loaded, t, s in wraps if loaded is copy] == [("auto", NAME)]
+
+
 def test_the_run_asks_exactly_the_dry_runs_generation_prompts(tmp_path, zoo, monkeypatch):
     from kgprobe.models.baselines import FrequencyModel
     from kgprobe.studies.ontology_source import OntologySource

@@ -236,11 +236,11 @@ def test_open_answers_continue_the_statement_inside_the_conversation(chat_dir, t
 def test_the_prior_control_reads_the_same_wrap_as_the_model(chat_dir):
     """`--controls prior` under `--chat-template`: the model's content-free prior is asked
     inside the same conversation as the model, not as a bare cloze."""
-    from kgprobe.studies.controls import load_control
+    from kgprobe.studies.controls import ControlSettings, load_control
 
-    wrapped = load_control("prior", str(chat_dir), device="cpu", chat_template="auto",
-                           study="memorization")
-    bare = load_control("prior", str(chat_dir), device="cpu")
+    wrapped = load_control("prior", str(chat_dir), ControlSettings(
+        device="cpu", chat_template="auto", study="memorization"))
+    bare = load_control("prior", str(chat_dir), ControlSettings(device="cpu"))
     assert wrapped.inner.chat is not None and getattr(bare.inner, "chat", None) is None
     got = wrapped.scorer().score([PROMPT], CANDIDATES)[0]
     assert not any(abs(a - b) < 1e-6 for a, b in zip(got, bare.scorer().score([PROMPT], CANDIDATES)[0]))

@@ -125,3 +125,34 @@ def test_a_frequency_run_claims_nothing_and_reports_minus_prior(tmp_path):
     # the default controls, as every ranking study's (`parse_controls`)
     assert models == set(parse_controls(None, "frequency")) >= {"frequency", "copy", "random"}
     assert (out / "controls" / "copy" / "units").is_dir()
+
+
+def test_the_controls_option_on_the_command_line_works_as_on_every_study(tmp_path,
+                                                                          tiny_gpt2_dir):
+    """``kgprobe study consistency --controls frequency,copy`` on a tiny language model, as a
+    user types it: each named control scored in its own run folder ``OUT/controls/NAME``
+    (loaded as every study's controls are, `controls.load_control`), the others not,
+    config.json recording the list, results.csv and report.md testing the model against each."""
+    import json
+
+    from tests.cli_run import ok
+
+    out = tmp_path / "C"
+    ok(tmp_path, "study", "consistency", "--model", str(tiny_gpt2_dir), "--controls",
+       "frequency,copy", "--reference", "frequency", "--candidates", "3", "--limit", "2",
+       "--ontology",
+       str(write_zoo(tmp_path)), "--threads", "1", "--out", str(out))
+    # the named controls in their folders (the reference among them), no other
+    assert sorted(p.name for p in (out / "controls").iterdir()) == ["copy", "frequency"]
+    for name in ("frequency", "copy"):
+        units = sorted((out / "controls" / name / "units").iterdir())
+        assert units and len(units) == len(list((out / "units").iterdir()))
+    assert json.loads((out / "config.json").read_text())["controls"] == ["frequency", "copy"]
+    with open(out / "results.csv", encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh))
+    assert {"vs_frequency", "vs_copy"} <= set(rows[0]) and "vs_random" not in rows[0]
+    with open(out / "controls.csv", encoding="utf-8") as fh:
+        assert {r["model"] for r in csv.DictReader(fh)} == {"frequency", "copy"}
+    report = (out / "report.md").read_text()
+    assert "minus frequency's" in report and "minus copy's" in report
+    assert "random" not in report

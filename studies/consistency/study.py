@@ -25,7 +25,13 @@ from pathlib import Path
 from kgprobe.atomic import write_json, write_jsonl, write_text
 from kgprobe.errors import StudyError
 from kgprobe.reasoning.distractors import Protocol
-from kgprobe.studies.controls import control_model, is_control
+from kgprobe.studies.controls import (
+    ControlSettings,
+    control_folder,
+    control_model,
+    is_control,
+    load_control,
+)
 from kgprobe.studies.options import use_chat
 from kgprobe.studies.runner import Unit, read_unit, rows_to_csv, run_units, unit_path
 
@@ -183,8 +189,9 @@ def units_of(setup: Setup, loaded, progress: bool) -> list[Unit]:
 
 
 def run_config(config: ConsistencyConfig, out: Path, *, progress: bool = True) -> list[dict]:
-    """Run (or resume) the study into `out`, then its controls (`controls`) into
-    ``out/controls/NAME``; returns results.csv's rows."""
+    """Run (or resume) the study into `out`, then its reference and controls (`controls`),
+    each loaded as every study's controls are (`controls.load_control`: the run's device,
+    dtype, seed and chat wrap), into ``out/controls/NAME``; returns results.csv's rows."""
     from kgprobe.studies.settings import first_pin, pin_settings
 
     out = Path(out)
@@ -199,22 +206,15 @@ def run_config(config: ConsistencyConfig, out: Path, *, progress: bool = True) -
             loaded.generate([], max_new_tokens=config.max_new_tokens)
     ranks = scored_ranks(setup, loaded, out, progress, summary=True)
     reference = reference_model(config.model, config.reference)
-    others = {}
-    for name in dict.fromkeys((reference, *(control_model(c, config.model)
-                                            for c in config.controls))):
-        if name == config.model:
-            others[name] = ranks
-            continue
-        model = use_chat(load_model(name, device=config.device, dtype=config.dtype,
-                                    seed=config.seed), config.chat_template, NAME)
-        others[name] = scored_ranks(setup, model, control_folder(out, name), progress)
+    settings = ControlSettings.of(config, NAME)
+    others = {}  # model name → its ranks: the reference first, a control's own model once
+    for control in (config.reference, *config.controls):
+        name = control_model(control, config.model)
+        if name not in others:
+            others[name] = ranks if name == config.model else scored_ranks(
+                setup, load_control(control, config.model, settings),
+                control_folder(out, control, config.model), progress)
     return write_tables(setup, ranks, out, others, reference)
-
-
-def control_folder(out: Path, name: str) -> Path:
-    """Where a control's units live: ``out/controls/NAME`` (``prior:M`` → ``prior``, as a
-    run folder holds one model and so one prior)."""
-    return out / "controls" / ("prior" if name.startswith("prior:") else name)
 
 
 def scored_ranks(setup: Setup, loaded, out: Path, progress: bool, *,

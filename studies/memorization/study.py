@@ -124,12 +124,10 @@ def run_config(config: MemorizationConfig, out: Path, *, progress: bool = True) 
 
     rows = run_units(out, units_for(loaded), columns, progress=progress)
     if config.controls:
-        from kgprobe.studies.controls import run_controls
+        from kgprobe.studies.controls import ControlSettings, run_controls
 
         run_controls(out, config.controls, config.model, units_for, columns, results=True,
-                     settings={"device": config.device, "dtype": config.dtype,
-                               "seed": config.seed, "chat_template": config.chat_template,
-                               "study": NAME}, progress=progress)
+                     settings=ControlSettings.of(config, NAME), progress=progress)
     return rows
 
 

@@ -115,11 +115,10 @@ def run_config(config: MultipleChoiceConfig, out: Path, *, progress: bool = True
 
     rows = run_units(out, units_for(loaded), COLUMNS, progress=progress)
     if controls:
-        from kgprobe.studies.controls import run_controls
+        from kgprobe.studies.controls import ControlSettings, run_controls
 
         run_controls(out, controls, config.model, units_for, COLUMNS, results=True,
-                     settings={"device": config.device, "dtype": config.dtype},
-                     progress=progress)
+                     settings=ControlSettings.of(config, NAME), progress=progress)
     return rows
 
 

@@ -125,26 +125,26 @@ def generate_units(setup, model, source, requests_for: Callable) -> list:
 def run_generate(setup, source, requests_for: Callable, out: Path, *,
                  progress: bool) -> list[dict]:
     """The model's units, then each free control's (its generative analogue, the same
-    prompts, in ``OUT/controls/NAME``), then results.csv and report.md."""
-    from kgprobe.studies.controls import control_folder, control_model
+    prompts, in ``OUT/controls/NAME``, loaded as every study's controls are:
+    `controls.run_controls`, with the run's device, dtype, seed and chat wrap), then
+    results.csv and report.md."""
+    from kgprobe.studies.controls import ControlSettings, run_controls
     from kgprobe.studies.runner import run_units
 
     from .build import training_answers
+    from .config import NAME
 
     config = setup.config
     check(config)  # a configuration built in code, not by `config_from_args`
-    model = setup.model.loaded.trained_on(training_answers(setup.model.memorizing))
-    rows = run_units(out, generate_units(setup, model, source, requests_for), COLUMNS,
-                     progress=progress, results=False)
-    for control in config.controls:
-        folder = control_folder(out, control, config.model)
-        if folder != Path(out):
-            from kgprobe.models.loading import load_model
 
-            loaded = load_model(control_model(control, config.model), seed=config.seed)
-            control_model_ = loaded.trained_on(training_answers(setup.model.memorizing))
-            run_units(folder, generate_units(setup, control_model_, source, requests_for), COLUMNS,
-                      progress=progress, results=False)
+    def units_for(loaded) -> list:  # the run's model, or a control's: the same prompts
+        trained = loaded.trained_on(training_answers(setup.model.memorizing))
+        return generate_units(setup, trained, source, requests_for)
+
+    rows = run_units(out, units_for(setup.model.loaded), COLUMNS, progress=progress,
+                     results=False)
+    run_controls(out, config.controls, config.model, units_for, COLUMNS, progress=progress,
+                 settings=ControlSettings.of(config, NAME))
     write_generate_report(out)
     return rows
 

@@ -293,7 +293,7 @@ def run_paper(config: AblationConfig, out: Path, *, progress: bool = True,
     columns = [*UNIT_COLUMNS, "study_protocol"]
     rows = run_units(out, units_for(), columns, progress=progress, results=False)
     from kgprobe.reasoning.memorizing_sets import reference_sets
-    from kgprobe.studies.controls import run_controls
+    from kgprobe.studies.controls import ControlSettings, run_controls
 
     from .build import training_answers
 
@@ -306,7 +306,6 @@ def run_paper(config: AblationConfig, out: Path, *, progress: bool = True,
 
     run_controls(out, config.controls, config.model, units_for, columns, progress=progress,
                  answers=train,
-                 settings={"device": config.device, "dtype": config.dtype, "seed": config.seed,
-                           "cache": cache, "chat_template": config.chat_template, "study": NAME})
+                 settings=ControlSettings.of(config, NAME, cache=cache))
     write_report(out)
     return rows

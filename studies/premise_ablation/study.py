@@ -193,13 +193,14 @@ def is_known(rank: int, null_rank: int) -> bool:
 def _null_scorer(setup: AblationSetup):
     """The frequency control's scorer, set up as the run's control is (`controls.control_scorer`:
     the run's seed, the same training answers), without the score cache (it scores for free)."""
-    from kgprobe.studies.controls import control_scorer
+    from kgprobe.studies.controls import ControlSettings, control_scorer
 
     from .build import training_answers
 
     config = setup.config
-    return control_scorer(NULL, config.model or NULL, seed=config.seed, device="cpu",
-                          answers=lambda: training_answers(setup.model.memorizing), cache=False)
+    return control_scorer(NULL, config.model or NULL,
+                          answers=lambda: training_answers(setup.model.memorizing),
+                          settings=ControlSettings(device="cpu", seed=config.seed, cache=False))
 
 
 def _record(premise: MemorizedPremise, sample: set[PremiseKey] | None) -> dict:
@@ -382,13 +383,12 @@ def run_premise_ablation(config: AblationConfig, out: str | Path, *, source: Sou
             setup, model=replace(setup.model, scorer=scorer)), premises, softs, progress)
 
     rows = run_units(out, units_for(), config.unit_columns(), progress=progress, results=False)
-    from kgprobe.studies.controls import run_controls
+    from kgprobe.studies.controls import ControlSettings, run_controls
 
     from .build import training_answers
     run_controls(out, config.controls, config.model, units_for, config.unit_columns(),
                  answers=lambda: training_answers(setup.model.memorizing), progress=progress,
-                 settings={"device": config.device, "dtype": config.dtype, "seed": config.seed,
-                           "cache": cache, "chat_template": config.chat_template, "study": NAME})
+                 settings=ControlSettings.of(config, NAME, cache=cache))
     from kgprobe.studies.premise_ablation.report import write_report
     write_report(out)  # results.csv: the cells, template and rule averages, intervals
     return rows
