@@ -10,7 +10,7 @@ cache, the pseudowords, the memorizing sets soft templates train on); the rest o
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from kgprobe.ontology.loaders import Source, bundled_source
 from kgprobe.ontology.verbalize import TemplateSet, load_templates
@@ -57,6 +57,8 @@ class AblationData:
     twins: dict | None = None
     #: each item's candidate list, drawn on first use (`candidates.item_candidates`)
     drawn: dict = field(default_factory=dict, repr=False, compare=False)
+    #: the chained items and distractor pool, built on first use (`depth.chained_items`)
+    chained: Any = field(default=None, repr=False, compare=False)
 
     def blank_pseudowords(self) -> list[dict]:
         """One empty vector mapping a pseudoword pair: the dry run's requests, which carry

@@ -38,7 +38,15 @@ class Chained:
 
 def chained_items(data: AblationData) -> Chained:
     """Depth 1: the study's own sample; depth k: a seeded sample of `--limit` chained items of
-    each rule's family (every one when the limit is 0)."""
+    each rule's family (every one when the limit is 0). Built once per run's data: the model
+    and each control ask the same chains (building them was a tenth of a weightless demo run
+    for every control)."""
+    if data.chained is None:
+        data.chained = _chained_items(data)
+    return data.chained
+
+
+def _chained_items(data: AblationData) -> Chained:
     config, onto = data.config, data.verbalizer.onto
     items = {}
     for rule in config.rules:
