@@ -236,6 +236,16 @@ def test_llama_echo_sorts_like_sorted():
     assert echo.fast_sorted(zip([3, 1], range(2)), reverse=True, top=1) == [(3, 0)]
 
 
+@pytest.mark.slow
+def test_llama_echo_answers_what_llama_cpp_answers(tmp_path):
+    """On SmolLM2's GGUF in llama.cpp: the echo answers (tokens, offsets, log-probabilities,
+    top log-probabilities) with `fast_sorted` equal the unpatched ones (`time` mode)."""
+    run = _run([str(BENCH / "llama_echo.py"), "time", "--requests", "1"], tmp_path)
+    line = _json_line(run)
+    assert line["same_answers"] is True and line["tokens"] > 10, line
+    assert line["builtin_cpu_s"] > 0 and line["fast_cpu_s"] > 0
+
+
 def test_rdfs_closure_without_reasonable_says_how_to_run(tmp_path):
     """Asked for `reasonable` where it is missing, the bench stops with one line naming both
     ways on (installing it, --skip-reasonable), not a worker's traceback."""
