@@ -27,12 +27,15 @@ from kgprobe.models.baselines import Baseline, CopyModel, FrequencyModel, Random
 from kgprobe.models.general_prior import GeneralModel, TestPriorModel
 from kgprobe.models.heuristics import CopyRandomModel, CopyWordingModel
 
-__all__ = ["BASELINES", "CONTROLS", "HEURISTICS", "HEURISTIC_PREFIX", "PRIORS", "heuristic_class",
-           "scores_for_free", "weightless_loader"]
+__all__ = ["BASELINES", "CONTROLS", "COPY", "FREQUENCY", "HEURISTICS", "HEURISTIC_PREFIX", "PRIORS",
+           "RANDOM", "heuristic_class", "scores_for_free", "weightless_loader"]
 
+#: The baselines' ``--model`` names, for a study that names one (as its null, or as the
+#: control a contrast subtracts).
+FREQUENCY, COPY, RANDOM = "frequency", "copy", "random"
 #: The baseline families by ``--model`` name, in the order ``--controls`` lists them.
-BASELINES: dict[str, type[Baseline]] = {"frequency": FrequencyModel, "copy": CopyModel,
-                                        "random": RandomModel}
+BASELINES: dict[str, type[Baseline]] = {FREQUENCY: FrequencyModel, COPY: CopyModel,
+                                        RANDOM: RandomModel}
 #: The premise-blind priors by ``--model`` name (controls beside the baselines).
 PRIORS: dict[str, type[FrequencyModel]] = {"general": GeneralModel, "test-prior": TestPriorModel}
 #: Every weightless control, the baselines then the priors: a live view of both, so a

@@ -157,8 +157,7 @@ def test_a_rerun_reuses_the_trained_vectors(tmp_path, tiny_gpt2_dir, monkeypatch
 
     config = AblationConfig(str(tiny_gpt2_dir), rules=("rdfs5",), templates=("soft",), limit=1,
                             pairs=1, candidates="5", protocol="paper", soft_epochs=1,
-                            batch_size=16)
-    config.soft_recipe = "paper"
+                            soft_recipe="paper", batch_size=16)
     study = build_paper_study(config, cache=False)
     train_soft(study, tmp_path)
     first = {k: {n: v.clone() for n, v in vs.items()} for k, vs in study.soft.items()}

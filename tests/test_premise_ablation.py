@@ -212,10 +212,32 @@ def test_report_settings_do_not_pin_the_run_folder(tmp_path):
 
     first = AblationConfig("m", resamples=2000, min_items=10)
     pin_settings(tmp_path, first.pinned(), report=first.report_settings())
-    again = AblationConfig("m", resamples=500, min_items=3)
+    again = AblationConfig("m", resamples=1000, min_items=3)
     pin_settings(tmp_path, again.pinned(), report=again.report_settings())
     written = json.loads((tmp_path / "config.json").read_text())
-    assert written["resamples"] == 500 and written["min_items"] == 3 and written["model"] == "m"
+    assert written["resamples"] == 1000 and written["min_items"] == 3 and written["model"] == "m"
     other = AblationConfig("m", seed=1)
     with pytest.raises(StudyError, match="other settings.*seed"):
         pin_settings(tmp_path, other.pinned(), report=other.report_settings())
+
+
+@pytest.mark.parametrize("settings, option, fix", [
+    ({"templates": ("manual", "soft"), "depth": (1, 2)}, "--depth", {"templates": ("manual",)}),
+    ({"premise_order": "sideways"}, "--premise-order", {"premise_order": "shuffled"}),
+    ({"distractor_kind": "loud"}, "--distractor-kind", {"distractor_kind": "unrelated"}),
+    ({"answers": "generate", "premises": ("true", "counterfactual")}, "--answers generate",
+     {"premises": ("true",)}),
+    ({"protocol": "paper", "templates": ("soft",)}, "--soft-recipe", {"soft_recipe": "paper"}),
+    ({"resamples": 10}, "--resamples", {"resamples": 1000}),
+    ({"memorized_fraction": 0.3}, "--fraction", {"memorized_fraction": 0.5}),
+])
+def test_a_config_built_in_code_is_checked_whole_on_construction(settings, option, fix):
+    """`AblationConfig` checks every field together when it is built, as `config_from_args`
+    builds it: a config made in code (`kgprobe.run`, a test) cannot skip a check the
+    command line has, and the refusal is one line naming the option; fixed, it is built."""
+    from kgprobe.errors import StudyError
+
+    with pytest.raises(StudyError, match=option) as err:
+        AblationConfig("m", **settings)
+    assert "\n" not in str(err.value)
+    assert AblationConfig("m", **{**settings, **fix}).model == "m"

@@ -88,8 +88,7 @@ def test_paper_recipe_trains_both_phases_on_every_candidate_and_a_rerun_reuses_t
     from kgprobe.studies.premise_ablation.soft import train_soft_prompts
 
     config = AblationConfig(str(tiny_gpt2_dir), rules=("rdfs9",), templates=("soft",), limit=2,
-                            soft_epochs=1, batch_size=16)
-    config.soft_recipe = "paper"
+                            soft_epochs=1, soft_recipe="paper", batch_size=16)
     setup = build_setup(config, load_rdf(zoo), cache=False)
     sizes = []
     real = bce_over_candidates

@@ -89,7 +89,7 @@ class ConsistencyConfig:
             rules = tuple(r for r in RULES if r in comma_list(args.rules, choices=RULES,
                                                               option="--rules"))
         return cls(args.model, rules, args.limit or None, args.seed, args.template,
-                   parse_protocol(args.candidates), parse_ranking(args.ranking), args.believe_at,
+                   args.candidates, args.ranking, args.believe_at,  # parsed on construction
                    OntologySource.from_args(args), **ModelSettings.from_args(args).fields(),
                    reference=reference, answers=answers, max_new_tokens=max_new_tokens,
                    controls=controls)

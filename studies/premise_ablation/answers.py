@@ -1,6 +1,6 @@
 """``--answers rank|generate`` of the premise-ablation study: the options and what generation
-can run, checked with the other options before anything loads. A light module of its own, so
-`config` reads it without importing the study (`generate.py` runs it)."""
+can run, checked with the rest of the config when it is built (`AblationConfig.check`). A light
+module of its own, so `config` reads it without importing the study (`generate.py` runs it)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ import argparse
 
 from kgprobe.errors import StudyError
 from kgprobe.studies.options import ANSWERS, answers_options
-
 
 
 def add_options(p: argparse.ArgumentParser) -> None:

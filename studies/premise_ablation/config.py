@@ -27,6 +27,8 @@ from kgprobe.studies.options import (
 from .columns import UNIT_COLUMNS, with_depth, with_premises
 from .option_values import (
     DISTRACTOR_KINDS,
+    PREMISE_ORDERS,
+    check_chains,
     depth_options,
     memorized_sample,
     premises_option,
@@ -100,11 +102,39 @@ class AblationConfig:
     #: ontology is pinned through ``extra`` (as given), the cache never changes a number.
     NOT_PINNED = ("ontology", "cache")
 
-    def __post_init__(self) -> None:
-        self.candidates = parse_protocol(self.candidates)
-        self.ranking = parse_ranking(self.ranking)
     #: Settings pinned only when given: a run without them pins what it always did.
     DEPTH_FIELDS = ("depth", "distractors", "premise_order", "distractor_kind")
+
+    def __post_init__(self) -> None:
+        """Parse the typed values, then check the whole config once, built by `config_from_args`
+        or in code: one line naming the option before any data is read or a model loads."""
+        self.candidates = parse_protocol(self.candidates)
+        self.ranking = parse_ranking(self.ranking)
+        self.check()
+
+    def check(self) -> None:
+        """The settings that go together (an option's own value is checked where it is parsed)."""
+        paper = self.protocol == "paper"
+        if not paper and self.memorized_fraction != 0.5:
+            raise StudyError(f"--fraction {self.memorized_fraction}: the default protocol counts "
+                             "a premise as known when the model ranks it first and the frequency "
+                             "control does not, never a share of them; drop --fraction")
+        if not paper and self.memorized != "top-half":
+            raise StudyError(f"--memorized {self.memorized}: applies to --protocol paper; the "
+                             "default protocol splits by --fraction")
+        if paper and not self.source.bundled:
+            raise StudyError("--protocol paper: the paper's items come from the bundled ontology; "
+                             "drop --ontology, --store and --endpoint")
+        if self.resamples < 1000 or self.min_items < 1:
+            raise StudyError(f"--resamples {self.resamples} / --min-items {self.min_items}: use "
+                             "at least 1000 resamples (a 95% interval's tails need them) and 1 "
+                             "item")
+        check_chains(self)
+        from .answers import check
+
+        check(self)  # what `--answers generate` runs
+        if paper:
+            self.check_paper()
 
     @property
     def deep(self) -> bool:
@@ -247,8 +277,9 @@ def _chains_allowed(args: argparse.Namespace, preset: dict) -> bool:
 
 
 def config_from_args(args: argparse.Namespace) -> AblationConfig:
-    """`AblationConfig.from_args`: the preset applied, every option checked, before any data
-    is read or a model loads (for `kgprobe study premise-ablation`, `kgprobe demo` and
+    """`AblationConfig.from_args`: the preset applied and every option parsed, then the config
+    built once with all of them, so `AblationConfig.check` sees the whole before any data is
+    read or a model loads (for `kgprobe study premise-ablation`, `kgprobe demo` and
     `kgprobe.run`)."""
     apply_preset(args)
     paper = args.protocol == "paper"
@@ -261,57 +292,28 @@ def config_from_args(args: argparse.Namespace) -> AblationConfig:
     if args.model is None and not args.dry_run:
         raise StudyError("--model: give a model (a preset, HF id, local dir or .gguf file), "
                          "or pass --dry-run to only write the prompts")
-    if not paper and args.fraction != 0.5:
-        raise StudyError(f"--fraction {args.fraction}: the default protocol counts a premise as "
-                         "known when the model ranks it first and the frequency control does "
-                         "not, never a share of them; drop --fraction")
-    if not paper and args.memorized != "top-half":
-        raise StudyError(f"--memorized {args.memorized}: applies to --protocol paper; the default "
-                         "protocol splits by --fraction")
-    source = OntologySource.from_args(args, ask=not paper)
-    if paper and not source.bundled:
-        raise StudyError("--protocol paper: the paper's items come from the bundled ontology; "
-                         "drop --ontology, --store and --endpoint")
-    ranking = parse_ranking(args.ranking)
-    rules = tuple(comma_list(args.rules, choices=RULES, option="--rules"))
-    templates = template_kinds(args.templates)
-    if args.resamples < 1000 or args.min_items < 1:
-        raise StudyError(f"--resamples {args.resamples} / --min-items {args.min_items}: use at "
-                         "least 1000 resamples (a 95% interval's tails need them) and 1 item")
-    config = AblationConfig(args.model, rules, templates, None if args.limit == 0 else args.limit,
-                            args.seed, args.pairs, args.fraction,
-                            soft_epochs=args.soft_epochs, resamples=args.resamples,
-                            min_items=args.min_items, extra=source_pin(source),
-                            candidates=parse_protocol(args.candidates), protocol=args.protocol,
-                            memorized=args.memorized, ranking=ranking, ontology=source,
-                            **ModelSettings.from_args(args).fields())
-    config.depth, config.distractors = depth_options(args)
-    config.premise_order = getattr(args, "premise_order", None) or "ordered"
-    if config.premise_order not in ("ordered", "shuffled"):
-        raise StudyError(f"--premise-order {config.premise_order}: use ordered or shuffled")
-    if config.deep and (paper or tuple(config.templates) != ("manual",)):
-        raise StudyError("--depth/--distractors/--premise-order: chained items are written with "
-                         "the manual templates of the default protocol; pass --templates manual "
-                         "(and no --protocol paper)")
-    config.memorized_sample = memorized_sample(args, paper)
-    config.soft_recipe, config.soft_epochs = soft_recipe(args, config.templates, paper)
-    config.premises = premises_option(args, paper)
-    config.distractor_kind = getattr(args, "distractor_kind", None) or "naming"
-    if config.distractor_kind not in DISTRACTOR_KINDS:
-        raise StudyError(f"--distractor-kind {config.distractor_kind}: use "
-                         f"{' or '.join(DISTRACTOR_KINDS)}")
     from kgprobe.studies.controls import parse_controls
 
-    config.controls = parse_controls(getattr(args, "controls", None), config.model,
-                                     ranking=getattr(args, "answers", "rank") != "generate")
-    from .answers import check
-
-    config.answers = getattr(args, "answers", "rank")
-    config.max_new_tokens = getattr(args, "max_new_tokens", 8)
-    check(config)
-    if paper:
-        config.check_paper()
-    return config
+    source = OntologySource.from_args(args, ask=not paper)
+    templates = template_kinds(args.templates)
+    depth, distractors = depth_options(args)
+    answers = getattr(args, "answers", "rank")
+    recipe, epochs = soft_recipe(args, templates, paper)
+    return AblationConfig(
+        args.model, tuple(comma_list(args.rules, choices=RULES, option="--rules")), templates,
+        None if args.limit == 0 else args.limit, args.seed, args.pairs, args.fraction,
+        soft_epochs=epochs, resamples=args.resamples, min_items=args.min_items,
+        extra=source_pin(source), candidates=args.candidates,  # parsed on construction
+        protocol=args.protocol, memorized=args.memorized, ranking=args.ranking,
+        ontology=source, depth=depth, distractors=distractors,
+        premise_order=getattr(args, "premise_order", None) or "ordered",
+        memorized_sample=memorized_sample(args, paper), soft_recipe=recipe,
+        premises=premises_option(args, paper),
+        distractor_kind=getattr(args, "distractor_kind", None) or "naming",
+        controls=parse_controls(getattr(args, "controls", None), args.model,
+                                ranking=answers != "generate"),
+        answers=answers, max_new_tokens=getattr(args, "max_new_tokens", 8),
+        **ModelSettings.from_args(args).fields())
 
 
 def source_pin(source: OntologySource) -> dict:
@@ -367,7 +369,7 @@ def add_arguments(p: argparse.ArgumentParser, *, default_model: str | None = Non
     p.add_argument("--distractors", default="0",
                    help="true but irrelevant premises written beside the needed ones, e.g. 0,2 "
                         "(default 0)")
-    p.add_argument("--premise-order", choices=["ordered", "shuffled"], default="ordered",
+    p.add_argument("--premise-order", choices=PREMISE_ORDERS, default="ordered",
                    help="chained items' premises in chain order, or in a seeded shuffled order")
     p.add_argument("--premises", default="true", help="true, or true,counterfactual: also "
                    "ask every item with P1 naming a false term (docs/premise-ablation.md)")

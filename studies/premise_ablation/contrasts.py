@@ -40,6 +40,7 @@ from typing import Any
 
 import numpy as np
 
+from kgprobe.models.registry import COPY  # the control every written-premise contrast subtracts
 from kgprobe.studies import comparisons
 from kgprobe.studies.controls import beside, control_folder, control_model
 from kgprobe.studies.controls import control_columns as generic_columns
@@ -61,8 +62,6 @@ LEVEL = {"P1": ("P1 written (P2 not given), model − copy", (("explicit", "not"
 #: The contrasts' labels, in the order comparisons.csv lists them.
 CONTRASTS = (INTERACTION, *(label for label, _, _ in WRITTEN.values()),
              *(label for label, _ in LEVEL.values()))
-#: The control every written-premise contrast subtracts.
-COPY = "copy"
 #: The control an unpaired row must be read against to be claimed (the model's own prior).
 PRIOR = "prior"
 #: The chained cells' contrast: writing the premises at one depth, minus copy (`depth_report`).

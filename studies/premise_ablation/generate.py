@@ -26,7 +26,7 @@ the pattern the prompts write them with).
 
 **Scope.** Manual templates of the default protocol's true grid (soft templates are trained
 to rank; chained and counterfactual cells and the paper protocol rank): other settings are
-refused in one line before anything loads (`answers.check`).
+refused in one line before anything loads (`answers.check`, on the config's construction).
 """
 
 from __future__ import annotations
@@ -36,7 +36,6 @@ from pathlib import Path
 
 from kgprobe.studies.open_answers import METRICS
 
-from .answers import check
 
 #: results.csv of a generation run: one row a cell and template, and the template average
 #: (variant "mean"), each rate with its 95 % interval over items.
@@ -135,7 +134,6 @@ def run_generate(setup, source, requests_for: Callable, out: Path, *,
     from .config import NAME
 
     config = setup.config
-    check(config)  # a configuration built in code, not by `config_from_args`
 
     def units_for(loaded) -> list:  # the run's model, or a control's: the same prompts
         trained = loaded.trained_on(training_answers(setup.model.memorizing))

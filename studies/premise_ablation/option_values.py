@@ -1,5 +1,6 @@
 """Each premise-ablation option's value, read from the command line and checked (one line and
-exit 2 for a bad one): kept apart from `config.py`, which assembles them into `AblationConfig`.
+exit 2 for a bad one), and the chained items' options checked together (`check_chains`): kept
+apart from `config.py`, which assembles them into `AblationConfig` and checks it on construction.
 """
 
 from __future__ import annotations
@@ -26,6 +27,22 @@ def soft_recipe(args: argparse.Namespace, templates: tuple[str, ...],
 
 #: ``--distractor-kind``: distractors that name the prompt's candidates, or any irrelevant ones
 DISTRACTOR_KINDS = ("naming", "unrelated")
+#: ``--premise-order``: chained items' premises in chain order, or in a seeded shuffled order
+PREMISE_ORDERS = ("ordered", "shuffled")
+
+
+def check_chains(config) -> None:
+    """Chained items' settings together (`AblationConfig.check`): a known premise order and
+    distractor kind, and the manual templates of the default protocol, which write the chains."""
+    if config.premise_order not in PREMISE_ORDERS:
+        raise StudyError(f"--premise-order {config.premise_order}: use ordered or shuffled")
+    if config.deep and (config.protocol == "paper" or tuple(config.templates) != ("manual",)):
+        raise StudyError("--depth/--distractors/--premise-order: chained items are written with "
+                         "the manual templates of the default protocol; pass --templates manual "
+                         "(and no --protocol paper)")
+    if config.distractor_kind not in DISTRACTOR_KINDS:
+        raise StudyError(f"--distractor-kind {config.distractor_kind}: use "
+                         f"{' or '.join(DISTRACTOR_KINDS)}")
 
 
 def premises_option(args: argparse.Namespace, paper: bool) -> tuple[str, ...]:

@@ -73,7 +73,6 @@ def build_paper_study(config: AblationConfig, *, cache: bool = True, load: bool 
     items = paper_items(config.rules)
     if not load:
         return PaperStudy(config, items, None, None, [{}] * config.pairs)
-    config.check_paper()
     from kgprobe.reasoning.memorizing_sets import reference_sets
 
     from .build import training_answers

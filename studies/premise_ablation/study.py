@@ -28,6 +28,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from kgprobe.atomic import write_json
+from kgprobe.models.registry import FREQUENCY
 from kgprobe.ontology.loaders import Source
 from kgprobe.ontology.verbalize import capitalize, reasoning_text
 from kgprobe.reasoning.items import ReasoningItem
@@ -62,7 +63,7 @@ def memorization_prompt(data: AblationData, item: ReasoningItem, role: str) -> t
 #: memorized.json's format: 3 = known absolutely (ranked first, beyond the frequency null)
 MEMORIZED_VERSION = 3
 #: the null a premise's rank must beat: the control that ranks by the answer distribution
-NULL = "frequency"
+NULL = FREQUENCY
 
 
 def premise_population(data: AblationData) -> dict[PremiseKey, tuple[ReasoningItem, str]]:
