@@ -9,8 +9,11 @@ command imports what it needs when it runs, so `kgprobe --help` and `kgprobe kg 
 
 from __future__ import annotations
 
-# Ctrl-C while the modules below are imported (half a second) must not print a traceback:
-# until they are, SIGINT ends the process at once with one line (nothing is written yet).
+# Ctrl-C while the modules below are imported and the parser is built (which imports each
+# command's options, numpy among them) must not print a traceback: until `main` has parsed
+# its arguments, SIGINT ends the process at once with one line (nothing is written yet). A
+# KeyboardInterrupt there would not do: numpy turns one raised inside its import into an
+# ImportError.
 import signal
 import sys
 
@@ -44,8 +47,17 @@ from kgprobe.bounds import check_numbers  # noqa: E402
 from .outcome import damaged_store_line, os_error_line, quiet_broken_pipe  # noqa: E402
 from .registry import COMMANDS  # noqa: E402
 
-if _PREVIOUS_SIGINT is not None:
-    signal.signal(signal.SIGINT, _PREVIOUS_SIGINT)  # from here on, KeyboardInterrupt: main
+
+
+def _started() -> None:
+    """From here on, Ctrl-C is a KeyboardInterrupt that `main` turns into one line."""
+    global _PREVIOUS_SIGINT
+    if _PREVIOUS_SIGINT is not None:
+        try:
+            signal.signal(signal.SIGINT, _PREVIOUS_SIGINT)
+        except ValueError:  # not the main thread
+            return
+        _PREVIOUS_SIGINT = None
 
 __all__ = ["build_parser", "main"]
 
@@ -138,7 +150,10 @@ def main(argv: Sequence[str] | None = None, *, guard: bool | None = None) -> int
     a command with `--max-memory` runs in a supervised child (`kgprobe.guard`); in-process
     callers (tests) keep running in their own process."""
     try:
-        args = build_parser().parse_args(argv)
+        try:
+            args = build_parser().parse_args(argv)
+        finally:
+            _started()
     except KeyboardInterrupt:
         print("kgprobe: interrupted", file=sys.stderr)
         return 130
