@@ -1,7 +1,8 @@
 """Comparisons between a study's cells, on the item-level resampling of `studies/stats.py`.
 
 * **paired** (the same items under two settings): the per-item differences, bootstrapped as a
-  cell is; p from ``scipy.stats.permutation_test`` swapping the two settings within items;
+  cell is; p from the sign-flip permutation test swapping the two settings within items
+  (``scipy.stats.permutation_test``'s, vectorized in `sign_flip`);
 * **unpaired** (different items): each side bootstrapped on its own; p from a permutation
   test of the item labels — ``scipy.stats.permutation_test`` for one stratum, the same test
   with labels permuted within each stratum (which scipy cannot do) for a summary;
@@ -37,6 +38,7 @@ from kgprobe.studies.stats import (
     percentile,
     rng_for,
 )
+from kgprobe.studies.sign_flip import paired_permutation_p
 
 
 @dataclass
@@ -82,8 +84,6 @@ def paired_difference(name: str, first: Clustered, second: Clustered, *, seed: i
                       resamples: int = RESAMPLES, confidence: float = CONFIDENCE) -> Comparison:
     """The same items (and prompts) under two settings: `first` and `second` hold, item by
     item in the same order, the sums over the *matched* prompts of one metric."""
-    from scipy.stats import permutation_test
-
     if not np.array_equal(first.counts, second.counts):
         raise ValueError("a paired comparison needs the same prompts on both sides")
     diff = Clustered(first.sums - second.sums, first.counts, first.strata)
@@ -94,18 +94,12 @@ def paired_difference(name: str, first: Clustered, second: Clustered, *, seed: i
     labels = diff.stratum_labels()
     totals = {s: diff.counts[diff.strata == s].sum() for s in labels}
     weights = np.array([1 / (len(labels) * totals[s]) for s in diff.strata])
-
-    def statistic(x, y, axis=-1):
-        return ((x - y) * weights).sum(axis=axis)
-
     p = float("nan")  # one item: nothing to permute, not testable
     if diff.n_items > 1 and _WITH_P.get():
-        p = float(permutation_test((first.sums[:, 0], second.sums[:, 0]), statistic,
-                                   vectorized=True, permutation_type="samples",
-                                   n_resamples=TEST_FACTOR * resamples,
-                                   batch=max(1, CHUNK // diff.n_items),
-                                   random_state=rng_for(seed, name, "p"),
-                                   ).pvalue)
+        p = paired_permutation_p(first.sums[:, 0], second.sums[:, 0], weights,
+                                 rng=rng_for(seed, name, "p"),
+                                 n_resamples=TEST_FACTOR * resamples,
+                                 batch=max(1, CHUNK // diff.n_items))
     return Comparison(name, "paired", float(interval.estimate[0]), float(interval.lo[0]),
                       float(interval.hi[0]), p, str(diff.n_items))
 
@@ -201,7 +195,7 @@ def one_sided(name: str, first: Clustered, second: Clustered, *, seed: int,
     `first` and `second` hold, item by item in one order, the sums over the matched prompts.
     With one pseudoword draw (`crossed` None) the interval is the item bootstrap of the per-item
     differences (BCa, stratified as a cell is) and p the paired sign-flip permutation test
-    (``scipy.stats.permutation_test``, the two sides swapped within items): exact under
+    (scipy's ``permutation_test``, the two sides swapped within items; `sign_flip`): exact under
     "model and control are exchangeable within an item", with no assumption on the
     differences' distribution, which at the ceiling (many prompts at MRR 1 on both sides) is
     far from normal. With several pairs (`crossed`: the per-prompt differences in an items ×
@@ -209,7 +203,6 @@ def one_sided(name: str, first: Clustered, second: Clustered, *, seed: int,
     of pairs as fixed; there the bound is the estimate − t × the crossed-effects standard
     error (`stats.Crossed.variance`, as a cell's interval) and p the t-test that bound
     inverts."""
-    from scipy.stats import permutation_test
     from scipy.stats import t as student
 
     if not np.array_equal(first.counts, second.counts):
@@ -233,17 +226,10 @@ def one_sided(name: str, first: Clustered, second: Clustered, *, seed: int,
         labels = diff.stratum_labels()
         totals = {s: diff.counts[diff.strata == s].sum() for s in labels}
         weights = np.array([1 / (len(labels) * totals[s]) for s in diff.strata])
-
-        def statistic(x, y, axis=-1):
-            return ((x - y) * weights).sum(axis=axis)
-
-        p = float(permutation_test((first.sums[:, 0], second.sums[:, 0]), statistic,
-                                   vectorized=True, permutation_type="samples",
-                                   alternative="greater",
-                                   n_resamples=TEST_FACTOR * resamples,
-                                   batch=max(1, CHUNK // diff.n_items),
-                                   random_state=rng_for(seed, name, "one-sided p"),
-                                   ).pvalue)
+        p = paired_permutation_p(first.sums[:, 0], second.sums[:, 0], weights,
+                                 rng=rng_for(seed, name, "one-sided p"),
+                                 n_resamples=TEST_FACTOR * resamples,
+                                 batch=max(1, CHUNK // diff.n_items), alternative="greater")
     return Comparison(name, "one-sided", estimate, float(interval.lo[0]),
                       float(interval.hi[0]), p, str(diff.n_items))
 
