@@ -91,10 +91,10 @@ def add_parsers(sub) -> None:
     p.add_argument("dir", type=Path, help="a study's run folder (its --out)")
 
     # The main job's model, size and protocol (the premise-ablation study's preset "demo"),
-    # chosen so `make demo` ends within 15 minutes on 2 cores from a fresh clone with n >= 30
-    # items in every cell of the rule-averaged table: 30 items per rule (rdfs5 has 7), one
-    # pseudoword pair, every manual template, the gold among K = 20 candidates. gemma3-270m is
-    # ~1.4x slower per prompt (bench/study.py), too close to the budget.
+    # chosen so the demo step ends within 8 minutes on 2 cores from a fresh clone with n >= 30
+    # items in the written cells of the rule-averaged table: 6 items per rule, one pseudoword
+    # pair, every manual template, the gold among K = 20 candidates. gemma3-270m is ~1.4x
+    # slower per prompt (bench/study.py), too close to the budget.
     from kgprobe.studies.premise_ablation.config import PRESETS
 
     demo = PRESETS["demo"]

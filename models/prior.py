@@ -120,7 +120,7 @@ class PriorScorer:
     conjunction), so each (content-free text, candidate) is scored once per scorer and kept:
     a candidate's score under a causal or masked LM depends on the text and the candidate
     alone, not on the other candidates asked beside it (`models.causal`). The demo preset's
-    3,859 reasoning prompts (``--dry-run``) strip to 6 texts."""
+    804 reasoning prompts (``--dry-run``) strip to 6 texts."""
 
     def __init__(self, inner: Any, name: str):
         self.inner = inner

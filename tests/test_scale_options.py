@@ -98,7 +98,7 @@ def test_the_demo_preset_asks_naming_distractors_where_chains_can_be_asked():
     assert not config("--preset", "demo", "--protocol", "paper").deep
     # the demo classifies a sample of premises besides its items' own; the paper protocol
     # splits its own test sets, so the preset leaves that out there
-    assert demo.memorized_sample == 30
+    assert demo.memorized_sample == 20 and demo.limit == 6
     assert config("--preset", "demo", "--protocol", "paper").memorized_sample is None
     assert not config().deep  # without the preset: the study alone, as before
 

@@ -236,14 +236,16 @@ def template_kinds(text: str) -> tuple[str, ...]:
 #: design has chains of depth 1 and 2 with 0 and 2 naming distractors: with filtered ranking a
 #: copier that reads wordings is at the ceiling where every premise is written and nothing
 #: else is, so only cells with distractors written can show a reasoner beyond the controls.
-#: It classifies the premises its items need and 30 more of each relation (`memorized_sample`:
-#: 202 memorizing probes where the whole population takes 633, each a premise decided as in a
-#: full run; the report estimates each relation's known share from the 30).
+#: It classifies the premises its items need and 20 more of each relation (`memorized_sample`:
+#: 101 memorizing probes where the whole population takes 633, each a premise decided as in a
+#: full run; the report estimates each relation's known share from the 20). 6 items per rule
+#: keep `make demo` near 6 minutes on 2 cores (docs/benchmarks.md); ``--limit 30`` is the
+#: size the claim rule's power is reported at (docs/validity.md).
 PRESETS = {"paper": {"limit": 0, "pairs": 10, "templates": "manual,soft", "candidates": "all",
                      "soft_recipe": "paper"},
-           "demo": {"model": "smollm2-135m", "limit": 30, "pairs": 1, "templates": "manual",
+           "demo": {"model": "smollm2-135m", "limit": 6, "pairs": 1, "templates": "manual",
                     "candidates": "20", "soft_epochs": 5, "depth": "1,2",
-                    "distractors": "0,2", "memorized_sample": 30}}
+                    "distractors": "0,2", "memorized_sample": 20}}
 
 
 def apply_preset(args: argparse.Namespace) -> None:
