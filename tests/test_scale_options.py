@@ -26,7 +26,7 @@ def test_a_preset_fills_only_the_options_left_at_their_defaults():
     args = build_parser().parse_args(["study", "premise-ablation", "--out", "o", "--preset",
                                       "demo"])
     apply_preset(args)
-    assert (args.model, args.limit, args.candidates, args.soft_epochs) == ("smollm2-135m", 30,
+    assert (args.model, args.limit, args.candidates, args.soft_epochs) == ("smollm2-135m", 6,
                                                                             "20", 5)
 
 
