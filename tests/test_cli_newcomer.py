@@ -248,7 +248,7 @@ def test_help_shows_defaults_and_every_kg_command(capsys):
     with pytest.raises(SystemExit):
         main(["demo", "--help"])
     text = " ".join(capsys.readouterr().out.split())
-    for shown in ("(default: smollm2-135m)", "(default: 30)", "(default: 5)",
+    for shown in ("(default: smollm2-135m)", "(default: 6)", "(default: 5)",
                   "(default: out/premise-ablation)"):
         assert shown in text
     with pytest.raises(SystemExit):
