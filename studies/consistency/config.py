@@ -65,7 +65,8 @@ class ConsistencyConfig:
 
         if args.model is None and not args.dry_run:
             raise StudyError("--model: give a model (a preset, HF id, local dir, .gguf file or "
-                             "a baseline: frequency, random), or pass --dry-run to only write the prompts")
+                             "a control run as the model: frequency, copy, random, general, "
+                             "test-prior), or pass --dry-run to only write the prompts")
         if args.believe_at < 1:
             raise StudyError(f"--believe-at {args.believe_at}: give a rank of at least 1 (1: "
                              "a statement is believed when its gold ranks first)")
@@ -124,7 +125,8 @@ class ConsistencyConfig:
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", default=None,
                    help="a preset (smollm2-135m, gemma3-270m), HF id, local dir, .gguf file, "
-                        "or a baseline: frequency, random (not needed with --dry-run)")
+                        "or a control run as the model: frequency, copy, random, general, "
+                        "test-prior (not needed with --dry-run)")
     p.add_argument("--rules", default="all",
                    help="comma-separated rules (rdfs2, rdfs3, rdfs5, rdfs7, rdfs9, rdfs11), or "
                         "all: every rule with derivations among the ontology's entities")

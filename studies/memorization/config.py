@@ -172,7 +172,8 @@ class MemorizationConfig:
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", default=None,
                    help="a preset (smollm2-135m, gemma3-270m), HF id, local dir, .gguf file, "
-                        "or a baseline: frequency, random (not needed with --dry-run)")
+                        "or a control run as the model: frequency, copy, random, general, "
+                        "test-prior (not needed with --dry-run)")
     p.add_argument("--task", default="all",
                    help="type|subClassOf|subPropertyOf|domain|range (or TP|SCO|SPO|DM|RG) or all")
     p.add_argument("--template", dest="template", default="all",

@@ -84,7 +84,8 @@ class MultipleChoiceConfig:
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", default=None,
                    help="a preset, HF id, local dir or .gguf file (causal for --answer letter), "
-                        "or a baseline: frequency, random; required unless --dry-run")
+                        "or a control run as the model: frequency, copy, random, general; "
+                        "required unless --dry-run")
     p.add_argument("--task", default="all",
                    help="all, memorizing, reasoning, or a comma list: type…range (TP…RG), "
                         "rdfs2…rdfs11, or one file such as rdfs9-12")
