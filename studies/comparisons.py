@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Mapping, Sequence
 
 import numpy as np
+from kgprobe.studies.sign_flip import paired_permutation_p
 from kgprobe.studies.stats import (
     CHUNK,
     CONFIDENCE,
@@ -38,7 +39,6 @@ from kgprobe.studies.stats import (
     percentile,
     rng_for,
 )
-from kgprobe.studies.sign_flip import paired_permutation_p
 
 
 @dataclass
