@@ -109,16 +109,15 @@ def patch() -> None:
 def time_echo(requests: int) -> dict:
     """CPU seconds of `requests` echo completions (``logprobs=1``, as kgprobe asks) of one
     20-token prompt, unpatched then patched, in one process; the answers compared."""
-    import importlib.util
+    import tempfile
     import time
     from pathlib import Path
 
     import llama_cpp.llama
+    from kgprobe.models.gguf import PRESETS
 
-    spec = importlib.util.spec_from_file_location("backends", Path(__file__).with_name("backends.py"))
-    backends = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(backends)
-    model = llama_cpp.llama.Llama(model_path=str(backends.smollm2_gguf()), logits_all=True,
+    gguf = PRESETS["smollm2-135m"].locate(Path(tempfile.gettempdir()))  # as backends.py's server
+    model = llama_cpp.llama.Llama(model_path=str(gguf), logits_all=True,
                                   n_ctx=512, n_threads=1, n_threads_batch=1, verbose=False)
     prompt = "The capital of France is Paris , a city on the Seine and the largest in the country ."
 

@@ -48,7 +48,6 @@ from .outcome import damaged_store_line, os_error_line, quiet_broken_pipe  # noq
 from .registry import COMMANDS  # noqa: E402
 
 
-
 def _started() -> None:
     """From here on, Ctrl-C is a KeyboardInterrupt that `main` turns into one line."""
     global _PREVIOUS_SIGINT

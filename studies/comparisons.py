@@ -91,17 +91,22 @@ def paired_difference(name: str, first: Clustered, second: Clustered, *, seed: i
         return Comparison(name, "paired", *([float("nan")] * 4), "0")
     interval = bootstrap_interval(diff, seed=seed, key=(name,), resamples=resamples,
                                   confidence=confidence)
-    labels = diff.stratum_labels()
-    totals = {s: diff.counts[diff.strata == s].sum() for s in labels}
-    weights = np.array([1 / (len(labels) * totals[s]) for s in diff.strata])
     p = float("nan")  # one item: nothing to permute, not testable
     if diff.n_items > 1 and _WITH_P.get():
-        p = paired_permutation_p(first.sums[:, 0], second.sums[:, 0], weights,
+        p = paired_permutation_p(first.sums[:, 0], second.sums[:, 0], _item_weights(diff),
                                  rng=rng_for(seed, name, "p"),
                                  n_resamples=TEST_FACTOR * resamples,
                                  batch=max(1, CHUNK // diff.n_items))
     return Comparison(name, "paired", float(interval.estimate[0]), float(interval.lo[0]),
                       float(interval.hi[0]), p, str(diff.n_items))
+
+
+def _item_weights(diff: Clustered) -> np.ndarray:
+    """Each item's weight in the estimate (the mean over strata of each stratum's
+    prompt-weighted mean): the paired tests' statistic is the weighted sum of differences."""
+    labels = diff.stratum_labels()
+    totals = {s: diff.counts[diff.strata == s].sum() for s in labels}
+    return np.array([1 / (len(labels) * totals[s]) for s in diff.strata])
 
 
 def unpaired_difference(name: str, first: Clustered, second: Clustered, *, seed: int,
@@ -223,10 +228,7 @@ def one_sided(name: str, first: Clustered, second: Clustered, *, seed: int,
                                   resamples=resamples, confidence=1 - 2 * alpha)
     p = float("nan")  # one item: nothing to permute, not testable
     if diff.n_items > 1:
-        labels = diff.stratum_labels()
-        totals = {s: diff.counts[diff.strata == s].sum() for s in labels}
-        weights = np.array([1 / (len(labels) * totals[s]) for s in diff.strata])
-        p = paired_permutation_p(first.sums[:, 0], second.sums[:, 0], weights,
+        p = paired_permutation_p(first.sums[:, 0], second.sums[:, 0], _item_weights(diff),
                                  rng=rng_for(seed, name, "one-sided p"),
                                  n_resamples=TEST_FACTOR * resamples,
                                  batch=max(1, CHUNK // diff.n_items), alternative="greater")

@@ -47,10 +47,11 @@ def paired_permutation_p(first: np.ndarray, second: np.ndarray, weights: np.ndar
     if n < 2 or second.size != n or weights.size != n:
         raise ValueError("a paired permutation test needs two samples (and weights) of the "
                          "same n >= 2 items")
-    observed = ((first - second) * weights).sum(axis=-1)
-    terms = ((first - second) * weights)[:, None]
+    terms = (first - second) * weights
+    observed = terms.sum(axis=-1)
+    column = terms[:, None]
     exact = n_resamples >= 2 ** n
-    null = np.concatenate([np.where(swaps.T, -terms, terms).sum(axis=0)
+    null = np.concatenate([np.where(swaps.T, -column, column).sum(axis=0)
                            for swaps in (_every_swap(n, batch) if exact
                                          else _drawn_swaps(rng, n, n_resamples, batch))])
     adjustment = 0 if exact else 1
