@@ -156,8 +156,6 @@ def share_roots(parents: dict[str, list[str]], excluded: Iterable[str],
     among the `listed` roots (BFO's "material entity", right below its listed roots, is the
     middle of an upper ontology, not an ontology's own top). An excluded class in between
     (an ID-like BFO term, owl:Thing) is looked through: its kept ancestors are the class's."""
-    import networkx as nx
-
     from kgprobe.ontology.hierarchy import nearest_kept
 
     gone, listed = set(excluded), set(listed)
@@ -165,6 +163,10 @@ def share_roots(parents: dict[str, list[str]], excluded: Iterable[str],
     above = nearest_kept(parents, gone)
     tops = [c for c in kept if not any(
         p != c and (p not in gone and p in parents or above.get(p)) for p in parents[c])]
+    if not tops:
+        return set()
+    import networkx as nx
+
     graph = nx.DiGraph((p, c) for c, ps in parents.items() for p in ps)
     out = set()
     for c in tops:
@@ -182,7 +184,12 @@ def share_roots(parents: dict[str, list[str]], excluded: Iterable[str],
 
 def vocabulary_classes(parents: dict[str, list[str]], vocabulary: Iterable[str]) -> set[str]:
     """The classes of `parents` that lie below one of `vocabulary` (skos:Concept and its
-    kin): their members are terms of a code list, so "X is a code" states no kind of X."""
+    kin): their members are terms of a code list, so "X is a code" states no kind of X.
+    Most ontologies name none of them: then no graph is built (nor networkx imported)."""
+    named = {p for ps in parents.values() for p in ps}
+    vocabulary = [v for v in vocabulary if v in parents or v in named]
+    if not vocabulary:
+        return set()
     import networkx as nx
 
     graph = nx.DiGraph((p, c) for c, ps in parents.items() for p in ps)

@@ -8,6 +8,7 @@ is in `prompts/`.
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -240,7 +241,13 @@ def pattern_middle(pattern: str) -> str:
     return body.replace("[X]", "").replace("[Y]", "").strip()
 
 
+_PUNCTUATION = re.compile(r"[-()/]")
+_SPACES = re.compile(r"\s+")
+
+
+@functools.lru_cache(maxsize=1 << 16)
 def normalize_label(label: str) -> str:
     """Candidate form of a label, as the paper normalizes them: hyphens, parentheses and
-    slashes become spaces, whitespace is collapsed."""
-    return re.sub(r"\s+", " ", re.sub(r"[-()/]", " ", label)).strip()
+    slashes become spaces, whitespace is collapsed. Cached: a study normalizes the same few
+    thousand labels millions of times (every derivation's statements name them again)."""
+    return _SPACES.sub(" ", _PUNCTUATION.sub(" ", label)).strip()

@@ -337,7 +337,17 @@ def load_reference(relation: str) -> list[MemorizingRecord]:
     derived from the ontology because the files are a shuffle of it.
     """
     relation = relation_name(relation)
-    records = []
+    return [MemorizingRecord(id=f"{relation}-ref-{n:05d}", task=relation, subject=subject,
+                             subject_iri=None, answers=list(answers), split=split, pattern=pattern)
+            for n, (subject, answers, split, pattern) in enumerate(_reference_rows(relation))]
+
+
+@functools.lru_cache(maxsize=None)
+def _reference_rows(relation: str) -> tuple[tuple[str, tuple[str, ...], str, str | None], ...]:
+    """(subject, normalized answers, split, pattern) of each line of a bundled set: the files
+    never change, so a process parses each once (a test session asks them dozens of times);
+    `load_reference` builds new records from them on every call, which callers may change."""
+    rows = []
     path = reference_dir() / f"{relation}.jsonl"
     for n, line in enumerate(path.read_text(encoding="utf-8").splitlines()):
         rec = json.loads(line)
@@ -347,7 +357,5 @@ def load_reference(relation: str) -> list[MemorizingRecord]:
         if isinstance(answers, dict):  # SPO answers: {label: pattern}
             answers = list(answers)
         split = "train" if n < TRAIN else "dev" if n < TRAIN + DEV else "test"
-        records.append(MemorizingRecord(
-            id=f"{relation}-ref-{n:05d}", task=relation, subject=subject, subject_iri=None,
-            answers=[normalize_label(a) for a in answers], split=split, pattern=pattern))
-    return records
+        rows.append((subject, tuple(normalize_label(a) for a in answers), split, pattern))
+    return tuple(rows)

@@ -130,7 +130,7 @@ def reference_sets(tasks: Sequence[str] = RELATIONS) -> dict[str, MemorizingSet]
         known = set(base)
         extra = [a for r in records for a in r.answers if a not in known]
         out[relation] = MemorizingSet(relation, records, base + list(dict.fromkeys(extra)),
-                                      _property_metas(records, onto))
+                                      lazy_property_metas(records, onto))
     return out
 
 
@@ -157,7 +157,7 @@ def worded_reference_sets(tasks: Sequence[str] = RELATIONS) -> dict[str, Memoriz
                            answers=[new(a) for a in r.answers]) for r in mset.records]
         out[relation] = replace(mset, records=records,
                                 candidates=list(dict.fromkeys(new(c) for c in mset.candidates)),
-                                metas=_property_metas(records, worded))
+                                metas=lazy_property_metas(records, worded))
     return out
 
 

@@ -163,6 +163,13 @@ def evaluate(
 
 
 def gold_indices(candidates: Sequence[str], gold_labels: Iterable[str]) -> list[int]:
-    """Indices of `gold_labels` in `candidates` (labels not among the candidates are skipped)."""
-    position = {c: i for i, c in reversed(list(enumerate(candidates)))}
-    return sorted({position[g] for g in gold_labels if g in position})
+    """Indices of `gold_labels` in `candidates`, each at its first place (labels not among the
+    candidates are skipped). A scan per gold label: an item has a few golds among hundreds of
+    candidates, where a position table of every candidate cost more than the scans."""
+    found = set()
+    for gold in gold_labels:
+        try:
+            found.add(candidates.index(gold))
+        except ValueError:
+            continue
+    return sorted(found)

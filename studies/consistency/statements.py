@@ -88,11 +88,19 @@ class Writer:
 
     def __init__(self, onto: Ontology, verbalizer: Verbalizer):
         self.onto, self.verb = onto, verbalizer
+        self._made: dict[Triple, Statement | None] = {}
 
     def speakable(self, term: str) -> bool:
         return not term.startswith(('"', "_:")) and term not in self.onto.excluded
 
     def statement(self, triple: Triple) -> Statement | None:
+        """The triple as a statement, written once: derivations share their premises (one
+        subclass edge is a premise of every derivation through it)."""
+        if triple not in self._made:
+            self._made[triple] = self._write(triple)
+        return self._made[triple]
+
+    def _write(self, triple: Triple) -> Statement | None:
         s, p, o = triple
         if s == o or not all(self.speakable(t) for t in triple):
             return None
