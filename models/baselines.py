@@ -56,6 +56,10 @@ __all__ = ["Baseline", "CopyBaseline", "CopyModel", "FrequencyBaseline", "Freque
            "RandomModel", "stable_seed"]
 
 
+#: Rankings a frequency-like baseline keeps (one per distinct candidate list it was asked).
+RANKINGS_KEPT = 4096
+
+
 def stable_seed(*parts: object) -> list[int]:
     """A numpy seed that depends only on `parts` (not on run order or on what else was drawn)."""
     digest = hashlib.sha256("\x1f".join(str(p) for p in parts).encode()).digest()
@@ -126,9 +130,22 @@ class FrequencyBaseline(_NoGradients):
         self.first_seen = {label: i for i, label in enumerate(counts)}
         self.seed = int(seed)
         self.name = name
+        self._rankings: dict[tuple[str, ...], np.ndarray] = {}
 
     def ranking(self, candidates: Sequence[str]) -> np.ndarray:
-        """Candidate indices best first."""
+        """Candidate indices best first. Kept per candidate list (the last `RANKINGS_KEPT`):
+        a memorization task asks one pool of hundreds for every prompt, and each ranking
+        hashes the whole pool for its seed and sorts it in Python."""
+        key = tuple(candidates)
+        found = self._rankings.get(key)
+        if found is None:
+            if len(self._rankings) >= RANKINGS_KEPT:
+                self._rankings.clear()
+            found = self._rankings[key] = self._rank(candidates)
+        return found.copy()
+
+    def _rank(self, candidates: Sequence[str]) -> np.ndarray:
+        """`ranking`, computed."""
         rng = np.random.default_rng(stable_seed(self.seed, len(candidates), *candidates))
         tiebreak = rng.permutation(len(candidates))
         unseen = len(self.first_seen)

@@ -29,6 +29,7 @@ torch and keep no score cache.
 
 from __future__ import annotations
 
+import copy
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, ClassVar
@@ -78,7 +79,7 @@ class GeneralBaseline(FrequencyBaseline):
         super().__init__(train_golds, seed=seed, name=name)
         self.below = generality(_records(train_golds))
 
-    def ranking(self, candidates: Sequence[str]) -> np.ndarray:
+    def _rank(self, candidates: Sequence[str]) -> np.ndarray:
         rng = np.random.default_rng(stable_seed(self.seed, len(candidates), *candidates))
         tiebreak = rng.permutation(len(candidates))
         unseen = len(self.first_seen)
@@ -108,8 +109,13 @@ class TestPriorBaseline(GeneralBaseline):
 
     def given_golds(self, golds: Sequence[Sequence[str]]) -> "TestPriorBaseline":
         """This scorer for requests whose gold labels are `golds` (one sequence a request):
-        a fresh scorer, so cells never see each other's answers."""
-        return TestPriorBaseline(self.train_golds, seed=self.seed, name=self.name, golds=golds)
+        a fresh scorer, so cells never see each other's answers. What depends on the training
+        answers alone (their counts, generality and the general rankings kept so far) is
+        shared with this one, not computed again for each request."""
+        fresh = copy.copy(self)
+        fresh.golds = [list(g) for g in golds]
+        fresh.test_counts = Counter(label for g in fresh.golds for label in g)
+        return fresh
 
     def ranking(self, candidates: Sequence[str]) -> np.ndarray:
         if self.golds is None:

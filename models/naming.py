@@ -57,11 +57,30 @@ def named_at(label: str, blank: str, words: "PromptWords") -> tuple[int, int] | 
     """Where the (slot-blanked) prompt first names `label`, as (0, offset) by its own words
     (`mention`), else (1, offset) in other words (`words`, the prompt's `PromptWords`: a
     label naming its wording), else None. Sorting by it puts word-for-word names first."""
-    at = mention(label, blank, blanked=True)
-    if at is not None:
-        return (0, at)
+    first = _first_word(label)
+    # a prompt that does not hold the label's first word does not name it word for word: a
+    # substring test, where `mention`'s search costs a regular expression per candidate (an
+    # ASCII label in an ASCII prompt only, where ignoring case is lowering both)
+    if first is None or words.lowered is None or first in words.lowered:
+        at = mention(label, blank, blanked=True)
+        if at is not None:
+            return (0, at)
     at = words.named_at(label)
     return None if at is None else (1, at)
+
+
+@lru_cache(maxsize=1 << 16)
+def _first_word(label: str) -> str | None:
+    """An ASCII label's first word, lowered (None: no prefilter for this label)."""
+    words = label.split()
+    return words[0].lower() if words and label.isascii() else None
+
+
+@lru_cache(maxsize=1 << 16)
+def _needed(term: str) -> tuple[tuple[str, ...], int]:
+    """A term's content words and how many of them a prompt must name (`PromptWords`)."""
+    need = tuple(dict.fromkeys(content_words(term)))
+    return need, (len(need) if len(need) <= 2 else -(-2 * len(need) // 3))
 
 
 class PromptWords:
@@ -89,16 +108,17 @@ class PromptWords:
             self.tokens.append((m.start(), sentence, trim(word)))
         self.words = frozenset(w for _, _, w in self.tokens)
         self.stems = frozenset(w[:4] for w in self.words)  # a loose match shares these
+        #: the text lowered, where lowering is what ignoring case means to `mention` (ASCII)
+        self.lowered = text.lower() if text.isascii() else None
 
     def _may_match(self, word: str) -> bool:
         return word in self.words or (len(word) >= 4 and word[:4] in self.stems)
 
     def named_at(self, term: str) -> int | None:
         """Where the prompt first names `term` in its content words (an offset), or None."""
-        need = list(dict.fromkeys(content_words(term)))
+        need, enough = _needed(term)
         if not need:
             return None
-        enough = len(need) if len(need) <= 2 else -(-2 * len(need) // 3)
         if sum(map(self._may_match, need)) < enough:
             return None
         hits = {w: [j for j, (_, _, t) in enumerate(self.tokens) if words_match(t, w)]

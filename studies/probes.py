@@ -15,7 +15,7 @@ take minutes (a prompt against ~800 candidates takes seconds on a CPU).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 from tqdm import tqdm
@@ -131,8 +131,10 @@ def held_out_scores(given, requests: Sequence[Request], *, batch_size: int) -> l
     golds = [[req.candidates[i] for i in getattr(req, "golds", ())] for req in requests]
     items = [getattr(req, "item", "") or f"#{i}" for i, req in enumerate(requests)]
     rows = []
+    scorers: dict[str, Any] = {}  # one per item: its requests are handed the same golds
     for i, req in enumerate(requests):
-        others = [g for g, item in zip(golds, items) if item != items[i]]
-        rows.append(given(others).score([req.prompt], list(req.candidates),
-                                        batch_size=batch_size)[0])
+        if items[i] not in scorers:
+            scorers[items[i]] = given([g for g, item in zip(golds, items) if item != items[i]])
+        rows.append(scorers[items[i]].score([req.prompt], list(req.candidates),
+                                            batch_size=batch_size)[0])
     return rows

@@ -74,6 +74,55 @@ def test_frequency_ranks_the_training_golds_by_count_on_hand_made_records():
     assert isinstance(model, FrequencyModel) and load_model("frequency").answers == []
 
 
+def test_a_ranking_is_kept_per_candidate_list_and_handed_out_as_a_copy(monkeypatch):
+    """The rankings a frequency-like baseline keeps are the ones it computes, each caller gets
+    its own array, and no more than `RANKINGS_KEPT` are kept."""
+    from kgprobe.models import baselines
+    from kgprobe.models.general_prior import GeneralBaseline
+
+    train = [["person", "agent"], ["place"], ["person"]]
+    for cls in (baselines.FrequencyBaseline, GeneralBaseline, baselines.CopyBaseline):
+        scorer = cls(train, seed=3)
+        cands = ["work", "thing", "place", "agent", "person", "event"]
+        first = scorer.ranking(cands)
+        assert np.array_equal(first, scorer._rank(cands)), cls
+        first[:] = 0  # a caller's change stays its own
+        assert np.array_equal(scorer.ranking(list(cands)), scorer._rank(cands)), cls
+    monkeypatch.setattr(baselines, "RANKINGS_KEPT", 3)
+    scorer = baselines.FrequencyBaseline(train, seed=0)
+    for n in range(10):
+        assert np.array_equal(scorer.ranking([f"c{k}" for k in range(n + 2)]),
+                              scorer._rank([f"c{k}" for k in range(n + 2)]))
+        assert len(scorer._rankings) <= 3
+
+
+def test_copy_names_a_candidate_where_the_prompt_names_it_whatever_its_letters():
+    """`named_at` tests a label's first word as a substring before its regular expression: the
+    answers are those of the expression alone, ASCII or not (re's case-insensitive matching
+    folds the long s and the Kelvin sign, which lowering does not)."""
+    import random
+
+    from kgprobe.models.naming import PromptWords, blank_slots, mention, named_at
+
+    words = ["sports", "team", "Sports", "TEAM", "person", "personality", "ſports", "\u212aing",
+             "king", "head", "government", "headed", "[MASK]", "[X]", "<s1>", "İstanbul", "é"]
+    rng = random.Random(0)
+    checked = named = 0
+    for _ in range(400):
+        text = " ".join(rng.choice(words) for _ in range(rng.randint(1, 9))) + " ."
+        blank = blank_slots(text)
+        found = PromptWords(blank)
+        for label in ("sports team", "team", "person", "king", "sports", "istanbul", "head of government",
+                      "é", "mask", ""):
+            at = mention(label, blank, blanked=True)
+            other = found.named_at(label)
+            want = (0, at) if at is not None else None if other is None else (1, other)
+            assert named_at(label, blank, found) == want, (label, text)
+            checked += 1
+            named += want is not None and want[0] == 0
+    assert checked == 4000 and named > 200  # the expression found names, not only misses
+
+
 def test_a_pretrained_model_ignores_the_training_answers(tiny_bert):
     def never():
         raise AssertionError("a pretrained model read the training answers")
