@@ -39,7 +39,7 @@ TINY: dict = {
     "backends.py": ["--model", "{gpt2}", "--served", "none", "--task", "type", "--limit", "2",
                     "--candidates", "3"],
     "bundled_wording.py": [],  # the bundled ontology read twice: about 10 s
-    "chains.py": ["--depths", "5,10"],
+    "chains.py": ["--depths", "5,10", "--anchor-depths", "6,8"],
     "claim_power.py": ["--q", "100", "--heuristics", "copy", "--limit", "2",
                        "--out", "{tmp}/claims"],
     "compare_coverage.py": ["--reps", "3", "--resamples", "20"],
