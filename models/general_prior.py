@@ -16,8 +16,8 @@ whatever they score in a cell, a model could score without reading a premise.
   a conclusion up a chain (x ⊑ y ⊑ z ⊢ x ⊑ z: the gold is the most general term) rewards.
 * ``test-prior`` ranks candidates by **how often they are golds of the other items among
   the requests it scores together** (one cell or unit: `studies.probes.held_out_scores`
-  hands a scorer that has `given_golds` the golds of the call's other items, one request at
-  a time), then as ``general`` ranks the rest: the cell's answer distribution, read off the
+  hands a scorer that has `given_golds` the gold counts of the call's other items, one item
+  at a time), then as ``general`` ranks the rest: the cell's answer distribution, read off the
   cell's own answers with the item's own left out (counting it would rank every gold above
   the distractors no other item answers: the prior would read the answer). An oracle of the
   distribution and a control only: no claim rests on beating less.
@@ -95,30 +95,29 @@ class GeneralBaseline(FrequencyBaseline):
 
 
 class TestPriorBaseline(GeneralBaseline):
-    """The candidates by how often they are golds of the other items scored with it (`golds`,
-    handed by `given_golds`), then as `GeneralBaseline` ranks the training answers."""
+    """The candidates by how often they are golds of the other items scored with it (their
+    counts handed by `given_golds`), then as `GeneralBaseline` ranks the training answers."""
 
     __test__ = False  # not a pytest class, despite its name
 
     def __init__(self, train_golds, seed: int = 0, name: str = "test-prior",
                  golds: Sequence[Sequence[str]] | None = None):
         super().__init__(train_golds, seed=seed, name=name)
-        self.golds = None if golds is None else [list(g) for g in golds]
-        self.test_counts = Counter(label for g in self.golds or () for label in g)
+        self.given = golds is not None  # ranks only once handed the golds it ranks by
+        self.test_counts = Counter(label for g in golds or () for label in g)
         self.train_golds = train_golds
 
-    def given_golds(self, golds: Sequence[Sequence[str]]) -> "TestPriorBaseline":
-        """This scorer for requests whose gold labels are `golds` (one sequence a request):
-        a fresh scorer, so cells never see each other's answers. What depends on the training
-        answers alone (their counts, generality and the general rankings kept so far) is
-        shared with this one, not computed again for each request."""
+    def given_golds(self, counts: Mapping[str, int]) -> "TestPriorBaseline":
+        """This scorer for requests whose gold labels are counted in `counts` (label → how
+        many requests have it as a gold): a fresh scorer, so cells never see each other's
+        answers. What depends on the training answers alone (their counts, generality and the
+        general rankings kept so far) is shared with this one, not computed again."""
         fresh = copy.copy(self)
-        fresh.golds = [list(g) for g in golds]
-        fresh.test_counts = Counter(label for g in fresh.golds for label in g)
+        fresh.given, fresh.test_counts = True, Counter(counts)
         return fresh
 
     def ranking(self, candidates: Sequence[str]) -> np.ndarray:
-        if self.golds is None:
+        if not self.given:
             raise ModelError(f"{self.name} ranks by the golds of the requests it scores, and "
                              "this study asks it without them; drop test-prior from --controls")
         general = np.empty(len(candidates), dtype=np.int64)
