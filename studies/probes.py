@@ -122,7 +122,7 @@ def score_requests(scorer, requests: Sequence[Request], *, batch_size: int, desc
 
 
 def held_out_scores(given, requests: Sequence[Request], *, batch_size: int) -> list[np.ndarray]:
-    """Each request ranked by a scorer handed (`given`) the golds of this call's requests (a
+    """Each request ranked by a scorer handed (`given`) the gold counts of this call's requests (a
     cell or a unit: every study scores one through one call) *of the other items*: the
     distribution of a cell's answers without the item's own. Counting the item's own gold
     would put every gold above the distractors no other item has as a gold: the prior would
