@@ -16,7 +16,7 @@ whatever they score in a cell, a model could score without reading a premise.
   a conclusion up a chain (x ⊑ y ⊑ z ⊢ x ⊑ z: the gold is the most general term) rewards.
 * ``test-prior`` ranks candidates by **how often they are golds of the other items among
   the requests it scores together** (one cell or unit: `studies.probes.held_out_scores`
-  hands a scorer that has `given_golds` the gold counts of the call's other items, one item
+  hands a scorer that has `given_gold_counts` the gold counts of the call's other items, one item
   at a time), then as ``general`` ranks the rest: the cell's answer distribution, read off the
   cell's own answers with the item's own left out (counting it would rank every gold above
   the distractors no other item answers: the prior would read the answer). An oracle of the
@@ -96,18 +96,16 @@ class GeneralBaseline(FrequencyBaseline):
 
 class TestPriorBaseline(GeneralBaseline):
     """The candidates by how often they are golds of the other items scored with it (their
-    counts handed by `given_golds`), then as `GeneralBaseline` ranks the training answers."""
+    counts handed by `given_gold_counts`), then as `GeneralBaseline` ranks the training answers."""
 
     __test__ = False  # not a pytest class, despite its name
 
-    def __init__(self, train_golds, seed: int = 0, name: str = "test-prior",
-                 golds: Sequence[Sequence[str]] | None = None):
+    def __init__(self, train_golds, seed: int = 0, name: str = "test-prior"):
         super().__init__(train_golds, seed=seed, name=name)
-        self.given = golds is not None  # ranks only once handed the golds it ranks by
-        self.test_counts = Counter(label for g in golds or () for label in g)
-        self.train_golds = train_golds
+        self.given = False  # ranks only once handed the gold counts it ranks by
+        self.test_counts: Counter[str] = Counter()
 
-    def given_golds(self, counts: Mapping[str, int]) -> "TestPriorBaseline":
+    def given_gold_counts(self, counts: Mapping[str, int]) -> "TestPriorBaseline":
         """This scorer for requests whose gold labels are counted in `counts` (label → how
         many requests have it as a gold): a fresh scorer, so cells never see each other's
         answers. What depends on the training answers alone (their counts, generality and the

@@ -96,10 +96,10 @@ def score_requests(scorer, requests: Sequence[Request], *, batch_size: int, desc
                    progress: bool = True) -> list[np.ndarray]:
     """Score rows of `requests` (in their order); prompts sharing candidates go together.
 
-    A scorer with ``given_golds`` (the ``test-prior`` control, `models.general_prior`) ranks by
+    A scorer with ``given_gold_counts`` (the ``test-prior`` control, `models.general_prior`) ranks by
     the golds of the requests it scores (`held_out_scores`), by what the scorer asks for and
     never by its name. No other scorer sees a gold."""
-    given = getattr(scorer, "given_golds", None)
+    given = getattr(scorer, "given_gold_counts", None)
     if callable(given):
         return held_out_scores(given, requests, batch_size=batch_size)
     groups: dict[tuple[str, ...], list[int]] = {}
