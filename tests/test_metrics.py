@@ -74,6 +74,26 @@ def test_gold_indices():
     assert gold_indices(["a", "b", "c"], ["c", "a", "zz"]) == [0, 2]
 
 
+def test_gold_indices_with_many_golds_agree_with_a_scan_per_gold():
+    """Past `SCANNED_GOLDS` golds a position table answers; it answers as the scans do
+    (first places of repeated candidates, absent labels skipped), for any sequence."""
+    import random
+
+    from kgprobe.studies.metrics import SCANNED_GOLDS
+
+    rng = random.Random(7)
+    words = [f"w{i}" for i in range(60)]
+    sizes = set()
+    for _ in range(300):
+        pool = [rng.choice(words) for _ in range(rng.randrange(1, 80))]
+        golds = set(rng.sample(words, rng.randrange(0, 40)))
+        sizes.add(len(golds) > SCANNED_GOLDS)
+        want = sorted({pool.index(g) for g in golds if g in pool})
+        assert gold_indices(pool, golds) == want
+        assert gold_indices(tuple(pool), iter(golds)) == want  # an iterator is read once
+    assert sizes == {False, True}  # both ways were taken
+
+
 def test_frequency_baseline():
     train = [["agent", "person"], ["agent"], ["place", "agent"], ["person"]]
     cands = ["work", "place", "person", "agent", "event", "species"]
