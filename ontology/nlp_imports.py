@@ -14,6 +14,11 @@ ModuleNotFoundError, which thinc and lemminflect catch as "not installed". The f
 removed when the block ends, so a study that loads a model later imports torch as usual. A
 library already imported is never hidden: its importers then see it as they would anyway.
 
+spaCy itself imports its command-line package from its ``__init__`` (for ``spacy.info``),
+and with it typer, requests and weasel: half of spaCy's import. `spacy_imports` imports
+spaCy with stand-ins for that package (`cli_deferred`), which load the real one if
+``spacy.info`` is ever called.
+
 inflect (articles, singular nouns) decorates its functions with typeguard's `@typechecked`,
 which re-parses and recompiles the module's source at import: 3.5 s of CPU, against 0.3 s
 without it (measured with ``python -c "import inflect"`` and with `unchecked_types`). The
@@ -28,7 +33,7 @@ from contextlib import contextmanager
 from importlib.abc import MetaPathFinder
 from typing import Iterator
 
-__all__ = ["hidden", "torch_hidden", "unchecked_types"]
+__all__ = ["cli_deferred", "hidden", "spacy_imports", "unchecked_types"]
 
 
 class _Refuse(MetaPathFinder):
@@ -56,9 +61,48 @@ def hidden(*names: str) -> Iterator[None]:
         sys.meta_path.remove(refuse)
 
 
-def torch_hidden():
-    """`hidden("torch")`: what spaCy and its pipeline are imported and loaded under."""
-    return hidden("torch")
+@contextmanager
+def spacy_imports() -> Iterator[None]:
+    """What spaCy and its pipeline are imported and loaded under: torch hidden, and spaCy's
+    command-line package deferred (`cli_deferred`)."""
+    with hidden("torch"), cli_deferred():
+        yield
+
+
+@contextmanager
+def cli_deferred() -> Iterator[None]:
+    """spaCy imported without its command-line package, unless that is imported already.
+
+    spaCy's ``__init__`` imports ``spacy.cli.info`` for ``spacy.info()``, and so every command
+    of its CLI with typer, requests and weasel: half a second of the 1.3 s its import takes
+    (``python -X importtime``), which every command that words a label paid. While the block
+    runs, ``spacy.cli`` and ``spacy.cli.info`` are stand-ins whose ``info`` imports the real
+    one when called; they are removed when it ends, so a later ``import spacy.cli`` loads the
+    real package."""
+    if "spacy" in sys.modules or "spacy.cli" in sys.modules:
+        yield
+        return
+    import types
+
+    package = types.ModuleType("spacy.cli")
+    package.__path__ = []
+    module = types.ModuleType("spacy.cli.info")
+
+    def info(*args, **kwargs):
+        import importlib
+
+        return importlib.import_module("spacy.cli.info").info(*args, **kwargs)
+
+    module.info = info
+    package.info = module
+    stand_ins = {"spacy.cli": package, "spacy.cli.info": module}
+    sys.modules.update(stand_ins)
+    try:
+        yield
+    finally:
+        for name, stand_in in stand_ins.items():
+            if sys.modules.get(name) is stand_in:
+                del sys.modules[name]
 
 
 @contextmanager

@@ -47,9 +47,9 @@ def _pipeline():
     """spaCy's tagger alone (no parser, no entities): what a label's shape needs, loaded once."""
     import importlib
 
-    from kgprobe.ontology.nlp_imports import torch_hidden
+    from kgprobe.ontology.nlp_imports import spacy_imports
 
-    with torch_hidden():
+    with spacy_imports():
         return importlib.import_module(PIPELINE).load(
             exclude=["parser", "senter", "ner", "lemmatizer"])
 

@@ -80,10 +80,10 @@ def _lemmatizer():
     the same pinned package `ontology.wording` tags labels with."""
     import importlib
 
-    from kgprobe.ontology.nlp_imports import torch_hidden
+    from kgprobe.ontology.nlp_imports import spacy_imports
     from kgprobe.ontology.wording import PIPELINE
 
-    with torch_hidden():
+    with spacy_imports():
         return importlib.import_module(PIPELINE).load(exclude=["parser", "senter", "ner"])
 
 

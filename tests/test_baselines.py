@@ -52,6 +52,32 @@ def test_loading_a_baseline_imports_no_torch():
     assert out.stdout.strip() == "False"
 
 
+def test_a_weightless_study_with_threads_imports_no_torch(tmp_path):
+    """`--threads` keeps the number for torch without importing it: a memorization run of the
+    frequency baseline with every weightless control never loads torch."""
+    argv = ["study", "memorization", "--ontology", "bundled", "--model", "frequency",
+            "--task", "domain", "--threads", "1", "--max-memory", "0", "--out", str(tmp_path / "f")]
+    code = (f"import sys; from kgprobe.cli import main; code = main({argv!r}); "
+            "print(code, 'torch' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=tmp_path, timeout=300)
+    assert out.stdout.split()[-2:] == ["0", "False"], out.stdout[-500:] + out.stderr[-2000:]
+    assert (tmp_path / "f" / "results.csv").exists()
+
+
+def test_threads_set_before_torch_apply_when_a_model_with_weights_loads(tiny_gpt2_dir):
+    """The kept number reaches torch: imported after `set_threads` (by the load), torch runs
+    on that many threads, and one set while torch is loaded applies at once."""
+    code = ("import sys; from kgprobe.models.loading import load_model, set_threads; "
+            "set_threads(3); assert 'torch' not in sys.modules; "
+            f"load_model({str(tiny_gpt2_dir)!r}); import torch; first = torch.get_num_threads(); "
+            "set_threads(2); print(first, torch.get_num_threads())")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=ROOT.parent, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split()[-2:] == ["3", "2"], out.stdout
+
+
 def test_random_is_seeded_and_deterministic():
     prompts, cands = ["a [MASK] .", "b [MASK] ."], [f"c{i}" for i in range(12)]
     one = load_model("random", seed=3).scorer().score(prompts, cands)

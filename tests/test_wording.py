@@ -221,3 +221,18 @@ def test_a_text_is_tagged_once_for_its_cased_and_as_written_keys(tmp_path, monke
     for label in labels:
         assert wording.tags(label) == tuple((t.text, t.tag_) for t in nlp(wording._as_written(label)))
         assert wording.tags(label, cased=True) == tuple((t.text, t.tag_) for t in nlp(label))
+
+
+def test_spacy_loads_without_its_command_line_package():
+    """The tagger loads with spaCy's CLI deferred (no typer, requests, weasel); the real
+    package loads afterwards on demand, and `spacy.info` reaches it."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from kgprobe.ontology import wording; tags = wording._pipeline(); "
+            "late = [m for m in ('spacy.cli', 'requests', 'weasel', 'torch') if m in sys.modules]; "
+            "import spacy, spacy.cli; "
+            "print(late, callable(spacy.cli.setup_cli), 'spacy_version' in spacy.info())")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split("\n")[-2] == "[] True True", out.stdout
