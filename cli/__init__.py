@@ -39,6 +39,7 @@ from typing import Sequence  # noqa: E402
 from kgprobe.errors import KgprobeError  # noqa: E402
 from kgprobe.studies.contract import OptionsParser  # noqa: E402
 from kgprobe.studies.options import apply_threads  # noqa: E402
+from kgprobe.studies.registry import registered_studies  # noqa: E402
 from kgprobe.terminal import printable  # noqa: E402
 
 from . import (cache, compare, generate, interop, kg, kg_check, kg_options,  # noqa: E402
@@ -144,13 +145,28 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _parser() -> argparse.ArgumentParser:
+    """The parser `main` reads its arguments with, built once per process and set of studies
+    (a study registered later, as tests do, gets a new one): a parse leaves it as it was
+    (every default and type is fixed when it is built, none read from the environment), and
+    building it took 30-50 ms of every in-process call (the test suite makes over a thousand)."""
+    key = registered_studies()
+    if _PARSER.get("studies") != key:
+        _PARSER.update(studies=key, parser=build_parser())
+    return _PARSER["parser"]
+
+
+#: `_parser`'s parser and the registered studies it was built with.
+_PARSER: dict = {}
+
+
 def main(argv: Sequence[str] | None = None, *, guard: bool | None = None) -> int:
     """Run one command. `guard` (default: when `argv` is None, i.e. the real command line):
     a command with `--max-memory` runs in a supervised child (`kgprobe.guard`); in-process
     callers (tests) keep running in their own process."""
     try:
         try:
-            args = build_parser().parse_args(argv)
+            args = _parser().parse_args(argv)
         finally:
             _started()
     except KeyboardInterrupt:

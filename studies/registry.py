@@ -74,6 +74,13 @@ def get_study(name: str) -> Any:
     return cls()
 
 
+def registered_studies() -> tuple[tuple[str, type], ...]:
+    """Every registered study's name and class: what the command line's parser is built from
+    (`cli._parser` builds a new one when it changes)."""
+    discover()
+    return tuple(_STUDIES.items())
+
+
 def study_names() -> Iterable[str]:
     discover()
     return list(_STUDIES)

@@ -81,7 +81,7 @@ KEYS = {
     "sign_flip.py": {"bench", "resamples", "cases", "same_p"},
     "scoring.py": {"bench", "kgprobe", "naive", "lm_eval", "max_abs_diff", "flops", "suffix_case"},
     "study.py": {"bench", "paper_scale", "models", "matmul_flops"},
-    "startup.py": {"bench", "help", "kg_load", "reason", "import_torch", "cpu_ratio_to_import_torch"},
+    "startup.py": {"bench", "help", "kg_load", "kg_load_empty_tag_cache", "reason", "import_torch", "cpu_ratio_to_import_torch"},
     "two_way_coverage.py": {"bench", "reps", "two_way", "one_way", "pigeonhole"},
 }
 SCRIPTS = sorted(p.name for p in BENCH.glob("*.py"))
