@@ -149,7 +149,7 @@ def _parser() -> argparse.ArgumentParser:
     """The parser `main` reads its arguments with, built once per process and set of studies
     (a study registered later, as tests do, gets a new one): a parse leaves it as it was
     (every default and type is fixed when it is built, none read from the environment), and
-    building it took 30-50 ms of every in-process call (the test suite makes over a thousand)."""
+    building it took 30-50 ms of every in-process call (the test suite makes about a thousand)."""
     key = registered_studies()
     if _PARSER.get("studies") != key:
         _PARSER.update(studies=key, parser=build_parser())
