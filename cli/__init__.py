@@ -33,6 +33,7 @@ if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
         pass
 
 import argparse  # noqa: E402
+import functools  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Sequence  # noqa: E402
 
@@ -150,14 +151,13 @@ def _parser() -> argparse.ArgumentParser:
     (a study registered later, as tests do, gets a new one): a parse leaves it as it was
     (every default and type is fixed when it is built, none read from the environment), and
     building it took 30-50 ms of every in-process call (the test suite makes about a thousand)."""
-    key = registered_studies()
-    if _PARSER.get("studies") != key:
-        _PARSER.update(studies=key, parser=build_parser())
-    return _PARSER["parser"]
+    return _parser_for(registered_studies())
 
 
-#: `_parser`'s parser and the registered studies it was built with.
-_PARSER: dict = {}
+@functools.lru_cache(maxsize=1)
+def _parser_for(studies: tuple) -> argparse.ArgumentParser:
+    """`build_parser` for the registered `studies` (the cache's key)."""
+    return build_parser()
 
 
 def main(argv: Sequence[str] | None = None, *, guard: bool | None = None) -> int:

@@ -102,8 +102,8 @@ class TestPriorBaseline(GeneralBaseline):
 
     def __init__(self, train_golds, seed: int = 0, name: str = "test-prior"):
         super().__init__(train_golds, seed=seed, name=name)
-        self.given = False  # ranks only once handed the gold counts it ranks by
-        self.test_counts: Counter[str] = Counter()
+        # the gold counts it ranks by; None until handed them (`given_gold_counts`)
+        self.test_counts: Counter[str] | None = None
 
     def given_gold_counts(self, counts: Mapping[str, int]) -> "TestPriorBaseline":
         """This scorer for requests whose gold labels are counted in `counts` (label → how
@@ -111,11 +111,11 @@ class TestPriorBaseline(GeneralBaseline):
         answers. What depends on the training answers alone (their counts, generality and the
         general rankings kept so far) is shared with this one, not computed again."""
         fresh = copy.copy(self)
-        fresh.given, fresh.test_counts = True, Counter(counts)
+        fresh.test_counts = Counter(counts)
         return fresh
 
     def ranking(self, candidates: Sequence[str]) -> np.ndarray:
-        if not self.given:
+        if self.test_counts is None:
             raise ModelError(f"{self.name} ranks by the golds of the requests it scores, and "
                              "this study asks it without them; drop test-prior from --controls")
         general = np.empty(len(candidates), dtype=np.int64)
