@@ -14,12 +14,93 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Iterable, Sequence
 
 from kgprobe.errors import StudyError
 
 if TYPE_CHECKING:
+    from kgprobe.studies.dry_run import PromptRecord
     from kgprobe.studies.results import Results
+    from kgprobe.studies.runner import Unit
+
+
+class Plan:
+    """What a run of one configuration asks, built before any model loads (`Study.plan`).
+
+    One object per run is the study's single request stream: the run scores `units`, the
+    dry run writes `prompts` and ``kgprobe export lm-eval`` converts `requests`; the three
+    read the same requests, so they cannot drift. The lifecycle (`Study.execute`) owns
+    everything else: the folder's lock and pinned settings, loading the model, running the
+    units, the controls on the same units, the report. A study only says what it asks.
+    """
+
+    #: results.csv's (and each unit row's) columns
+    columns: Sequence[str] = ()
+    #: `run_units` writes results.csv from the unit rows; False: the study's report writes
+    #: it (premise ablation: averages and intervals beside the cells)
+    results: bool = True
+    #: the controls asked the same units, and whether each control's folder gets its own
+    #: results.csv (`controls.run_controls`)
+    controls: Sequence[str] = ()
+    control_results: bool = True
+    #: the controls are handed as ranking scorers trained on `answers()` (a study that asks
+    #: one scorer for the whole run) instead of as loaded models
+    scorer_controls: bool = False
+    progress: bool = True
+
+    def __init__(self, config: Any) -> None:
+        self.config = config
+        self.progress = getattr(config, "progress", True)
+
+    def requests(self) -> list:
+        """The planned units with their requests (what `units` scores and `prompts` lists)."""
+        raise StudyError("this study has no request plan to export")
+
+    def prompts(self) -> Iterable["PromptRecord"]:
+        """The dry run's lines: every prompt the run would score, in its order."""
+        raise StudyError("this study has no --dry-run")
+
+    def chat(self) -> Any:
+        """What a dry run shows of a prompt under ``--chat-template`` (`dry_run.chat_view`)."""
+        from kgprobe.studies.dry_run import chat_view
+
+        return chat_view(getattr(self.config, "chat_template", "none"), self.config.model,
+                         self.study)
+
+    def pinned(self, model: Any) -> dict:
+        """The settings the run folder is pinned to (`settings.pin_settings`)."""
+        return self.config.pinned()
+
+    def recorded(self) -> dict:
+        """Settings written beside the pinned ones and never compared (the report's)."""
+        report = getattr(self.config, "report_settings", None)
+        return report() if report is not None else {}
+
+    def check(self, model: Any) -> None:
+        """Refuse, before the folder is pinned, what `model` cannot do (a masked LM asked to
+        write answers)."""
+
+    def prepare(self, model: Any, out: Path) -> Any:
+        """The model-dependent work before the first unit (premises classified by the
+        model, soft prompts trained); returns what `units` scores with."""
+        return model
+
+    def units(self, scored: Any) -> list["Unit"]:
+        """The run's units, scored by `scored`: the run's model (`prepare`'s result) or a
+        control (its loaded model, or its scorer under `scorer_controls`): the same
+        requests, only the model swapped."""
+        raise NotImplementedError
+
+    def answers(self) -> Iterable:
+        """The answers a control's scorer is trained on, under `scorer_controls`."""
+        return ()
+
+    def finish(self, out: Path, controls: dict[str, Path]) -> None:
+        """Work after the model and every control have run (tables that join them); the
+        report is written after it."""
+
+    #: the study's registered name (`Study.plan_of` sets it)
+    study: str = ""
 
 
 class Study:
@@ -27,8 +108,8 @@ class Study:
 
     Subclasses set `name`, `help` and `config` (a dataclass with a ``from_args(args)``
     classmethod: every check of the settings happens there, once, for the CLI and the Python
-    API alike) and implement `add_arguments`, `execute` and `report`; `dry_run`, `summary` and
-    `observations` have defaults.
+    API alike) and implement `add_arguments`, `plan` and `report`; the run (`execute`), the
+    dry run (`dry_run`), `load`, `summary` and `observations` have defaults.
     """
 
     name: ClassVar[str]
@@ -50,10 +131,55 @@ class Study:
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         raise NotImplementedError
 
-    def execute(self, config: Any, out: Path) -> None:
-        """Run (or resume) the study into `out`: ``results.csv``, ``predictions.jsonl``,
-        ``report.md`` and the unit files, each written as soon as it is known."""
-        raise NotImplementedError
+    def plan(self, config: Any) -> Plan:
+        """The run of `config` as a `Plan`: its units of requests, built before any model
+        loads. Every study defines it; the lifecycle (`execute`), the dry run (`dry_run`)
+        and the lm-eval export read it."""
+        raise StudyError(f"kgprobe study {self.name} has no request plan")
+
+    def plan_of(self, config: Any) -> Plan:
+        plan = self.plan(config)
+        plan.study = self.name
+        return plan
+
+    def load(self, config: Any) -> Any:
+        """The run's model, loaded as its controls are (`controls.load_as_run`: the run's
+        device, dtype, seed and chat wrap)."""
+        from kgprobe.studies.controls import ControlSettings, load_as_run
+
+        return load_as_run(config.model, ControlSettings.of(config, self.name))
+
+    def execute(self, config: Any, out: Path, *, progress: bool = True) -> list[dict]:
+        """Run (or resume) the study into `out`, the one lifecycle every study shares: plan
+        (every request built and checked), load the model, pin the folder's settings (a
+        failure until here leaves a new folder as it was), the model's units, the same
+        units through every control, then the report. Each unit is written as soon as it
+        is scored, so a killed run resumes where it stopped. → the model's unit rows."""
+        from kgprobe.studies.controls import ControlSettings, run_controls
+        from kgprobe.studies.runner import run_units
+        from kgprobe.studies.settings import first_pin, pin_settings
+
+        out = Path(out)
+        with first_pin(out):
+            plan = self.plan_of(config)
+            plan.progress = plan.progress and progress
+            model = self.load(config)
+            plan.check(model)
+            out.mkdir(parents=True, exist_ok=True)
+            pin_settings(out, plan.pinned(model), report=plan.recorded(), study=self.name)
+        scored = plan.prepare(model, out)
+        rows = run_units(out, plan.units(scored), plan.columns, progress=plan.progress,
+                         results=plan.results)
+        folders: dict[str, Path] = {}
+        if plan.controls:
+            folders = run_controls(
+                out, plan.controls, config.model, plan.units, plan.columns,
+                settings=ControlSettings.of(config, self.name), progress=plan.progress,
+                answers=plan.answers if plan.scorer_controls else None,
+                results=plan.control_results)
+        plan.finish(out, folders)
+        self.report(out)
+        return rows
 
     def report(self, out: Path) -> Path:
         """Rebuild ``report.md`` (and figures) from the files in `out`; return its path.
@@ -61,8 +187,13 @@ class Study:
         raise NotImplementedError
 
     def dry_run(self, config: Any, out: Path) -> int:
-        """Write ``out/prompts.jsonl`` without loading a model; return the number of prompts."""
-        raise StudyError(f"kgprobe study {self.name} has no --dry-run")
+        """Write ``out/prompts.jsonl`` (the plan's prompts) without loading a model; return
+        the number of prompts."""
+        from kgprobe.studies.dry_run import write_prompts
+
+        plan = self.plan_of(config)
+        Path(out).mkdir(parents=True, exist_ok=True)
+        return write_prompts(out, plan.prompts(), chat=plan.chat())
 
     def summary(self, out: Path) -> str:
         """The results table the command prints after a run (before where things are)."""
@@ -110,15 +241,23 @@ class Study:
         args = parser.parse_args(settings_argv(parser, settings))
         return self.config_from_args(args), args
 
-    def run(self, config: Any, out: str | Path) -> "Results":
+    def run(self, config: Any, out: str | Path, *, progress: bool = True) -> "Results":
         """Run (or resume) the study of `config` into `out`; its results, as a `Results`."""
         from kgprobe.studies.results import Results
         from kgprobe.studies.run_lock import run_folder_lock
         # the folder's writer lock before anything reads or pins its settings: two runs into
         # one folder would otherwise both pass the settings check and mix their units
         with run_folder_lock(out):
-            self.execute(config, Path(out))
+            self.execute(config, Path(out), progress=progress)
             return Results.from_path(out)
+
+    def run_rows(self, config: Any, out: str | Path, *, progress: bool = True) -> list[dict]:
+        """`run`, returning the model's unit rows as scored (numbers, not results.csv's
+        text): the Python shortcuts (`memorization.study.run_memorization`, …) use it."""
+        from kgprobe.studies.run_lock import run_folder_lock
+
+        with run_folder_lock(out):
+            return self.execute(config, Path(out), progress=progress)
 
     def main(self, args: argparse.Namespace) -> int:
         """``kgprobe study NAME …``: check the settings, dry-run or run, print the summary."""

@@ -142,17 +142,22 @@ class ControlSettings:
 
 
 def load_control(control: str, model: str, settings: ControlSettings = ControlSettings()) -> Any:
-    """The control's model (`models.loading.load_model`), loaded with the run's seed, device
-    and dtype and wrapped in the run's chat template for its study (`options.use_chat`: a
-    ``prior:MODEL`` reads the same wrapped prompts as the model): for a study that builds its
-    scorers itself (one per task, each trained on that task's answers: memorization),
-    exactly as it builds them from its own model."""
+    """The control's model, loaded as the run's model is (`load_as_run`): for a study that
+    builds its scorers itself (one per task, each trained on that task's answers:
+    memorization), exactly as it builds them from its own model."""
+    return load_as_run(control_model(control, model), settings)
+
+
+def load_as_run(name: str, settings: ControlSettings) -> Any:
+    """`name` (`models.loading.load_model`) loaded with the run's seed, device and dtype and
+    wrapped in the run's chat template for its study (`options.use_chat`: a ``prior:MODEL``
+    reads the same wrapped prompts as the model): the run's model and each control alike."""
     from kgprobe.models.loading import load_model
     from kgprobe.studies.options import use_chat
 
     s = settings
-    return use_chat(load_model(control_model(control, model), device=s.device, dtype=s.dtype,
-                               seed=s.seed), s.chat_template, s.study)
+    return use_chat(load_model(name, device=s.device, dtype=s.dtype, seed=s.seed),
+                    s.chat_template, s.study)
 
 
 def control_scorer(control: str, model: str, *, answers: Callable[[], Iterable],

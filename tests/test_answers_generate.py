@@ -200,12 +200,12 @@ def test_a_tiny_causal_lm_runs_end_to_end_with_raw_answers_kept(tmp_path, tiny_g
 
 def test_the_dry_run_writes_the_generation_prompts(tmp_path):
     from kgprobe.studies.memorization.config import MemorizationConfig
-    from kgprobe.studies.memorization.dry import write_dry_run
+    from kgprobe.studies.registry import get_study
     from kgprobe.studies.ontology_source import OntologySource
 
     config = MemorizationConfig(None, tasks=["type"], templates="0", answers="generate",
                                 ontology=OntologySource("file", str(tiny_ontology(tmp_path))))
-    n = write_dry_run(config, tmp_path / "dry")
+    n = get_study("memorization").dry_run(config, tmp_path / "dry")
     lines = [json.loads(x) for x in (tmp_path / "dry" / "prompts.jsonl").read_text().splitlines()]
     assert n == len(lines) > 0
     assert all(x["text"].endswith(" is a") and "[MASK]" in x["extra"]["cloze"] for x in lines)
@@ -214,7 +214,7 @@ def test_the_dry_run_writes_the_generation_prompts(tmp_path):
 def test_the_run_asks_exactly_what_the_dry_run_writes(tmp_path, monkeypatch):
     from kgprobe.models.baselines import FrequencyModel
     from kgprobe.studies.memorization.config import MemorizationConfig
-    from kgprobe.studies.memorization.dry import write_dry_run
+    from kgprobe.studies.registry import get_study
     from kgprobe.studies.ontology_source import OntologySource
 
     asked: list[str] = []
@@ -228,7 +228,7 @@ def test_the_run_asks_exactly_what_the_dry_run_writes(tmp_path, monkeypatch):
     run(tmp_path, "frequency")
     config = MemorizationConfig(None, tasks=["type"], templates="0", answers="generate",
                                 ontology=OntologySource("file", str(tmp_path / "tiny.ttl")))
-    write_dry_run(config, tmp_path / "dry")
+    get_study("memorization").dry_run(config, tmp_path / "dry")
     written = [json.loads(x)["text"] for x in (tmp_path / "dry" / "prompts.jsonl").read_text().splitlines()]
     assert asked == written and asked
 

@@ -36,6 +36,10 @@ class ToyConfig:
 
     n: int
     hard: bool
+    model: str | None = None  # the toy asks no model
+
+    def pinned(self) -> dict:
+        return {"n": self.n, "hard": self.hard}
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> "ToyConfig":
@@ -46,10 +50,24 @@ class ToyConfig:
 
 @pytest.fixture
 def toy_study():
-    """A study defined and registered inside the test: nothing else in the package names it."""
-    from kgprobe.studies.runner import Unit, read_results, run_units
-    from kgprobe.studies.settings import pin_settings
+    """A study defined and registered inside the test: nothing else in the package names it.
+    It says only what it asks (`plan`); the contract's lifecycle pins, runs and reports."""
+    from kgprobe.studies.contract import Plan
+    from kgprobe.studies.runner import Unit, read_results
     from kgprobe.atomic import write_text
+
+    class ToyPlan(Plan):
+        columns = ["cell", "n", "MRR"]
+        progress = False
+
+        def units(self, scored):
+            config, offset = self.config, 2 if self.config.hard else 1
+
+            def run():
+                preds = [{"item": f"i{k}", "gold_ranks": [k + offset]} for k in range(config.n)]
+                mrr = sum(1 / p["gold_ranks"][0] for p in preds) / config.n
+                return {"n": config.n, "MRR": mrr}, preds
+            return [Unit({"cell": "all"}, run, config.n)]
 
     @register_study
     class Toy(Study):
@@ -63,17 +81,11 @@ def toy_study():
             parser.add_argument("--hard", action="store_true", help="rank every gold one lower")
             parser.add_argument("--out", type=Path, required=True, help="the run folder")
 
-        def execute(self, config, out):
-            pin_settings(out, {"n": config.n, "hard": config.hard}, study="toy")
-            offset = 2 if config.hard else 1
+        def plan(self, config):
+            return ToyPlan(config)
 
-            def run():
-                preds = [{"item": f"i{k}", "gold_ranks": [k + offset]} for k in range(config.n)]
-                mrr = sum(1 / p["gold_ranks"][0] for p in preds) / config.n
-                return {"n": config.n, "MRR": mrr}, preds
-            run_units(out, [Unit({"cell": "all"}, run, config.n)], ["cell", "n", "MRR"],
-                      progress=False)
-            self.report(out)
+        def load(self, config):
+            return None  # no model: the toy's units rank by construction
 
         def report(self, out):
             rows = read_results(Path(out) / "results.csv")

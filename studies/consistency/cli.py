@@ -23,7 +23,7 @@ class Consistency(Study):
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         add_arguments(parser)
 
-    def execute(self, config: ConsistencyConfig, out: Path) -> None:
+    def execute(self, config: ConsistencyConfig, out: Path, *, progress: bool = True) -> None:
         from .study import run_config
 
         run_config(config, out)

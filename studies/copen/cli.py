@@ -25,7 +25,7 @@ class Copen(Study):
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         add_arguments(parser)
 
-    def execute(self, config: CopenConfig, out: Path) -> None:
+    def execute(self, config: CopenConfig, out: Path, *, progress: bool = True) -> None:
         from .study import run_copen
 
         run_copen(config, out)

@@ -117,7 +117,7 @@ def _memorizing(settings: ExportSettings) -> dict[str, list[ClozeDoc]]:
     protocol = config.candidates.name
     paper = config.protocol == "paper"
     out = {}
-    for unit in memorization_study().requests(config):
+    for unit in memorization_study().plan_of(config).requests():
         t = unit.template
         docs = [request_doc(f"{unit.task}-paper-{rec.record:05d}-t{t}" if paper else f"{rec.id}-t{t}",
                             "memorizing", unit.task, str(t), req,

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kgprobe.studies.contract import Study
 from kgprobe.studies.registry import register_study
 
 from .config import CELL_COLUMNS, NAME, MemorizationConfig, add_arguments
+
+if TYPE_CHECKING:
+    from .plan import MemorizationPlan
 
 
 @register_study
@@ -24,28 +28,15 @@ class Memorization(Study):
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         add_arguments(parser)
 
-    def execute(self, config: MemorizationConfig, out: Path) -> None:
-        from .study import run_config
+    def plan(self, config: MemorizationConfig) -> "MemorizationPlan":
+        from .plan import MemorizationPlan
 
-        run_config(config, out)
-        self.report(out)
+        return MemorizationPlan(config)
 
     def report(self, out: Path) -> Path:
         from .report import write_report
 
         return write_report(out)
-
-    def dry_run(self, config: MemorizationConfig, out: Path) -> int:
-        from .dry import write_dry_run
-
-        return write_dry_run(config, out)
-
-    def requests(self, config: MemorizationConfig) -> list:
-        """The units and `ProbeRequest`s a run of `config` scores (`requests.plan`): what its
-        dry run writes and `kgprobe export lm-eval` converts."""
-        from .requests import plan
-
-        return plan(config)
 
     def summary(self, out: Path) -> str:
         from kgprobe.studies.runner import read_results

@@ -23,11 +23,9 @@ from kgprobe.reasoning.memorizing_sets import (  # noqa: F401 (re-exported)
     generated_sets,
     reference_sets,
 )
-from kgprobe.studies.memorization.config import COLUMNS, NAME, MemorizationConfig
+from kgprobe.studies.memorization.config import COLUMNS, NAME, MemorizationConfig  # noqa: F401
 from kgprobe.studies.memorization.requests import plan, record_requests, select  # noqa: F401
-from kgprobe.studies.options import use_chat
-from kgprobe.studies.runner import Unit, run_units
-from kgprobe.studies.settings import pin_settings
+from kgprobe.studies.runner import Unit
 
 
 
@@ -91,44 +89,11 @@ def prediction_record(prediction, record: MemorizingRecord) -> dict:
 
 
 def run_memorization(model: str, out: str | Path, *, progress: bool = True, **settings) -> list[dict]:
-    """Run (or resume) the study and return the result rows (`settings`: `MemorizationConfig`)."""
-    rows = run_config(MemorizationConfig(model, **settings), Path(out), progress=progress)
-    from .controls import write_results
+    """Run (or resume) the study and return the model's result rows (`settings`:
+    `MemorizationConfig`), through the study's lifecycle (`contract.Study.execute`)."""
+    from .cli import Memorization
 
-    write_results(out)  # the controls' columns, as the report writes them after a CLI run
-    return rows
-
-
-def run_config(config: MemorizationConfig, out: Path, *, progress: bool = True) -> list[dict]:
-    """Run (or resume) the study of one validated configuration into `out`: score exactly
-    the requests `requests.plan` gives (the dry run writes the same); the persistent score
-    cache (`models.score_cache`) is shared with the other studies unless ``config.cache`` is
-    off. Then each of ``config.controls`` is asked the very same units (`studies.controls`,
-    ``OUT/controls/NAME``); their values join results.csv once, when the report is written
-    (`report.write_report` → `controls.write_results`)."""
-    planned = plan(config)  # every prompt, checked before the model loads
-    from kgprobe.models.loading import load_model
-
-    loaded = use_chat(load_model(config.model, device=config.device, dtype=config.dtype,
-                                 seed=config.seed), config.chat_template, NAME)
-    columns = COLUMNS
-    if config.answers == "generate":
-        from .generate import COLUMNS as columns
-
-        # a model that cannot write answers (a masked LM) says so before the folder is pinned
-        loaded.generate([], max_new_tokens=config.max_new_tokens)
-    pin_settings(out, config.pinned(), report=recorded(config), study=NAME)
-
-    def units_for(model) -> list[Unit]:  # the run's model, or a control's: the same requests
-        return study_units(config, model, planned, progress=progress)
-
-    rows = run_units(out, units_for(loaded), columns, progress=progress)
-    if config.controls:
-        from kgprobe.studies.controls import ControlSettings, run_controls
-
-        run_controls(out, config.controls, config.model, units_for, columns, results=True,
-                     settings=ControlSettings.of(config, NAME), progress=progress)
-    return rows
+    return Memorization().run_rows(MemorizationConfig(model, **settings), out, progress=progress)
 
 
 def study_units(config: MemorizationConfig, loaded, planned: list, *,

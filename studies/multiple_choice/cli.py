@@ -24,7 +24,7 @@ class MultipleChoice(Study):
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         add_arguments(parser)
 
-    def execute(self, config: MultipleChoiceConfig, out: Path) -> None:
+    def execute(self, config: MultipleChoiceConfig, out: Path, *, progress: bool = True) -> None:
         from .study import run_config
 
         run_config(config, out)

@@ -26,7 +26,7 @@ class PremiseAblation(Study):
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         add_arguments(parser)
 
-    def execute(self, config: AblationConfig, out: Path) -> None:
+    def execute(self, config: AblationConfig, out: Path, *, progress: bool = True) -> None:
         from .study import run_premise_ablation
 
         source = None if config.protocol == "paper" else config.load_source()

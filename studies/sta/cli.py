@@ -39,7 +39,7 @@ class Sta(Study):
             return 0
         return super().main(args)
 
-    def execute(self, config: StaConfig, out: Path) -> None:
+    def execute(self, config: StaConfig, out: Path, *, progress: bool = True) -> None:
         from .study import run_sta
 
         run_sta(config, out)
