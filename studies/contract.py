@@ -63,8 +63,9 @@ class Plan:
     def chat(self) -> Any:
         """What a dry run shows of a prompt under ``--chat-template`` (`dry_run.chat_view`)."""
         from kgprobe.studies.dry_run import chat_view
+        from kgprobe.studies.options import model_settings
 
-        return chat_view(getattr(self.config, "chat_template", "none"), self.config.model,
+        return chat_view(model_settings(self.config).chat_template, self.config.model,
                          self.study)
 
     def pinned(self, model: Any) -> dict:

@@ -136,8 +136,12 @@ class ControlSettings:
         """The settings of a study's `config` (any config holding the model settings; one it
         lacks keeps its default: multiple choice has no seed), for `study`; `overrides`: a
         value the run holds outside its config (premise ablation's ``cache`` argument)."""
-        values = {f.name: getattr(config, f.name) for f in fields(cls)
-                  if f.name != "study" and hasattr(config, f.name)}
+        from kgprobe.studies.options import model_settings
+
+        held = model_settings(config)
+        values = {f.name: getattr(held, f.name) for f in fields(cls) if hasattr(held, f.name)}
+        if hasattr(config, "seed"):
+            values["seed"] = config.seed
         return cls(**{**values, "study": study, **overrides})
 
 

@@ -10,8 +10,9 @@ import functools
 
 import argparse
 from dataclasses import dataclass
+from dataclasses import fields as dataclass_fields
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 from kgprobe.errors import KgprobeError
 
@@ -54,6 +55,23 @@ class ModelSettings:
         ``cache``, ``chat_template`` (threads are applied to the process, `apply_threads`)."""
         return {"device": self.device, "dtype": self.dtype, "batch_size": self.batch_size,
                 "cache": self.cache, "chat_template": self.chat_template}
+
+    @classmethod
+    def taken_from(cls, settings: dict, **defaults: Any) -> "ModelSettings":
+        """The model settings among a Python shortcut's keywords (``batch_size=4,
+        cache=False``), removed from `settings`, so ``run_memorization(model, out,
+        batch_size=4)`` needs no `ModelSettings` of its own; `defaults`: a study's own."""
+        names = [f.name for f in dataclass_fields(cls)]
+        return cls(**{**defaults, **{k: settings.pop(k) for k in names if k in settings}})
+
+
+def model_settings(config: Any) -> ModelSettings:
+    """A study config's `ModelSettings` (its ``settings`` field)."""
+    held = getattr(config, "settings", None)
+    if isinstance(held, ModelSettings):
+        return held
+    return ModelSettings(**{k: getattr(config, k) for k in ModelSettings().fields()
+                            if hasattr(config, k)})
 
 
 def model_options(parser: argparse.ArgumentParser, *, batch_size: int | None = 64,

@@ -52,12 +52,9 @@ class MemorizationConfig:
     #: another ontology (`--store`, `--endpoint`, `--ontology`): sets generated from it (seeded
     #: split, as `generate memorizing --seed` writes them); None: the bundled ontology
     ontology: OntologySource | Path | None = None
-    #: `ModelSettings.fields`: where and how the model computes (never pinned)
-    device: str = "auto"
-    batch_size: int = 64
-    dtype: str = "float32"  # the weights' dtype (models/loading.DTYPES)
-    cache: bool = True  # read and write the persistent score cache (models/score_cache)
-    chat_template: str = "none"  # auto, none or a Jinja file (models/chat); pinned unless none
+    #: where and how the model computes: device, dtype, batch size, score cache (never
+    #: pinned) and chat template (pinned unless none)
+    settings: ModelSettings = ModelSettings()
     #: all, or K: the golds and seeded distractors, K in all (a string is parsed on construction)
     candidates: Protocol = Protocol()
     protocol: str = "default"  # "paper": the paper's prompts, slices and metrics (reasoning/paper_items)
@@ -117,7 +114,7 @@ class MemorizationConfig:
         source = OntologySource.from_args(args, ask=args.protocol != "paper")
         return cls(args.model, tasks=tasks, templates=args.template, masks=args.masks,
                    pooling=args.pooling, split=args.split, limit=args.limit, seed=args.seed,
-                   **ModelSettings.from_args(args).fields(), candidates=args.candidates,
+                   settings=ModelSettings.from_args(args), candidates=args.candidates,
                    protocol=args.protocol, ranking=args.ranking, answers=getattr(args, "answers", "rank"),
                    max_new_tokens=getattr(args, "max_new_tokens", 8),
                    controls=parse_controls(getattr(args, "controls", None), args.model,
@@ -138,7 +135,7 @@ class MemorizationConfig:
                   "protocol": self.protocol, "ranking": self.ranking}
         if self.answers == "generate":  # a ranking folder's settings stay as they were
             pinned.update(answers=self.answers, max_new_tokens=self.max_new_tokens)
-        pinned.update(chat_pinned(self.chat_template, NAME))
+        pinned.update(chat_pinned(self.settings.chat_template, NAME))
         if not self.source.bundled:  # a store's fingerprint, a file's hash: a changed one is refused
             pinned["source"] = self.source.pinned()
         return pinned

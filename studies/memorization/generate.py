@@ -116,7 +116,7 @@ def run_unit(config, loaded, unit, taxonomy, *, progress: bool) -> tuple[dict, l
             answers += model.generate(prompts[start:start + step],
                                       max_new_tokens=config.max_new_tokens,
                                       candidates=[req.candidates for req in part],
-                                      batch_size=config.batch_size)
+                                      batch_size=config.settings.batch_size)
             bar.update(len(part))
     grades = [grade(a, rec.answers, taxonomy) for a, rec in zip(answers, unit.records)]
     row = {**unit_row(grades, seed=config.seed, key=(unit.task, unit.template)),

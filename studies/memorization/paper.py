@@ -30,7 +30,7 @@ def _scorer(config: MemorizationConfig, loaded, relation: str):
                 yield [normalize_label(a) for a in r.answers]
 
     scorer = loaded.trained_on(train()).scorer(masks=config.masks, pooling=config.pooling)
-    return cached_scorer(scorer, loaded, enabled=config.cache)
+    return cached_scorer(scorer, loaded, enabled=config.settings.cache)
 
 
 def score_paper_unit(config: MemorizationConfig, loaded, unit: PlannedUnit, *,
@@ -41,7 +41,7 @@ def score_paper_unit(config: MemorizationConfig, loaded, unit: PlannedUnit, *,
     protocol = config.candidates
     requests = unit.requests
     rows = score_requests(_scorer(config, loaded, unit.task), requests,
-                          batch_size=config.batch_size,
+                          batch_size=config.settings.batch_size,
                           desc=f"{unit.task} paper template {unit.template}",
                           progress=progress) if requests else []
     golds = [list(r.golds) for r in requests]

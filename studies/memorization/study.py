@@ -91,9 +91,12 @@ def prediction_record(prediction, record: MemorizingRecord) -> dict:
 def run_memorization(model: str, out: str | Path, *, progress: bool = True, **settings) -> list[dict]:
     """Run (or resume) the study and return the model's result rows (`settings`:
     `MemorizationConfig`), through the study's lifecycle (`contract.Study.execute`)."""
+    from kgprobe.studies.options import ModelSettings
+
     from .cli import Memorization
 
-    return Memorization().run_rows(MemorizationConfig(model, **settings), out, progress=progress)
+    config = MemorizationConfig(model, settings=ModelSettings.taken_from(settings), **settings)
+    return Memorization().run_rows(config, out, progress=progress)
 
 
 def study_units(config: MemorizationConfig, loaded, planned: list, *,
@@ -114,9 +117,9 @@ def study_units(config: MemorizationConfig, loaded, planned: list, *,
     for unit in planned:
         def run(unit=unit):
             scorer = make_scorer(loaded, unit.mset, masks=config.masks, pooling=config.pooling,
-                                 cache=config.cache)
+                                 cache=config.settings.cache)
             metrics, preds = score_requests_unit(
-                scorer, unit.requests, unit.records, config.batch_size,
+                scorer, unit.requests, unit.records, config.settings.batch_size,
                 desc=f"{unit.task} template {unit.template}",
                 progress=progress, protocol=config.candidates,
                 ranking=config.ranking)
