@@ -46,7 +46,8 @@ NORMS = "../shared/data/mcrae"  # relative to the repository (the commands run t
 VOCAB = "../shared/data/lama/common_vocab_cased.txt"
 SUFFIXES = {".csv", ".json", ".jsonl", ".md"}
 TIMING = re.compile(r"(^|_)(seconds|secs|elapsed|time|timestamp|duration|started|finished|date)($|_)", re.IGNORECASE)
-ABS_PATH = re.compile(r"(?<![\w.:/)\]])/(?:[\w.+@-]+/)*([\w.+@-]+)")  # not URIs, not ../relative
+# not URIs, not ../relative; a model's content-free prior names it: prior:/abs/model
+ABS_PATH = re.compile(r"(?:(?<=prior:)|(?<![\w.:/)\]]))/(?:[\w.+@-]+/)*([\w.+@-]+)")
 MD_TIMING = re.compile(r"run time|\bseconds\b|\d\s*s\)", re.IGNORECASE)
 MAX_LINES_PER_FILE = 20
 # From tests/conftest.py, copied so that the models do not change when the tests do.
@@ -126,6 +127,11 @@ memorizing-paper-freq study memorization --ontology bundled --model frequency --
 ablation-paper-gpt2   study premise-ablation --protocol paper --model {gpt2} --limit 2 --pairs 1 --rules rdfs9,rdfs11
 dry-ablation          study premise-ablation --ontology bundled --dry-run --limit 2
 dry-memorizing        study memorization --ontology bundled --dry-run --task all --limit 3
+consistency-gpt2      study consistency --ontology bundled --model {gpt2} --rules rdfs9,rdfs11 --limit 2
+consistency-controls  study consistency --ontology bundled --model {gpt2} --rules rdfs9,rdfs11 --limit 2 --candidates 5 --controls frequency,copy
+consistency-frequency study consistency --ontology bundled --model frequency --limit 2
+consistency-generate  study consistency --ontology bundled --model {gpt2} --rules rdfs9,rdfs11 --limit 2 --candidates 5 --answers generate
+dry-consistency       study consistency --ontology bundled --dry-run --limit 2 --template all
 """  # copen-linear reads the sets copen-zero-shot generated (COPEN's layout): no second generation
 
 

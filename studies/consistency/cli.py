@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kgprobe.studies.contract import Study
 from kgprobe.studies.registry import register_study
 
 from .config import NAME, ConsistencyConfig, add_arguments
+
+if TYPE_CHECKING:
+    from .plan import ConsistencyPlan
 
 
 @register_study
@@ -23,21 +27,15 @@ class Consistency(Study):
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         add_arguments(parser)
 
-    def execute(self, config: ConsistencyConfig, out: Path, *, progress: bool = True) -> None:
-        from .study import run_config
+    def plan(self, config: ConsistencyConfig) -> "ConsistencyPlan":
+        from .plan import ConsistencyPlan
 
-        run_config(config, out)
-        self.report(out)
+        return ConsistencyPlan(config)
 
     def report(self, out: Path) -> Path:
         from .report import write_report
 
         return write_report(out)
-
-    def dry_run(self, config: ConsistencyConfig, out: Path) -> int:
-        from .study import write_dry_run
-
-        return write_dry_run(config, out)
 
     def summary(self, out: Path) -> str:
         from .report import format_table, read_rows

@@ -39,11 +39,9 @@ class ConsistencyConfig:
     #: where the ontology comes from (`studies.ontology_source`); a path: an RDF file or
     #: OntoProbe folder; None: the bundled one
     ontology: OntologySource | Path | None = None
-    device: str = "auto"  # device, dtype, batch_size, cache: `ModelSettings.fields`
-    dtype: str = "float32"
-    batch_size: int = 64
-    cache: bool = True  # read and write the persistent score cache (models/score_cache)
-    chat_template: str = "none"  # auto, none or a Jinja file (models/chat); pinned unless none
+    #: where and how the model computes: device, dtype, batch size, score cache (never
+    #: pinned) and chat template (pinned unless none)
+    settings: ModelSettings = ModelSettings()
     #: whose consistency the headline subtracts (`controls.REFERENCES`): prior = prior:MODEL
     reference: str = "prior"
     #: rank, or generate: a statement believed when the model writes its gold (`generate.py`)
@@ -91,7 +89,7 @@ class ConsistencyConfig:
                                                               option="--rules"))
         return cls(args.model, rules, args.limit or None, args.seed, args.template,
                    args.candidates, args.ranking, args.believe_at,  # parsed on construction
-                   OntologySource.from_args(args), **ModelSettings.from_args(args).fields(),
+                   OntologySource.from_args(args), settings=ModelSettings.from_args(args),
                    reference=reference, answers=answers, max_new_tokens=max_new_tokens,
                    controls=controls)
 
@@ -107,7 +105,7 @@ class ConsistencyConfig:
             pinned.update(answers=self.answers, max_new_tokens=self.max_new_tokens)
         if not source.bundled:  # a store's fingerprint, a file's hash: a changed one is refused
             pinned["source"] = source.pinned()
-        return {**pinned, **chat_pinned(self.chat_template, NAME)}
+        return {**pinned, **chat_pinned(self.settings.chat_template, NAME)}
 
     @property
     def source(self) -> OntologySource:

@@ -93,7 +93,7 @@ def generate_unit(setup, probes: list, model, taxonomy, *, desc: str,
         for start in range(0, len(texts), 32):
             answers += model.generate(texts[start:start + 32], max_new_tokens=config.max_new_tokens,
                                       candidates=[c for _, c in asked[start:start + 32]],
-                                      batch_size=config.batch_size)
+                                      batch_size=config.settings.batch_size)
             bar.update(min(32, len(texts) - start))
     by_request = {key: (text, answer) for key, text, answer in zip(asked, texts, answers)}
     preds = []

@@ -25,25 +25,16 @@ from pathlib import Path
 from kgprobe.atomic import write_json, write_jsonl, write_text
 from kgprobe.errors import StudyError
 from kgprobe.reasoning.distractors import Protocol
-from kgprobe.studies.controls import (
-    ControlSettings,
-    control_folder,
-    control_model,
-    is_control,
-    load_control,
-)
-from kgprobe.studies.options import use_chat
-from kgprobe.studies.runner import Unit, read_unit, rows_to_csv, run_units, unit_path
+from kgprobe.studies.controls import control_model, is_control
+from kgprobe.studies.runner import Unit, rows_to_csv
 
 from .beliefs import COLUMNS, DerivationRanks, consistency_table
 from .claims import claim_columns, confirm, entailment_rows
-from .config import NAME, ConsistencyConfig
-from .controls import reference_model
-from .probes import Candidates, Probe, asked_golds, distinct_requests, prompt_of, rank_statement
+from .config import ConsistencyConfig
+from .probes import Candidates, Probe, distinct_requests, prompt_of, rank_statement
 from .statements import BeliefDerivation, Statement
 
 UNIT_COLUMNS = ["relation", "template", "n", "R@1", "MRR", "protocol", "ranking"]
-STUDY = "consistency"
 #: controls.csv: each control model's own table (no reference, nothing claimed).
 CONTROL_COLUMNS = [c for c in COLUMNS if c not in {
     "reference", "reference_consistency", "consistency_minus_prior", "consistency_minus_prior_lo",
@@ -154,7 +145,7 @@ def make_scorer(setup: Setup, relation: str, loaded):
     from kgprobe.models.score_cache import cached_scorer
 
     scorer = loaded.trained_on(training_answers(setup, relation)).scorer(masks="multi", pooling=None)
-    return cached_scorer(scorer, loaded, enabled=setup.config.cache)
+    return cached_scorer(scorer, loaded, enabled=setup.config.settings.cache)
 
 
 def score_unit(setup: Setup, probes: list[Probe], scorer, *, desc: str,
@@ -165,7 +156,8 @@ def score_unit(setup: Setup, probes: list[Probe], scorer, *, desc: str,
 
     asked = distinct_requests(probes)
     rows = score_requests(scorer, [Request(p, c) for p, c in asked],
-                          batch_size=setup.config.batch_size, desc=desc, progress=progress)
+                          batch_size=setup.config.settings.batch_size, desc=desc,
+                          progress=progress)
     by_request = dict(zip(asked, rows))
     preds = [rank_statement(p, by_request[(p.prompt, p.candidates)], setup.config.ranking)
              for p in probes]
@@ -186,52 +178,6 @@ def units_of(setup: Setup, loaded, progress: bool) -> list[Unit]:
 
         units.append(Unit({"relation": relation, "template": t}, run, len(probes)))
     return units
-
-
-def run_config(config: ConsistencyConfig, out: Path, *, progress: bool = True) -> list[dict]:
-    """Run (or resume) the study into `out`, then its reference and controls (`controls`),
-    each loaded as every study's controls are (`controls.load_control`: the run's device,
-    dtype, seed and chat wrap), into ``out/controls/NAME``; returns results.csv's rows."""
-    from kgprobe.studies.settings import first_pin, pin_settings
-
-    out = Path(out)
-    with first_pin(out):
-        setup = build(config)
-        pin_settings(out, config.pinned(), report=config.report_settings(), study=NAME)
-        from kgprobe.models.loading import load_model
-
-        loaded = use_chat(load_model(config.model, device=config.device, dtype=config.dtype,
-                                     seed=config.seed), config.chat_template, NAME)
-        if config.answers == "generate":  # a model that writes no answer says so here
-            loaded.generate([], max_new_tokens=config.max_new_tokens)
-    ranks = scored_ranks(setup, loaded, out, progress, summary=True)
-    reference = reference_model(config.model, config.reference)
-    settings = ControlSettings.of(config, NAME)
-    others = {}  # model name → its ranks: the reference first, a control's own model once
-    for control in (config.reference, *config.controls):
-        name = control_model(control, config.model)
-        if name not in others:
-            others[name] = ranks if name == config.model else scored_ranks(
-                setup, load_control(control, config.model, settings),
-                control_folder(out, control, config.model), progress)
-    return write_tables(setup, ranks, out, others, reference)
-
-
-def scored_ranks(setup: Setup, loaded, out: Path, progress: bool, *,
-                 summary: bool = False) -> dict[tuple[str, int], dict]:
-    """Every statement's rank by `loaded`, (statement key, template) → its prediction, from
-    units run (or resumed) in `out`; `summary`: also statements.csv (the run's own model)."""
-    columns, units = UNIT_COLUMNS, units_of(setup, loaded, progress)
-    if setup.config.answers == "generate":  # answered and graded: `generate.py`
-        from .generate import UNIT_COLUMNS as columns
-        from .generate import generate_units
-
-        units = generate_units(setup, loaded, progress, training_answers)
-    unit_rows = run_units(out, units, columns, progress=progress, results=summary)
-    if summary:
-        write_text(out / "statements.csv", rows_to_csv(unit_rows, columns))
-    return {(p["statement"], unit.key["template"]): p for unit in units
-            for p in read_unit(unit_path(out, unit))[1]}
 
 
 def cells_of(setup: Setup, ranks: dict[tuple[str, int], dict],
@@ -316,24 +262,3 @@ def blank_nan(row: dict) -> dict:
     """A row whose undefined numbers (no derivation with both premises believed) are empty
     cells, which every CSV reader takes as missing."""
     return {k: "" if isinstance(v, float) and math.isnan(v) else v for k, v in row.items()}
-
-
-def write_dry_run(config: ConsistencyConfig, out: Path) -> int:
-    """``OUT/prompts.jsonl``: every prompt a run would score, in its order; no model."""
-    from kgprobe.studies.dry_run import PromptRecord, chat_view, write_prompts
-
-    from kgprobe.studies.open_answers import generation_prompt
-
-    setup = build(config)
-    records = []
-    generate = config.answers == "generate"  # the text the model continues, not the cloze
-    for (relation, t), probes in setup.probes.items():
-        for (prompt, cands), golds in asked_golds(probes).items():  # as `score_unit` asks them
-            extra = {"answers": "generate", "cloze": prompt,
-                     "max_new_tokens": config.max_new_tokens} if generate else {}
-            records.append(PromptRecord(STUDY, generation_prompt(prompt) if generate else prompt,
-                                        tuple(golds), len(cands), task=relation,
-                                        template=str(t),
-                                        extra={"protocol": setup.protocol.name, **extra}))
-    Path(out).mkdir(parents=True, exist_ok=True)
-    return write_prompts(out, records, chat=chat_view(config.chat_template, config.model, STUDY))
