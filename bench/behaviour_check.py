@@ -126,6 +126,11 @@ memorizing-paper-freq study memorization --ontology bundled --model frequency --
 ablation-paper-gpt2   study premise-ablation --protocol paper --model {gpt2} --limit 2 --pairs 1 --rules rdfs9,rdfs11
 dry-ablation          study premise-ablation --ontology bundled --dry-run --limit 2
 dry-memorizing        study memorization --ontology bundled --dry-run --task all --limit 3
+dry-mc                probe multiple-choice --dry-run --limit 2 --chat-template auto
+dry-mc-text           probe multiple-choice --dry-run --answer text --limit 2
+dry-copen-kg          study copen --from-kg --store {store} --norms {norms} --method zero-shot --dry-run --limit 3
+dry-copen-linear      study copen --data {root}/copen-zero-shot-bert/data --method linear --dry-run --limit 3 --train-limit 8
+dry-sta               study sta --norms {norms} --vocab-file {vocab} --dry-run --limit 3
 """  # copen-linear reads the sets copen-zero-shot generated (COPEN's layout): no second generation
 
 
