@@ -163,6 +163,7 @@ def test_every_cloze_study_pins_the_wrap_and_the_others_refuse_it():
     from kgprobe.studies.consistency.config import ConsistencyConfig
     from kgprobe.studies.copen.config import CopenConfig
     from kgprobe.studies.premise_ablation.config import AblationConfig
+    from kgprobe.studies.options import ModelSettings
     from kgprobe.studies.sta.config import StaConfig
 
     for config in (ConsistencyConfig("m", chat_template="auto"),
@@ -174,7 +175,7 @@ def test_every_cloze_study_pins_the_wrap_and_the_others_refuse_it():
     with pytest.raises(KgprobeError, match="sta does not ask cloze"):
         StaConfig(norms="n", model="m", chat_template="auto")
     with pytest.raises(KgprobeError, match="copen does not ask cloze"):
-        CopenConfig(model="m", method="zero-shot", chat_template="auto")
+        CopenConfig(model="m", method="zero-shot", settings=ModelSettings(chat_template="auto"))
 
 
 def test_multiple_choice_chat_is_the_shared_option():
