@@ -173,7 +173,7 @@ def test_every_cloze_study_pins_the_wrap_and_the_others_refuse_it():
     assert "chat_template" not in AblationConfig(model="m").pinned()  # old folders resume
     assert "chat_template" not in ConsistencyConfig("m").pinned()
     with pytest.raises(KgprobeError, match="sta does not ask cloze"):
-        StaConfig(norms="n", model="m", chat_template="auto")
+        StaConfig(norms="n", model="m", settings=ModelSettings(chat_template="auto"))
     with pytest.raises(KgprobeError, match="copen does not ask cloze"):
         CopenConfig(model="m", method="zero-shot", settings=ModelSettings(chat_template="auto"))
 
