@@ -132,6 +132,11 @@ consistency-controls  study consistency --ontology bundled --model {gpt2} --rule
 consistency-frequency study consistency --ontology bundled --model frequency --limit 2
 consistency-generate  study consistency --ontology bundled --model {gpt2} --rules rdfs9,rdfs11 --limit 2 --candidates 5 --answers generate
 dry-consistency       study consistency --ontology bundled --dry-run --limit 2 --template all
+dry-mc                probe multiple-choice --dry-run --limit 2 --chat-template auto
+dry-mc-text           probe multiple-choice --dry-run --answer text --limit 2
+dry-copen-kg          study copen --from-kg --store {store} --norms {norms} --method zero-shot --dry-run --limit 3
+dry-copen-linear      study copen --data {root}/copen-zero-shot-bert/data --method linear --dry-run --limit 3 --train-limit 8
+dry-sta               study sta --norms {norms} --vocab-file {vocab} --dry-run --limit 3
 """  # copen-linear reads the sets copen-zero-shot generated (COPEN's layout): no second generation
 
 

@@ -13,6 +13,7 @@ one's ``cli`` module: options and a handler, no torch, so building the parser st
 from __future__ import annotations
 
 import argparse
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Iterable, Sequence
 
@@ -100,6 +101,15 @@ class Plan:
         """Work after the model and every control have run (tables that join them); the
         report is written after it."""
 
+    def report(self, out: Path, rows: list[dict]) -> Path | None:
+        """The run's report written from the model's unit rows as scored, where they hold
+        more than the folder's files (STA: results.csv rounds what its tables show); None:
+        the study's `Study.report` rebuilds it from the files, as ``kgprobe report`` does."""
+        return None
+
+    #: the seconds `Study.load` took (the lifecycle measures it; STA's summary.json says it)
+    load_seconds: float = 0.0
+
     #: the study's registered name (`Study.plan_of` sets it)
     study: str = ""
 
@@ -164,7 +174,9 @@ class Study:
         with first_pin(out):
             plan = self.plan_of(config)
             plan.progress = plan.progress and progress
+            started = time.perf_counter()
             model = self.load(config)
+            plan.load_seconds = time.perf_counter() - started
             plan.check(model)
             out.mkdir(parents=True, exist_ok=True)
             pin_settings(out, plan.pinned(model), report=plan.recorded(), study=self.name)
@@ -179,7 +191,8 @@ class Study:
                 answers=plan.answers if plan.scorer_controls else None,
                 results=plan.control_results)
         plan.finish(out, folders)
-        self.report(out)
+        if plan.report(out, rows) is None:
+            self.report(out)
         return rows
 
     def report(self, out: Path) -> Path:

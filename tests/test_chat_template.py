@@ -164,6 +164,7 @@ def test_every_cloze_study_pins_the_wrap_and_the_others_refuse_it():
     from kgprobe.studies.copen.config import CopenConfig
     from kgprobe.studies.options import ModelSettings
     from kgprobe.studies.premise_ablation.config import AblationConfig
+    from kgprobe.studies.options import ModelSettings
     from kgprobe.studies.sta.config import StaConfig
 
     for config in (ConsistencyConfig("m", settings=ModelSettings(chat_template="auto")),
@@ -173,9 +174,9 @@ def test_every_cloze_study_pins_the_wrap_and_the_others_refuse_it():
     assert "chat_template" not in AblationConfig(model="m").pinned()  # old folders resume
     assert "chat_template" not in ConsistencyConfig("m").pinned()
     with pytest.raises(KgprobeError, match="sta does not ask cloze"):
-        StaConfig(norms="n", model="m", chat_template="auto")
+        StaConfig(norms="n", model="m", settings=ModelSettings(chat_template="auto"))
     with pytest.raises(KgprobeError, match="copen does not ask cloze"):
-        CopenConfig(model="m", method="zero-shot", chat_template="auto")
+        CopenConfig(model="m", method="zero-shot", settings=ModelSettings(chat_template="auto"))
 
 
 def test_multiple_choice_chat_is_the_shared_option():

@@ -16,6 +16,7 @@ from kgprobe.studies.sta import retrieval as ret
 from kgprobe.ontology.norms import Concept, Feature, load_mcrae
 from kgprobe.studies.runner import read_results
 from kgprobe.errors import StudyError
+from kgprobe.studies.options import ModelSettings
 from kgprobe.studies.sta.study import StaConfig, run_sta
 from kgprobe.models.distributions import (
     MaskDistribution, NextTokenDistribution, SentenceLikelihood, single_token_vocabulary,
@@ -256,7 +257,7 @@ def test_sentence_likelihood_is_the_sentence_log_likelihood(tiny_gpt2):
 
 def _config(norms_dir, vocab_file, model_dir, **kw) -> StaConfig:
     defaults = dict(norms=norms_dir, model=str(model_dir), vocab_file=vocab_file, progress=False,
-                    batch_size=4, random_sets=2, random_permutations=2)
+                    settings=ModelSettings(batch_size=4), random_sets=2, random_permutations=2)
     defaults.update(kw)
     return StaConfig(**defaults)
 

@@ -5,11 +5,15 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from kgprobe.studies.contract import Study
 from kgprobe.studies.registry import register_study
 
 from .config import CELL_COLUMNS, NAME, DOC, CopenConfig, add_arguments
+
+if TYPE_CHECKING:
+    from .plan import CopenPlan
 
 
 @register_study
@@ -22,23 +26,30 @@ class Copen(Study):
     config = CopenConfig
     cell_columns = CELL_COLUMNS
 
+    def __init__(self, loaded: Any = None) -> None:
+        #: a model already loaded that the run uses instead of loading ``config.model``
+        #: (the Python shortcut `study.run_copen`'s, for tests)
+        self.loaded = loaded
+
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         add_arguments(parser)
 
-    def execute(self, config: CopenConfig, out: Path, *, progress: bool = True) -> None:
-        from .study import run_copen
+    def plan(self, config: CopenConfig) -> "CopenPlan":
+        from .plan import CopenPlan
 
-        run_copen(config, out)
+        return CopenPlan(config)
+
+    def load(self, config: CopenConfig) -> Any:
+        """The model as a handle that loads it when a unit first needs it, so a resumed run
+        whose units are all done (features and scores cached) loads nothing."""
+        from .study import LazyModel
+
+        return LazyModel(config, self.loaded)
 
     def report(self, out: Path) -> Path:
         from .study import write_report
 
         return write_report(out)
-
-    def dry_run(self, config: CopenConfig, out: Path) -> int:
-        from .dry_run import dry_run
-
-        return dry_run(config, out)
 
     def summary(self, out: Path) -> str:
         from kgprobe.studies.runner import read_results

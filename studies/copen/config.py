@@ -47,11 +47,10 @@ class CopenConfig:
     parts: list[str] | None = None  # zero-shot text parts (default: all of the task's)
     pooling: str = "auto"
     hparams: dict = field(default_factory=dict)
-    device: str = "auto"  # device, dtype, batch_size, cache: `ModelSettings.fields` (not pinned)
-    dtype: str = "float32"
-    batch_size: int | None = None  # linear/finetune batch; None: each task's (Appendix A)
-    cache: bool = True
-    chat_template: str = "none"  # only none: COPEN reads segments (`no_chat_template`)
+    #: where and how the model computes (never pinned): device, dtype, batch size (linear
+    #: and fine-tuning, given as a hyperparameter; None: each task's, Appendix A) and the
+    #: chat template, none only: COPEN reads segments (`no_chat_template`)
+    settings: ModelSettings = ModelSettings(batch_size=None)
     reason: bool = False  # --reason: re-run stale inferences first (not pinned: same items)
     wait: bool = False  # --wait: for another writer, with --reason (not pinned)
     #: --from-kg's source (`studies.ontology_source`): pinned as `store`/`endpoint` above, and
@@ -59,7 +58,14 @@ class CopenConfig:
     ontology: OntologySource | None = None
 
     def __post_init__(self) -> None:
-        no_chat_template(self.chat_template, NAME)
+        no_chat_template(self.settings.chat_template, NAME)
+        if self.method not in METHODS:
+            raise KgprobeError(f"unknown method '{self.method}'; use one of {', '.join(METHODS)}")
+        unknown = [t for t in self.tasks if t not in TASKS]
+        if unknown:
+            raise KgprobeError(f"unknown task(s) {unknown}; use csj, cpj, cic or all")
+        if bool(self.data) == bool(self.from_kg):
+            raise KgprobeError("give exactly one data source: --data PATH or --from-kg")
 
     def limit_for(self, task: str, train: bool = False) -> int | None:
         value = self.train_limit if train else self.limit
@@ -72,8 +78,7 @@ class CopenConfig:
     def pinned(self) -> dict:
         d = asdict(self)
         d["model"] = self.model or "-"
-        for key in ("device", "dtype", "batch_size", "cache", "reason", "wait", "ontology",
-                    "chat_template"):
+        for key in ("settings", "reason", "wait", "ontology"):
             d.pop(key)
         source = self.ontology
         if source is not None and (source.origin not in ("store", "endpoint")
@@ -192,5 +197,5 @@ def config_from_args(args: argparse.Namespace) -> CopenConfig:
         norms=str(args.norms) if args.norms else None, limit=args.limit,
         train_limit=args.train_limit, seed=args.seed, seeds=seeds,
         parts=comma_list(args.parts) if args.parts else None,
-        pooling=args.pooling, hparams=hparams, **ModelSettings.from_args(args).fields(),
+        pooling=args.pooling, hparams=hparams, settings=ModelSettings.from_args(args),
         reason=args.reason, wait=args.wait, ontology=source)

@@ -4,7 +4,7 @@
 methods, the train and dev items; `TaskPlan.batches` lays them out as the rows of prompts
 whose features are read, in the order they are read (train, dev, test, then CiC's
 out-of-context test prompts), and `methods.zero_shot_requests` gives the prompts zero-shot
-scores. The run (`study.build_units`) and ``--dry-run`` (`dry_run.py`) both use these, so
+scores. The run (`study.build_units`) and ``--dry-run`` (`plan.CopenPlan`) both use these, so
 the prompts a dry run lists are the ones a run asks, in its order.
 """
 

@@ -20,6 +20,7 @@ provenance, plus ``summary.json``: what the generators kept and skipped).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 import time
@@ -31,7 +32,6 @@ from kgprobe.atomic import atomic_path, write_json, write_text
 from kgprobe.errors import KgprobeError
 from kgprobe.reasoning.copen_items import (
     TASK_DIRS,
-    TASKS,
     by_split,
     load_official,
     write_official,
@@ -51,13 +51,15 @@ from kgprobe.studies.copen.methods import (
 )
 from kgprobe.studies.copen.report import build_report
 from kgprobe.studies.ontology_source import OntologySource
-from kgprobe.studies.runner import Unit, run_units
-from kgprobe.studies.settings import STUDY_KEY, pin_settings
+from kgprobe.studies.runner import Unit
 
 from .config import NAME, DEFAULT_SEEDS, METHODS, CopenConfig  # noqa: F401
 from .requests import plan, train_dev  # noqa: F401
 
 NAMES = {"csj": "CSJ", "cpj": "CPJ", "cic": "CiC"}
+#: what a run folder's config.json holds of a `CopenConfig` (the rest: the study's name, the
+#: ontology's ``source``)
+CONFIG_FIELDS = {f.name for f in dataclasses.fields(CopenConfig)}
 COLUMNS = ["task", "method", "variant", "seed", "n", "n_unlabeled", *METRICS,
            "dev_accuracy", "best_epoch"]
 
@@ -158,10 +160,11 @@ def generate_sets(cfg: CopenConfig, out: Path, tasks: Sequence[str], *,
     return summary
 
 
-def load_sets(cfg: CopenConfig, out: Path, *, progress: bool = False
+def load_sets(cfg: CopenConfig, out: Path, *, progress: bool = False, warn: bool = True
               ) -> tuple[dict[str, dict[str, list]], dict]:
     """task → split → items (all items, before any limit), and the generation summary;
-    `progress`: say on stderr what is being generated, with a bar for CSJ."""
+    `progress`: say on stderr what is being generated, with a bar for CSJ; `warn`: say which
+    tasks are skipped (the run says it; its report, rebuilt from the same files, does not)."""
     tasks = list(cfg.tasks)
     summary: dict = {}
     if cfg.from_kg:
@@ -169,7 +172,8 @@ def load_sets(cfg: CopenConfig, out: Path, *, progress: bool = False
             if len(tasks) == 1:
                 raise KgprobeError("CPJ from the knowledge graph needs feature norms: pass --norms "
                                    "the McRae norms folder (e.g. ../shared/data/mcrae)")
-            _warn("no --norms: skipping CPJ (pass --norms the McRae norms folder to include it)")
+            if warn:
+                _warn("no --norms: skipping CPJ (pass --norms the McRae norms folder to include it)")
             tasks.remove("cpj")
         summary = generate_sets(cfg, out, tasks, progress=progress)
         root = out / "data"
@@ -182,7 +186,8 @@ def load_sets(cfg: CopenConfig, out: Path, *, progress: bool = False
         except KgprobeError:
             if len(cfg.tasks) == 1:
                 raise
-            _warn(f"{root}: no {TASK_DIRS[task]}/ files; skipping {task.upper()}")
+            if warn:
+                _warn(f"{root}: no {TASK_DIRS[task]}/ files; skipping {task.upper()}")
     if not sets:
         raise KgprobeError(f"{root}: no COPEN task files; pass the folder holding task1/ task2/ task3/")
     return sets, summary
@@ -191,8 +196,9 @@ def load_sets(cfg: CopenConfig, out: Path, *, progress: bool = False
 # ----------------------------------------------------------------------------- runner
 
 
-class _Lazy:
-    """The model, loaded on first use (a resumed run whose units are all done never loads it)."""
+class LazyModel:
+    """The model, loaded on first use (a resumed run whose units are all done never loads it):
+    what `cli.Copen.load` hands the run; `loaded`: a model already loaded (the tests')."""
 
     def __init__(self, cfg: CopenConfig, loaded=None):
         self.cfg, self._loaded = cfg, loaded
@@ -201,7 +207,8 @@ class _Lazy:
         if self._loaded is None:
             from kgprobe.models.loading import load_model
 
-            self._loaded = load_model(self.cfg.model, device=self.cfg.device, dtype=self.cfg.dtype)
+            self._loaded = load_model(self.cfg.model, device=self.cfg.settings.device,
+                                      dtype=self.cfg.settings.dtype)
         return self._loaded
 
 
@@ -227,7 +234,7 @@ def _pooling(cfg: CopenConfig, model) -> str:
     return cfg.pooling if cfg.pooling != "auto" else model().feature_pooling
 
 
-def build_units(cfg: CopenConfig, out: Path, sets: dict, model: _Lazy) -> list[Unit]:
+def build_units(cfg: CopenConfig, out: Path, sets: dict, model: LazyModel) -> list[Unit]:
     """The run's units: zero-shot one per (task, part), linear and fine-tuning one per (task, seed)."""
     units: list[Unit] = []
     for task_plan in plan(cfg, sets):  # the items the dry run lists
@@ -241,7 +248,7 @@ def build_units(cfg: CopenConfig, out: Path, sets: dict, model: _Lazy) -> list[U
     return units
 
 
-def _zero_shot_units(cfg: CopenConfig, out: Path, model: _Lazy, task: str, test: list,
+def _zero_shot_units(cfg: CopenConfig, out: Path, model: LazyModel, task: str, test: list,
                      sizes: dict | None) -> list[Unit]:
     parts = [p for p in (cfg.parts or PARTS[task]) if p in PARTS[task]]
     if not parts:
@@ -263,7 +270,7 @@ def _zero_shot_units(cfg: CopenConfig, out: Path, model: _Lazy, task: str, test:
     return units
 
 
-def _linear_units(cfg: CopenConfig, out: Path, model: _Lazy, task: str, data: dict,
+def _linear_units(cfg: CopenConfig, out: Path, model: LazyModel, task: str, data: dict,
                   ooc, sizes: dict | None) -> list[Unit]:
     cfg_t = hyperparameters(cfg.method, task, cfg.hparams)
     kept: dict[str, dict] = {}
@@ -296,7 +303,7 @@ def _linear_units(cfg: CopenConfig, out: Path, model: _Lazy, task: str, data: di
     return units
 
 
-def _finetune_units(cfg: CopenConfig, out: Path, model: _Lazy, task: str, data: dict,
+def _finetune_units(cfg: CopenConfig, out: Path, model: LazyModel, task: str, data: dict,
                     ooc, sizes: dict | None) -> list[Unit]:
     cfg_t = hyperparameters(cfg.method, task, cfg.hparams)
     units = []
@@ -312,23 +319,11 @@ def _finetune_units(cfg: CopenConfig, out: Path, model: _Lazy, task: str, data: 
 
 
 def run_copen(cfg: CopenConfig, out: str | Path, *, loaded=None, progress: bool = True) -> list[dict]:
-    """Run (or resume) the study; returns the result rows and writes the report."""
-    if cfg.method not in METHODS:
-        raise KgprobeError(f"unknown method '{cfg.method}'; use one of {', '.join(METHODS)}")
-    unknown = [t for t in cfg.tasks if t not in TASKS]
-    if unknown:
-        raise KgprobeError(f"unknown task(s) {unknown}; use csj, cpj, cic or all")
-    if bool(cfg.data) == bool(cfg.from_kg):
-        raise KgprobeError("give exactly one data source: --data PATH or --from-kg")
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    pin_settings(out, cfg.pinned(), study=NAME)
-    sets, summary = load_sets(cfg, out, progress=progress)
-    model = _Lazy(cfg, loaded)
-    units = build_units(cfg, out, sets, model)
-    rows = run_units(out, units, COLUMNS, progress=progress)
-    write_text(out / "report.md", build_report(cfg, out, sets, summary, units))
-    return rows
+    """Run (or resume) the study through its lifecycle (`contract.Study.execute`) and return
+    the result rows; `loaded`: a model already loaded, used instead of loading `cfg.model`."""
+    from .cli import Copen
+
+    return Copen(loaded=loaded).run_rows(cfg, out, progress=progress)
 
 
 def write_report(out: str | Path) -> Path:
@@ -336,11 +331,13 @@ def write_report(out: str | Path) -> Path:
     out = Path(out)
     try:
         pinned = json.loads((out / "config.json").read_text(encoding="utf-8"))
-        cfg = CopenConfig(**{k: v for k, v in pinned.items() if k != STUDY_KEY})
+        # the settings a config holds (``source`` describes its ontology, which the report
+        # does not read)
+        cfg = CopenConfig(**{k: v for k, v in pinned.items() if k in CONFIG_FIELDS})
     except (OSError, ValueError, TypeError) as err:
         raise KgprobeError(f"{out}: no readable config.json of a COPEN run ({err})") from None
-    sets, summary = load_sets(cfg, out)
-    units = build_units(cfg, out, sets, _Lazy(cfg))
+    sets, summary = load_sets(cfg, out, warn=False)
+    units = build_units(cfg, out, sets, LazyModel(cfg))
     path = out / "report.md"
     write_text(path, build_report(cfg, out, sets, summary, units))
     return path

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from kgprobe.studies.contract import Study
 from kgprobe.studies.registry import register_study
 
 from .config import CELL_COLUMNS, NAME, MultipleChoiceConfig, add_arguments
+
+if TYPE_CHECKING:
+    from .plan import MultipleChoicePlan
 
 
 @register_study
@@ -24,21 +28,24 @@ class MultipleChoice(Study):
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         add_arguments(parser)
 
-    def execute(self, config: MultipleChoiceConfig, out: Path, *, progress: bool = True) -> None:
-        from .study import run_config
+    def plan(self, config: MultipleChoiceConfig) -> "MultipleChoicePlan":
+        from .plan import MultipleChoicePlan
 
-        run_config(config, out)
-        self.report(out)
+        return MultipleChoicePlan(config)
+
+    def load(self, config: MultipleChoiceConfig) -> Any:
+        """The model without `Study.load`'s chat wrap: the letter form wraps each question in
+        the chat template itself (``--chat``, `config.chat`), and the text form asks the bare
+        cloze. (The controls load as `Study.load` does.)"""
+        from kgprobe.models.loading import load_model
+
+        return load_model(config.model, device=config.settings.device,
+                          dtype=config.settings.dtype)
 
     def report(self, out: Path) -> Path:
         from .report import write_report
 
         return write_report(out)
-
-    def dry_run(self, config: MultipleChoiceConfig, out: Path) -> int:
-        from .dry_run import dry_run
-
-        return dry_run(config, out)
 
     def summary(self, out: Path) -> str:
         from kgprobe.studies.runner import read_results

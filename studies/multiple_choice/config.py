@@ -30,11 +30,10 @@ class MultipleChoiceConfig:
     instruction: str | None = None  # None: prompts.multiple_choice.DEFAULT_INSTRUCTION
     chat: bool | None = None  # wrap in the chat template; None: if the tokenizer has one
     answer: str = "letter"
-    device: str = "auto"  # device, dtype, batch_size, cache: `ModelSettings.fields`
-    batch_size: int = 4
-    dtype: str = "float32"
-    cache: bool = True  # --answer text: read and write the persistent score cache
-    chat_template: str = "none"  # --chat-template: sets `chat` (auto, none) or a FILE
+    #: where and how the model computes: device, dtype, batch size (questions at once), the
+    #: score cache (--answer text) and ``--chat-template`` (it sets `chat`: auto, none, a
+    #: FILE; the controls read it); none of them pinned
+    settings: ModelSettings = ModelSettings(batch_size=4)
     #: the controls asked the same questions, shown beside every set (`controls.py`); the
     #: CLI and `kgprobe.run` default to frequency,copy,random
     controls: tuple[str, ...] = ()
@@ -67,7 +66,7 @@ class MultipleChoiceConfig:
         return cls(args.model, tasks=args.task, data=args.data, limit=args.limit,
                    instruction=args.instruction, chat=chat, answer=args.answer,
                    controls=getattr(args, "controls", None) or "frequency,copy,random",
-                   **ModelSettings.from_args(args).fields())
+                   settings=ModelSettings.from_args(args))
 
     def pinned(self) -> dict:
         """The settings a run folder is pinned to.

@@ -5,8 +5,8 @@ with its questions (the file's first ``--limit``) and, per question, what the mo
 with ``--answer letter`` the question and its option letters (`letter_options`), read after
 the question and the instruction (`models.letters`); with ``--answer text`` the question's
 stem with its ``Answer: [MASK]`` slot and the options' texts that fill it (`cloze_prompt`).
-The run scores exactly these (`study.run_config`) and ``--dry-run`` writes exactly these
-(`dry_run.py`), so the two cannot drift.
+The run scores exactly these (`study.question_unit`) and ``--dry-run`` writes exactly these
+(`plan.MultipleChoicePlan`), so the two cannot drift.
 """
 
 from __future__ import annotations

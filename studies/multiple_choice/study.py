@@ -21,11 +21,9 @@ from collections import Counter
 from pathlib import Path
 from typing import Sequence
 
-from kgprobe.errors import KgprobeError
 from kgprobe.reasoning.memorizing import RELATIONS
-from kgprobe.studies.multiple_choice.config import COLUMNS, NAME, MultipleChoiceConfig
-from kgprobe.studies.runner import Unit, run_units
-from kgprobe.studies.settings import pin_settings
+from kgprobe.studies.multiple_choice.config import COLUMNS, MultipleChoiceConfig  # noqa: F401
+from kgprobe.studies.runner import Unit
 
 # the question sets live with the request stream; named here as well, where they always were
 from .requests import (  # noqa: F401
@@ -81,45 +79,16 @@ def training_answers(task: str):
 
 def run_multiple_choice(model: str, out: str | Path, *, progress: bool = True,
                         **settings) -> list[dict]:
-    """Run (or resume) the probe; return one row per question set (`settings`:
-    `MultipleChoiceConfig`)."""
-    rows = run_config(MultipleChoiceConfig(model, **settings), Path(out), progress=progress)
-    from .controls import write_results
+    """Run (or resume) the probe and return one row per question set (`settings`:
+    `MultipleChoiceConfig`), through the study's lifecycle (`contract.Study.execute`): each
+    control answers the very same questions and joins results.csv with the report."""
+    from kgprobe.studies.options import ModelSettings
 
-    write_results(out)  # the controls' columns, as the report writes them after a CLI run
-    return rows
+    from .cli import MultipleChoice
 
-
-def run_config(config: MultipleChoiceConfig, out: Path, *, progress: bool = True) -> list[dict]:
-    """Run (or resume) the probe of one validated configuration into `out`; then each of
-    its controls answers the very same questions (`studies.controls`, ``OUT/controls/NAME``)
-    whose accuracy joins results.csv once, when the report is written (`report.write_report`
-    → `controls.write_results`)."""
-    from kgprobe.models.loading import load_model
-
-    from .controls import answering
-
-    model = config.model
-    planned = plan(config)  # the questions, as the dry run writes them
-    loaded = load_model(model, device=config.device, dtype=config.dtype)
-    if config.answer == "letter" and not loaded.answers_next_token:
-        raise KgprobeError(f"letter answers need a causal (instruct) model; '{model}' is a masked LM: "
-                           "use --answer text")
-    controls = answering(config)
-    pin_settings(out, config.pinned(), study=NAME,
-                 report={"controls": list(controls), "controls_skipped": sorted(
-                     set(config.controls) - set(controls))})
-
-    def units_for(model) -> list[Unit]:  # the run's model, or a control's: the same questions
-        return [question_unit(config, model, p) for p in planned]
-
-    rows = run_units(out, units_for(loaded), COLUMNS, progress=progress)
-    if controls:
-        from kgprobe.studies.controls import ControlSettings, run_controls
-
-        run_controls(out, controls, config.model, units_for, COLUMNS, results=True,
-                     settings=ControlSettings.of(config, NAME), progress=progress)
-    return rows
+    config = MultipleChoiceConfig(model, settings=ModelSettings.taken_from(settings, batch_size=4),
+                                  **settings)
+    return MultipleChoice().run_rows(config, out, progress=progress)
 
 
 def question_unit(config: MultipleChoiceConfig, loaded, planned: QuestionUnit) -> Unit:
@@ -134,11 +103,11 @@ def question_unit(config: MultipleChoiceConfig, loaded, planned: QuestionUnit) -
         if answer == "text":
             from kgprobe.models.score_cache import cached_scorer
 
-            scorer = cached_scorer(trained.scorer(), loaded, enabled=config.cache)
+            scorer = cached_scorer(trained.scorer(), loaded, enabled=config.settings.cache)
             result = score_option_texts(scorer, prompts, golds)
         else:
             result = score_multiple_choice(
-                trained, prompts, golds, batch_size=config.batch_size,
+                trained, prompts, golds, batch_size=config.settings.batch_size,
                 use_chat_template=_template(config.chat), instruction=instruction)
         letter, share = letter_bias(result.predictions)
         # Calibration removes a preference for letters; option texts have none to remove.

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from kgprobe.studies.contract import Study
 from kgprobe.studies.registry import register_study
 
 from .config import CELL_COLUMNS, NAME, StaConfig, add_arguments
+
+if TYPE_CHECKING:
+    from .plan import StaPlan
 
 DOC = "Tacit assumptions: concept retrieval and property elicitation on feature norms (Weir et al. 2020)."
 
@@ -39,20 +43,23 @@ class Sta(Study):
             return 0
         return super().main(args)
 
-    def execute(self, config: StaConfig, out: Path, *, progress: bool = True) -> None:
-        from .study import run_sta
+    def plan(self, config: StaConfig) -> "StaPlan":
+        from .plan import StaPlan
 
-        run_sta(config, out)
+        return StaPlan(config)
+
+    def load(self, config: StaConfig) -> Any:
+        """The model as STA's distributions read it: unwrapped (STA takes no chat template)
+        and loaded with `load_model`'s own seed (``--seed`` samples the concepts)."""
+        from kgprobe.models.loading import load_model
+
+        return load_model(config.model, device=config.settings.device,
+                          dtype=config.settings.dtype)
 
     def report(self, out: Path) -> Path:
         from .report import rebuild_report
 
         return rebuild_report(out)
-
-    def dry_run(self, config: StaConfig, out: Path) -> int:
-        from .dry_run import dry_run
-
-        return dry_run(config, out)
 
     def summary(self, out: Path) -> str:
         from kgprobe.studies.runner import read_results

@@ -57,15 +57,14 @@ class StaConfig:
     conditions: tuple[str, ...] | None = None  # retrieval conditions (default: all)
     random_sets: int = ret.RANDOM_SETS
     random_permutations: int = ret.RANDOM_PERMUTATIONS
-    device: str = "auto"  # device, dtype, batch_size, cache: `ModelSettings.fields`
-    batch_size: int = 32
-    dtype: str = "float32"
-    cache: bool = True  # the score cache: STA's scorers read distributions, which it keeps not
-    chat_template: str = "none"  # only none: STA reads distributions (`no_chat_template`)
+    #: where and how the model computes (never pinned): device, dtype, batch size, the
+    #: score cache (STA's scorers read distributions, which it keeps not) and the chat
+    #: template, none only: STA reads distributions (`no_chat_template`)
+    settings: ModelSettings = ModelSettings(batch_size=32)
+    progress: bool = True
 
     def __post_init__(self) -> None:
-        no_chat_template(self.chat_template, NAME)
-    progress: bool = True
+        no_chat_template(self.settings.chat_template, NAME)
 
     def fingerprint(self, model) -> dict:
         """The settings that determine the numbers (not device, batch size, progress)."""
@@ -123,7 +122,7 @@ class StaConfig:
             vocab_file=args.vocab_file, determiner=args.determiner, template=args.template,
             conditions=tuple(comma_list(args.conditions)) if args.conditions else None,
             random_sets=args.random_sets, random_permutations=args.random_permutations,
-            **ModelSettings.from_args(args).fields())
+            settings=ModelSettings.from_args(args))
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

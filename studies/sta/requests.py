@@ -2,8 +2,8 @@
 
 `retrieval_units` gives, per (condition, number of properties), the retrieval prompts of the
 chosen targets; `elicitation_units`, per (relation, context), the elicitation prompts of the
-sampled concepts. The run (`study.run_sta`) scores exactly these and ``--dry-run``
-(`dry_run.py`) writes exactly these, in the same order; only the targets differ where the
+sampled concepts. The run (`plan.StaPlan.units`) scores exactly these and ``--dry-run``
+(`plan.StaPlan.prompts`) writes exactly these, in the same order; only the targets differ where the
 model's vocabulary drops some (a dry run has no model to ask).
 """
 

@@ -34,20 +34,16 @@ the vocabulary are dropped and counted (``summary.json``, ``report.md``).
 from __future__ import annotations
 
 import random
-import time
 from pathlib import Path
 from typing import Sequence
 
-from kgprobe.atomic import write_json
 from kgprobe.ontology.norms import (
     GROUPS,
     Concept,
     Norms,
-    load_norms,
     load_word_list,
 )
-from kgprobe.studies.runner import Unit, run_units
-from kgprobe.studies.settings import pin_settings
+from kgprobe.studies.runner import Unit
 from kgprobe.studies.sta import elicitation as eli
 from kgprobe.studies.sta import retrieval as ret
 
@@ -140,7 +136,7 @@ def lazy_words(path):
     return get
 
 
-def _retrieval_units(config: StaConfig, loaded, norms: Norms, lama, conditions: list,
+def build_retrieval_units(config: StaConfig, loaded, norms: Norms, lama, conditions: list,
                      summary: dict) -> list[Unit]:
     """Concept retrieval: one unit per condition × number of properties."""
     from kgprobe.models.distributions import (
@@ -158,9 +154,9 @@ def _retrieval_units(config: StaConfig, loaded, norms: Norms, lama, conditions: 
     else:
         vocabulary = single_token_vocabulary(source, loaded)
     if sentence:  # the slot is not last: one pass per candidate sentence
-        scorer = SentenceLikelihood(loaded, vocabulary, batch_size=config.batch_size)
+        scorer = SentenceLikelihood(loaded, vocabulary, batch_size=config.settings.batch_size)
     else:
-        scorer = loaded.slot_distribution(vocabulary, batch_size=config.batch_size)
+        scorer = loaded.slot_distribution(vocabulary, batch_size=config.settings.batch_size)
     targets, counts = retrieval_targets(norms, vocabulary, determiner=config.determiner,
                                         limit=config.limit, seed=config.seed)
     if not targets:
@@ -187,12 +183,12 @@ def _retrieval_units(config: StaConfig, loaded, norms: Norms, lama, conditions: 
     return units
 
 
-def _elicitation_units(config: StaConfig, loaded, norms: Norms, lama, summary: dict) -> list[Unit]:
+def build_elicitation_units(config: StaConfig, loaded, norms: Norms, lama, summary: dict) -> list[Unit]:
     """Property elicitation: one unit per relation × context."""
     from kgprobe.models.distributions import single_token_vocabulary
     units: list[Unit] = []
     vocabulary_e = single_token_vocabulary(lama(), loaded)
-    scorer_e = loaded.slot_distribution(vocabulary_e, batch_size=config.batch_size)
+    scorer_e = loaded.slot_distribution(vocabulary_e, batch_size=config.settings.batch_size)
     concepts = sample(list(norms.concepts.values()), config.elicitation_concepts(), config.seed, "concepts")
     sensible = eli.sensible_sets(norms)
     summary["elicitation"] = {
@@ -218,42 +214,11 @@ def _elicitation_units(config: StaConfig, loaded, norms: Norms, lama, summary: d
 
 
 def run_sta(config: StaConfig, out: str | Path) -> list[dict]:
-    """Run (or resume) the study into `out`; returns the result rows."""
-    from kgprobe.models.loading import load_model
+    """Run (or resume) the study into `out` through its lifecycle (`contract.Study.execute`);
+    returns the result rows."""
+    from .cli import Sta
 
-    out = Path(out)
-    conditions = parse_conditions(config.conditions)
-    norms = load_norms(config.norms, config.format)
-    t0 = time.perf_counter()
-    loaded = load_model(config.model, device=config.device, dtype=config.dtype)
-    fingerprint = config.fingerprint(loaded)
-    out.mkdir(parents=True, exist_ok=True)
-    pin_settings(out, fingerprint, study=NAME)
-
-    lama = lazy_words(config.lama_file)
-    units: list[Unit] = []
-    summary: dict = {"settings": fingerprint, "model_load_seconds": round(time.perf_counter() - t0, 1)}
-
-    if "retrieval" in config.tasks:
-        units += _retrieval_units(config, loaded, norms, lama, conditions, summary)
-    if "elicitation" in config.tasks:
-        units += _elicitation_units(config, loaded, norms, lama, summary)
-    write_json(out / "summary.json", summary)
-    t1 = time.perf_counter()
-    rows = run_units(out, units, COLUMNS, progress=config.progress)
-    summary["run_seconds"] = round(time.perf_counter() - t1, 1)
-    write_json(out / "summary.json", summary)
-    from kgprobe.studies.sta.report import write_report
-
-    write_report(out, rows, summary)
-    return rows
-
-
-# --------------------------------------------------------------------------------------
-# CLI
-# --------------------------------------------------------------------------------------
-
-
+    return Sta().run_rows(config, out, progress=config.progress)
 
 
 def observations(out: str | Path) -> list[dict]:

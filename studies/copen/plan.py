@@ -1,26 +1,64 @@
-"""`kgprobe study copen --dry-run`: the prompts a run would score, without a model.
+"""The COPEN study's plan (`contract.Plan`): the items one run asks and the prompts they make.
 
-Zero-shot: every choice prompt of every test item (for CiC also its out-of-context twin, the
-sentence left out), each scored once for all its text parts. Linear probing and fine-tuning:
-the prompts whose features the scorer reads, for the train, dev and test items, then CiC's
-out-of-context test prompts. Both in the run's order, from the run's own plan
-(`requests.plan`, `methods.zero_shot_requests`). Sets
-generated from the knowledge graph (``--from-kg``) are built in a temporary folder, so a dry
-run leaves nothing in ``OUT`` but ``prompts.jsonl``.
+The run reads (or generates into ``OUT/data``) its data sets once its folder is pinned
+(`prepare`), then scores `requests.plan`'s items (`study.build_units`). ``--dry-run`` lists
+the prompts of the same plan without a model: zero-shot every choice prompt of every test
+item (for CiC also its out-of-context twin, the sentence left out), each scored once for all
+its text parts; linear probing and fine-tuning the prompts whose features the scorer reads,
+for the train, dev and test items, then CiC's out-of-context test prompts; both in the run's
+order (`methods.zero_shot_requests`). Sets generated from the knowledge graph
+(``--from-kg``) are built in a temporary folder, so a dry run leaves nothing in ``OUT`` but
+``prompts.jsonl``. The lifecycle (pin, units, report) is the contract's.
 """
 
 from __future__ import annotations
 
 import tempfile
 from pathlib import Path
+from typing import Any
 
-from kgprobe.studies.dry_run import PromptRecord, write_prompts
+from kgprobe.studies.contract import Plan
+from kgprobe.studies.dry_run import PromptRecord
 
 from .config import CopenConfig
 from .methods import CPJ_ANSWERS, PARTS, Batchable, zero_shot_requests
 from .requests import plan
 
 STUDY = "copen"
+
+
+class CopenPlan(Plan):
+    """One method's units over the run's tasks: zero-shot one per (task, text part), linear
+    probing and fine-tuning one per (task, seed)."""
+
+    def __init__(self, config: CopenConfig) -> None:
+        from .study import COLUMNS
+
+        super().__init__(config)
+        self.columns = COLUMNS
+        self.out: Path | None = None
+        self.sets: dict = {}
+
+    def prompts(self) -> list[PromptRecord]:
+        from .study import load_sets
+
+        with tempfile.TemporaryDirectory(prefix="kgprobe-copen-dry-") as tmp:
+            sets, _ = load_sets(self.config, Path(tmp), progress=True)  # never in OUT
+            return prompt_records(self.config, sets)
+
+    def prepare(self, model: Any, out: Path) -> Any:
+        """The data sets, read or generated into ``OUT/data`` once (a rerun reads the same
+        items); the model stays unloaded until a unit needs it (`study.LazyModel`)."""
+        from .study import load_sets
+
+        self.out = out
+        self.sets, _ = load_sets(self.config, out, progress=self.progress)
+        return model
+
+    def units(self, scored: Any) -> list:
+        from .study import build_units
+
+        return build_units(self.config, self.out, self.sets, scored)
 
 
 def _text(segments) -> str:
@@ -79,12 +117,3 @@ def prompt_records(cfg: CopenConfig, sets: dict) -> list[PromptRecord]:
         if ooc is not None:
             records += batch_records(cfg, task, "test", ooc, context=False)
     return records
-
-
-def dry_run(cfg: CopenConfig, out: str | Path) -> int:
-    """Write ``OUT/prompts.jsonl``; returns the number of prompts."""
-    from .study import load_sets
-
-    with tempfile.TemporaryDirectory(prefix="kgprobe-copen-dry-") as tmp:
-        sets, _ = load_sets(cfg, Path(tmp), progress=True)  # generated in tmp, never in OUT
-        return write_prompts(out, prompt_records(cfg, sets))
