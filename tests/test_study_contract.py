@@ -16,6 +16,7 @@ import kgprobe
 from kgprobe.cli import main
 from kgprobe.errors import KgprobeError, StudyError
 from kgprobe.studies.contract import Study
+from kgprobe.studies.options import model_settings
 from kgprobe.studies.registry import (
     RegistryError,
     get_study,
@@ -146,7 +147,7 @@ def test_the_api_takes_the_cli_options_as_keywords(tmp_path):
         kgprobe.run("memorization", model="frequency", out=tmp_path / "y", seed=-1)
     assert not (tmp_path / "y").exists()
     config = kgprobe.config("memorization", model="frequency", task="domain", no_cache=True)
-    assert config.tasks == ("domain",) and config.cache is False
+    assert config.tasks == ("domain",) and model_settings(config).cache is False
 
 
 def test_a_folder_of_another_study_is_refused(tmp_path):
@@ -312,7 +313,8 @@ def test_every_study_takes_the_same_model_options(study):
     assert settings == ModelSettings("cpu", "bfloat16", 3, 2, False)
     config = get_study(study).config_from_args(
         parser.parse_args([*required, "--model", "m", "--device", "cpu", "--no-cache"]))
-    assert (config.device, config.cache) == ("cpu", False)
+    held = model_settings(config)  # the config's ModelSettings (`settings`), or its fields
+    assert (held.device, held.cache) == ("cpu", False)
 
 
 @pytest.mark.parametrize("study", sorted(RUNS))
@@ -326,7 +328,7 @@ def test_the_api_and_the_cli_build_equal_configs(study):
     from_cli = definition.config_from_args(definition.parser().parse_args(argv))
     from_api = kgprobe.config(study, **given)
     assert from_api == from_cli
-    assert from_api.model == "m" and from_api.cache is False
+    assert from_api.model == "m" and model_settings(from_api).cache is False
 
 
 def test_configs_hold_typed_values(tmp_path):

@@ -12,14 +12,13 @@ their vectors trained by the run), and every request their training scores (``ex
 Every line is a request
 the run builds with the same functions (`study.item_requests`, `study.premise_probes`,
 `depth.chain_requests`, and the paper protocol's `paper.p1_requests`, `p2_requests`,
-`item_request`), so the run asks no prompt this file lacks.
+`item_request`), so the run asks no prompt this file lacks. The plan (`plan.py`) hands these
+records to the contract's dry run, which writes them.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from kgprobe.studies.dry_run import PromptRecord, chat_view, write_prompts
+from kgprobe.studies.dry_run import PromptRecord
 
 from .config import AblationConfig
 
@@ -28,14 +27,15 @@ STUDY = "premise-ablation"
 WRITTEN = ((True, True), (True, False), (False, True), (False, False))
 
 
-def paper_records(config: AblationConfig) -> list[PromptRecord]:
+def paper_records(config: AblationConfig, study=None) -> list[PromptRecord]:
     """The paper protocol's requests (`paper.py`'s providers, as its run builds them): every
-    P1 and P2 probe, then every evaluated item under each way of writing its premises."""
+    P1 and P2 probe, then every evaluated item under each way of writing its premises
+    (`study`: the plan's `paper.PaperStudy`; by default built from `config`)."""
     from kgprobe.reasoning.paper_items import p2_population
 
-    from .paper import build_paper_study, item_request, p1_requests, p2_requests
+    from .paper import item_request, p1_requests, p2_requests, paper_study
 
-    study = build_paper_study(config, load=False)
+    study = paper_study(config) if study is None else study
     out = []
     for rule, items in study.items.items():
         # Every premise probe: the memorized split is over all of them, whatever --limit keeps.
@@ -90,13 +90,16 @@ def soft_training_records(study) -> list[PromptRecord]:
                                                        has_slot=has_slot)]
 
 
-def default_records(config: AblationConfig) -> list[PromptRecord]:
+def default_records(config: AblationConfig, data=None) -> list[PromptRecord]:
+    """The default protocol's requests (`data`: the plan's `build.AblationData`; by default
+    built from `config`): the premise probes, then every item under each way of writing its
+    premises, then the chained and counterfactual cells' prompts."""
     from kgprobe.studies.open_answers import generation_prompt
 
     from .cells import variants
     from .study import build_data, classified_probes, item_requests
 
-    data = build_data(config, config.load_source())
+    data = build_data(config, config.load_source()) if data is None else data
     blank = data.blank_pseudowords()
     out = []
     # The premise probes the run classifies: the whole population, or a sample and the
@@ -135,10 +138,3 @@ def default_records(config: AblationConfig) -> list[PromptRecord]:
 
         out += counterfactual_records(data)
     return out
-
-
-def write_dry_run(config: AblationConfig, out: Path) -> int:
-    """Write ``OUT/prompts.jsonl``; returns the number of prompts."""
-    records = paper_records(config) if config.protocol == "paper" else default_records(config)
-    Path(out).mkdir(parents=True, exist_ok=True)
-    return write_prompts(out, records, chat=chat_view(config.chat_template, config.model, STUDY))
