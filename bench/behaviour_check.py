@@ -126,13 +126,13 @@ memorizing-paper-freq study memorization --ontology bundled --model frequency --
 ablation-paper-gpt2   study premise-ablation --protocol paper --model {gpt2} --limit 2 --pairs 1 --rules rdfs9,rdfs11
 dry-ablation          study premise-ablation --ontology bundled --dry-run --limit 2
 dry-memorizing        study memorization --ontology bundled --dry-run --task all --limit 3
-ablation-generate-gpt2 study premise-ablation --ontology bundled --model {gpt2} --answers generate --limit 2 --pairs 1 --rules rdfs9
+ablation-generate-gpt2 study premise-ablation --ontology bundled --model {gpt2} --answers generate --templates manual --limit 2 --pairs 1 --rules rdfs9
 ablation-controls-gpt2 study premise-ablation --ontology bundled --model {gpt2} --templates manual --limit 2 --pairs 1 --rules rdfs9,rdfs2 --controls frequency,copy
 ablation-deep-bert    study premise-ablation --ontology bundled --model {bert} --templates manual --limit 2 --pairs 1 --rules rdfs9 --depth 1,2 --distractors 0,2 --controls frequency
 ablation-cf-bert      study premise-ablation --ontology bundled --model {bert} --templates manual --limit 2 --pairs 1 --rules rdfs9 --premises true,counterfactual --controls frequency
 ablation-paper-soft-gpt2 study premise-ablation --protocol paper --model {gpt2} --limit 2 --pairs 1 --rules rdfs5 --templates manual,soft --soft-epochs 1 --controls frequency
 dry-ablation-paper    study premise-ablation --protocol paper --dry-run --limit 2 --rules rdfs9 --templates manual,soft
-dry-ablation-generate study premise-ablation --ontology bundled --dry-run --answers generate --limit 2 --rules rdfs9 --chat-template auto
+dry-ablation-generate study premise-ablation --ontology bundled --dry-run --answers generate --templates manual --limit 2 --rules rdfs9 --chat-template auto
 """  # copen-linear reads the sets copen-zero-shot generated (COPEN's layout): no second generation
 
 

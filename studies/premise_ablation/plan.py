@@ -61,6 +61,19 @@ class PremiseAblationPlan(Plan):
 
     # -- before a model loads ------------------------------------------------------------
 
+    def requests(self) -> list:
+        """Every evaluated item under each manual template and way of writing its premises
+        (`dry.WrittenRequest`, the default protocol's): what ``kgprobe export lm-eval``
+        converts (its reasoning tasks: both premises written)."""
+        if self.paper:
+            from kgprobe.errors import StudyError
+
+            raise StudyError("--protocol paper: its items are exported by the paper protocol's "
+                             "own export (lm_eval.paper_export)")
+        from .dry import written_requests
+
+        return written_requests(self.data)
+
     def prompts(self) -> list:
         from .dry import default_records, paper_records
 
