@@ -137,6 +137,13 @@ dry-mc-text           probe multiple-choice --dry-run --answer text --limit 2
 dry-copen-kg          study copen --from-kg --store {store} --norms {norms} --method zero-shot --dry-run --limit 3
 dry-copen-linear      study copen --data {root}/copen-zero-shot-bert/data --method linear --dry-run --limit 3 --train-limit 8
 dry-sta               study sta --norms {norms} --vocab-file {vocab} --dry-run --limit 3
+ablation-generate-gpt2 study premise-ablation --ontology bundled --model {gpt2} --answers generate --templates manual --limit 2 --pairs 1 --rules rdfs9
+ablation-controls-gpt2 study premise-ablation --ontology bundled --model {gpt2} --templates manual --limit 2 --pairs 1 --rules rdfs9,rdfs2 --controls frequency,copy
+ablation-deep-bert    study premise-ablation --ontology bundled --model {bert} --templates manual --limit 2 --pairs 1 --rules rdfs9 --depth 1,2 --distractors 0,2 --controls frequency
+ablation-cf-bert      study premise-ablation --ontology bundled --model {bert} --templates manual --limit 2 --pairs 1 --rules rdfs9 --premises true,counterfactual --controls frequency
+ablation-paper-soft-gpt2 study premise-ablation --protocol paper --model {gpt2} --limit 2 --pairs 1 --rules rdfs5 --templates manual,soft --soft-epochs 1 --controls frequency
+dry-ablation-paper    study premise-ablation --protocol paper --dry-run --limit 2 --rules rdfs9 --templates manual,soft
+dry-ablation-generate study premise-ablation --ontology bundled --dry-run --answers generate --templates manual --limit 2 --rules rdfs9 --chat-template auto
 """  # copen-linear reads the sets copen-zero-shot generated (COPEN's layout): no second generation
 
 

@@ -7,15 +7,16 @@ candidates as choices and the indices of the gold ones. What lm-eval scores for 
 continuation: the candidate, followed by the text after the slot where that holds more than
 punctuation (`models.cloze`, the rule kgprobe's causal scorer applies), so the engine scores
 log P(candidate + rest of the sentence | context), exactly what kgprobe scores. Memorizing records keep their manual
-templates; reasoning items are written with both premises explicit and the pseudowords as the
-letters X and Y, as the OntoProbe paper does for ChatGPT (§5).
+templates; reasoning items are the premise-ablation study's requests with both premises
+written (`reasoning_doc`) and the pseudowords as the letters X and Y, as the OntoProbe paper
+does for ChatGPT (§5).
 
 `choose_candidates` keeps the whole candidate set (``k=None``, the memorization study's
 ranking) or the golds plus seeded distractors up to ``k`` (§5 uses 20 choices), drawn exactly
-as the studies draw them for the same record or item. Under filtered ranking a reasoning
-item's other true answers (`reasoning.filtering`) are not among its choices: with ``k`` the
-distractors come from the rest, as the study draws them; with every candidate the study keeps
-them in its list but out of the gold's rank, which is the same rank.
+as the studies draw them for the same record or item (the paper protocol's export). Under
+filtered ranking a reasoning item's other true answers (`reasoning.filtering`) are not among
+its choices: with ``k`` the study draws the distractors from the rest; with every candidate
+the study keeps them in its list but out of the gold's rank, which is the same rank.
 """
 
 from __future__ import annotations
@@ -25,10 +26,9 @@ from typing import Sequence
 
 from kgprobe.errors import KgprobeError
 from kgprobe.models.cloze import scores_suffix
-from kgprobe.ontology.verbalize import MASK, TemplateSet, reasoning_text
+from kgprobe.ontology.verbalize import MASK
 from kgprobe.reasoning.distractors import parse_protocol
 from kgprobe.reasoning.items import SLOT_X, SLOT_Y, ReasoningItem
-from kgprobe.seeds import seed_key
 
 #: The letters that stand for the pseudowords in text (OntoProbe §5).
 LETTERS = {SLOT_X: "X", SLOT_Y: "Y"}
@@ -92,19 +92,6 @@ def choose_candidates(candidates: Sequence[str], answers: Sequence[str], k: int 
     return choices, [i for i, c in enumerate(choices) if c in known]
 
 
-def _doc(doc_id: str, key: str, study: str, task: str, template: str, prompt: str,
-         subject: str, answers: Sequence[str], candidates: Sequence[str], k: int | None,
-         seed: int, split: str = "test", ranking: str = "raw",
-         exclude: Sequence[str] = ()) -> ClozeDoc | None:
-    """`key`: the record or item id the study seeds its distractors with."""
-    text, suffix = split_at_mask(prompt)
-    choices, gold = choose_candidates(candidates, answers, k, seed_key(seed, key), exclude)
-    if not gold:
-        return None  # no answer among the candidates: nothing to rank
-    return ClozeDoc(doc_id, study, task, template, text, suffix, choices, gold, list(answers),
-                    subject, split, parse_protocol(k).name, ranking)
-
-
 def with_letters(text: str) -> str:
     """Pseudoword slots as the letters X and Y (a text API cannot take their vectors)."""
     for slot, letter in LETTERS.items():
@@ -112,21 +99,19 @@ def with_letters(text: str) -> str:
     return text
 
 
-def reasoning_docs(items: Sequence[ReasoningItem], candidates: dict[str, list[str]],
-                   templates: TemplateSet, *, k: int | None, seed: int,
-                   truth=None) -> list[ClozeDoc]:
-    """Reasoning items with both premises written (the premise-ablation study's
-    explicit/explicit cell, manual templates), pseudowords as X and Y. `truth`: a
-    `reasoning.filtering.TrueAnswers` for filtered ranking (None: raw)."""
-    docs = []
-    for item in items:
-        prompt = reasoning_text([p.text for p in item.premises], templates.conjunction,
-                                item.conclusion["text"])
-        doc = _doc(item.id, item.id, "reasoning", item.rule, "manual", with_letters(prompt),
-                   with_letters(item.premises[-1].subject), item.answers,
-                   candidates[item.candidates_key], k, seed,
-                   ranking="filtered" if truth else "raw",
-                   exclude=sorted(truth.item(item) - set(item.answers)) if truth else ())
-        if doc is not None:
-            docs.append(doc)
-    return docs
+def reasoning_doc(item: ReasoningItem, request, protocol: str, ranking: str) -> ClozeDoc | None:
+    """A reasoning item's request as the premise-ablation study asks it with both premises
+    written (its `ProbeRequest`: the prompt, the candidates drawn for the item) as a document,
+    pseudowords as X and Y. The item's other true answers (the request's ``also_true``,
+    filtered ranking) are no choice; its answers among the rest are the golds. None when no
+    answer is a candidate."""
+    text, suffix = split_at_mask(with_letters(request.prompt))
+    barred = {request.candidates[i] for i in request.also_true} - set(item.answers)
+    choices = [c for c in request.candidates if c not in barred]
+    known = set(item.answers)
+    gold = [i for i, c in enumerate(choices) if c in known]
+    if not gold:
+        return None  # no answer among the candidates: nothing to rank
+    return ClozeDoc(item.id, "reasoning", item.rule, "manual", text, suffix, choices, gold,
+                    list(item.answers), with_letters(item.premises[-1].subject), "test",
+                    protocol, ranking)

@@ -61,6 +61,10 @@ class Plan:
         """The dry run's lines: every prompt the run would score, in its order."""
         raise StudyError("this study has no --dry-run")
 
+    def dry_run_record(self, out: Path) -> None:
+        """Write beside the dry run's prompts what they came from (premise ablation: its
+        settings, `settings.record_dry_run`), after them; by default nothing."""
+
     def chat(self) -> Any:
         """What a dry run shows of a prompt under ``--chat-template`` (`dry_run.chat_view`)."""
         from kgprobe.studies.dry_run import chat_view
@@ -207,7 +211,9 @@ class Study:
 
         plan = self.plan_of(config)
         Path(out).mkdir(parents=True, exist_ok=True)
-        return write_prompts(out, plan.prompts(), chat=plan.chat())
+        n = write_prompts(out, plan.prompts(), chat=plan.chat())
+        plan.dry_run_record(Path(out))
+        return n
 
     def summary(self, out: Path) -> str:
         """The results table the command prints after a run (before where things are)."""

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from kgprobe.errors import StudyError
 from kgprobe.ontology.loaders import load_rdf
+from kgprobe.studies.options import ModelSettings
 from kgprobe.reasoning.grading import GRADES, grade
 from kgprobe.studies.open_answers import METRICS
 from kgprobe.studies.controls import parse_controls
@@ -33,16 +34,16 @@ def zoo(tmp_path_factory):
 
 
 def config(model, **settings) -> AblationConfig:
-    base = {"templates": ("manual",), "limit": None, "batch_size": 8, "pairs": 1,
+    base = {"templates": ("manual",), "limit": None, "pairs": 1,
             "answers": "generate", "max_new_tokens": 3, "controls": ()}
-    return AblationConfig(model, **{**base, **settings})
+    held = ModelSettings.taken_from(settings, batch_size=8)  # device, dtype, … among them
+    return AblationConfig(model, settings=held, **{**base, **settings})
 
 
 def run(zoo, out: Path, model: str, **settings):
     from kgprobe.studies.premise_ablation.study import run_premise_ablation
 
-    rows = run_premise_ablation(config(model, **settings), out, source=load_rdf(zoo),
-                                progress=False)
+    rows = run_premise_ablation(config(model, ontology=zoo, **settings), out, progress=False)
     preds = [json.loads(x) for x in (out / "predictions.jsonl").read_text().splitlines()]
     with open(out / "results.csv", newline="") as fh:
         return rows, preds, list(csv.DictReader(fh))
@@ -142,7 +143,7 @@ def test_the_controls_of_open_answers_load_as_the_model_does(tmp_path, zoo, monk
 def test_the_run_asks_exactly_the_dry_runs_generation_prompts(tmp_path, zoo, monkeypatch):
     from kgprobe.models.baselines import FrequencyModel
     from kgprobe.studies.ontology_source import OntologySource
-    from kgprobe.studies.premise_ablation.dry import write_dry_run
+    from kgprobe.studies.registry import get_study
 
     asked: list[str] = []
     answer = FrequencyModel.generate
@@ -154,7 +155,7 @@ def test_the_run_asks_exactly_the_dry_runs_generation_prompts(tmp_path, zoo, mon
     monkeypatch.setattr(FrequencyModel, "generate", recording)
     run(zoo, tmp_path / "run", "frequency")
     dry = config(None, ontology=OntologySource("file", str(zoo)))
-    write_dry_run(dry, tmp_path / "dry")
+    get_study("premise-ablation").dry_run(dry, tmp_path / "dry")
     lines = [json.loads(x) for x in (tmp_path / "dry" / "prompts.jsonl").read_text().splitlines()]
     written = {x["text"] for x in lines if x["extra"].get("kind") == "reasoning"}
     # with one pair every item is in its explicit cells and in one of implicit / not, so the

@@ -164,11 +164,10 @@ def test_every_cloze_study_pins_the_wrap_and_the_others_refuse_it():
     from kgprobe.studies.copen.config import CopenConfig
     from kgprobe.studies.options import ModelSettings
     from kgprobe.studies.premise_ablation.config import AblationConfig
-    from kgprobe.studies.options import ModelSettings
     from kgprobe.studies.sta.config import StaConfig
 
     for config in (ConsistencyConfig("m", settings=ModelSettings(chat_template="auto")),
-                   AblationConfig(model="m", chat_template="auto")):
+                   AblationConfig(model="m", settings=ModelSettings(chat_template="auto"))):
         pinned = config.pinned()
         assert pinned["chat_template"] == "auto" and "{statement}" in pinned["chat_instruction"]
     assert "chat_template" not in AblationConfig(model="m").pinned()  # old folders resume

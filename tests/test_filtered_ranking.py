@@ -12,6 +12,7 @@ import pytest
 
 from kgprobe.errors import KgprobeError
 from kgprobe.ontology.loaders import load_rdf
+from kgprobe.studies.options import ModelSettings
 from kgprobe.ontology.verbalize import load_templates
 from kgprobe.reasoning.distractors import Protocol
 from kgprobe.reasoning.filtering import TrueAnswers, others, parse_ranking
@@ -130,8 +131,9 @@ def test_premise_ablation_ranks_filtered_by_default(tmp_path, zoo, tiny_gpt2_dir
 
     items, truth = built
     config = AblationConfig(str(tiny_gpt2_dir), rules=("rdfs9", "rdfs2"), limit=None,
-                            batch_size=16, candidates="6", ranking=ranking)
-    run_premise_ablation(config, tmp_path, source=load_rdf(zoo), progress=False, cache=False)
+                            settings=ModelSettings(batch_size=16, cache=False), candidates="6",
+                            ranking=ranking, ontology=zoo)
+    run_premise_ablation(config, tmp_path, progress=False)
     assert {r["ranking"] for r in _read(tmp_path / "results.csv")} == {ranking}
     every = {i.id: i for rule in ("rdfs9", "rdfs2") for i in items[rule]}
     preds = [json.loads(line) for line in (tmp_path / "predictions.jsonl").read_text().splitlines()]
@@ -156,12 +158,12 @@ def test_memorized_split_does_not_depend_on_the_limit(tmp_path, zoo, tiny_gpt2_d
         classify_premises,
     )
 
-    source = load_rdf(zoo)
     outcomes = []
     for limit in (1, 3):
         config = AblationConfig(str(tiny_gpt2_dir), rules=("rdfs9", "rdfs11"), limit=limit,
-                                batch_size=16, pairs=2)
-        setup = build_setup(config, source, cache=False)
+                                settings=ModelSettings(batch_size=16, cache=False), pairs=2,
+                                ontology=zoo)
+        setup = build_setup(config)
         data = setup.data
         assert sum(len(v) for v in data.items.values()) < sum(len(v) for v in data.all_items.values())
         premises = classify_premises(setup, tmp_path / f"limit{limit}")

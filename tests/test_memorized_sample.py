@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from kgprobe.errors import StudyError
-from kgprobe.ontology.loaders import load_rdf
+from kgprobe.studies.options import ModelSettings
 from kgprobe.studies.premise_ablation.config import add_arguments, config_from_args
 from kgprobe.studies.premise_ablation.memorized_sample import sample_lines
 from kgprobe.studies.premise_ablation.study import (
@@ -34,12 +34,14 @@ MORE = "".join(f"ex:Kind{i} rdfs:subClassOf ex:Mammal . ex:pet{i} a ex:Kind{i} .
 
 @pytest.fixture(scope="module")
 def source(tmp_path_factory):
-    return load_rdf(write_zoo(tmp_path_factory.mktemp("zoo"), MORE))
+    """The larger zoo's file: a run's ontology (``ontology``), read as the run reads it."""
+    return write_zoo(tmp_path_factory.mktemp("zoo"), MORE)
 
 
 def classify(model, source, out: Path, *, asked: list | None = None, **options):
     """classify_premises on a fresh setup; `asked` collects every prompt the scorer gets."""
-    setup = build_setup(AblationConfig(str(model), batch_size=16, **options), source)
+    setup = build_setup(AblationConfig(str(model), settings=ModelSettings(batch_size=16),
+                                       ontology=source, **options))
     if asked is not None:
         score = setup.model.scorer.score
 

@@ -225,10 +225,12 @@ def test_paper_memorization_run_records_the_protocol(tmp_path):
 
 def test_paper_premise_ablation_end_to_end(tmp_path, tiny_gpt2_dir):
     from kgprobe.studies.premise_ablation.config import AblationConfig
+    from kgprobe.studies.options import ModelSettings
     from kgprobe.studies.premise_ablation.study import run_premise_ablation
 
     config = AblationConfig(str(tiny_gpt2_dir), rules=("rdfs5", "rdfs7"), limit=4, pairs=2,
-                            candidates="5", protocol="paper", memorized="rank1", batch_size=16)
+                            candidates="5", protocol="paper", memorized="rank1",
+                            settings=ModelSettings(batch_size=16))
     run_premise_ablation(config, tmp_path, progress=False)
     memorized = json.loads((tmp_path / "memorized.json").read_text())
     for rule in ("rdfs5", "rdfs7"):

@@ -153,12 +153,14 @@ def test_paper_soft_run_trains_by_the_recipe_and_scores_what_the_dry_run_lists(
 
 def test_a_rerun_reuses_the_trained_vectors(tmp_path, tiny_gpt2_dir, monkeypatch):
     from kgprobe.studies.premise_ablation.config import AblationConfig
-    from kgprobe.studies.premise_ablation.paper import build_paper_study, train_soft
+    from kgprobe.studies.options import ModelSettings
+    from kgprobe.studies.premise_ablation.paper import paper_study, train_soft, with_model
+    from kgprobe.studies.registry import get_study
 
     config = AblationConfig(str(tiny_gpt2_dir), rules=("rdfs5",), templates=("soft",), limit=1,
                             pairs=1, candidates="5", protocol="paper", soft_epochs=1,
-                            soft_recipe="paper", batch_size=16)
-    study = build_paper_study(config, cache=False)
+                            soft_recipe="paper", settings=ModelSettings(batch_size=16, cache=False))
+    study = with_model(paper_study(config), get_study("premise-ablation").load(config))
     train_soft(study, tmp_path)
     first = {k: {n: v.clone() for n, v in vs.items()} for k, vs in study.soft.items()}
     # rdfs5's soft forms hold no pseudoword: one training per way of writing, every pair's

@@ -14,7 +14,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from kgprobe.ontology.loaders import load_rdf
+from kgprobe.studies.options import ModelSettings
 from kgprobe.ontology.verbalize import load_templates
 from kgprobe.reasoning.items import RULE_RELATIONS
 from kgprobe.reasoning.rdfs import RULES
@@ -47,8 +47,8 @@ def read(path: Path) -> list[dict]:
 
 def test_end_to_end_all_rules_settings_and_template_kinds(tmp_path, zoo, tiny_gpt2_dir):
     config = AblationConfig(str(tiny_gpt2_dir), templates=("manual", "soft"), limit=None,
-                            soft_epochs=2, batch_size=16)
-    rows = run_premise_ablation(config, tmp_path, source=load_rdf(zoo), progress=False)
+                            soft_epochs=2, settings=ModelSettings(batch_size=16), ontology=zoo)
+    rows = run_premise_ablation(config, tmp_path, progress=False)
     templates = load_templates()
     manual = {rule: len(templates[RULE_RELATIONS[rule][2]].manual) for rule in RULES}
     assert manual["rdfs9"] == 3 and manual["rdfs5"] == 1  # every manual template is scored
@@ -143,8 +143,9 @@ def test_a_finding_is_stated_only_when_its_interval_supports_it():
 
 
 def test_settings_follow_memorization_and_prompts_keep_the_conjunction(tmp_path, zoo, tiny_gpt2_dir):
-    config = AblationConfig(str(tiny_gpt2_dir), limit=None, batch_size=16)
-    setup = build_setup(config, load_rdf(zoo))
+    config = AblationConfig(str(tiny_gpt2_dir), limit=None, settings=ModelSettings(batch_size=16),
+                            ontology=zoo)
+    setup = build_setup(config)
     data = setup.data
     premises = classify_premises(setup, tmp_path)
     by_kind = Counter((k.role, k.relation, m.known) for k, m in premises.items())

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from kgprobe.ontology.loaders import load_rdf
+from kgprobe.studies.options import ModelSettings
 from kgprobe.studies.premise_ablation import soft_recipe
 from kgprobe.studies.premise_ablation.soft_recipe import (
     bce_over_candidates,
@@ -88,8 +88,9 @@ def test_paper_recipe_trains_both_phases_on_every_candidate_and_a_rerun_reuses_t
     from kgprobe.studies.premise_ablation.soft import train_soft_prompts
 
     config = AblationConfig(str(tiny_gpt2_dir), rules=("rdfs9",), templates=("soft",), limit=2,
-                            soft_epochs=1, soft_recipe="paper", batch_size=16)
-    setup = build_setup(config, load_rdf(zoo), cache=False)
+                            soft_epochs=1, soft_recipe="paper",
+                            settings=ModelSettings(batch_size=16, cache=False), ontology=zoo)
+    setup = build_setup(config)
     sizes = []
     real = bce_over_candidates
 

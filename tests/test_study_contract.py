@@ -16,6 +16,7 @@ import kgprobe
 from kgprobe.cli import main
 from kgprobe.errors import KgprobeError, StudyError
 from kgprobe.studies.contract import Study
+from kgprobe.studies.options import model_settings
 from kgprobe.studies.registry import (
     RegistryError,
     get_study,

@@ -20,8 +20,7 @@ from typing import Sequence
 
 from kgprobe.atomic import write_jsonl, write_text
 from kgprobe.errors import KgprobeError
-from kgprobe.prompts.lm_eval_tasks import ClozeDoc, reasoning_docs
-from kgprobe.reasoning.items import sample_items
+from kgprobe.prompts.lm_eval_tasks import ClozeDoc, reasoning_doc
 from kgprobe.studies.ontology_source import OntologySource
 
 STUDIES = ("memorizing", "reasoning")
@@ -129,29 +128,38 @@ def _memorizing(settings: ExportSettings) -> dict[str, list[ClozeDoc]]:
     return out
 
 
-def _reasoning(settings: ExportSettings) -> dict[str, list[ClozeDoc]]:
-    from kgprobe.ontology.loaders import bundled_source
-    from kgprobe.ontology.verbalize import load_templates
-    from kgprobe.reasoning.filtering import TrueAnswers
-    from kgprobe.reasoning.items import Verbalizer, item_closure, reasoning_items
-    from kgprobe.reasoning.memorizing import candidate_sets
+def ablation_config(settings: ExportSettings):
+    """The premise-ablation study's configuration these export settings stand for (its
+    default protocol, manual templates): the export converts the requests its run asks."""
     from kgprobe.reasoning.rdfs import RULES
+    from kgprobe.studies.registry import get_study
 
-    # the bundled ontology worded, as the premise-ablation study's default protocol reads it,
-    # so the export asks the same items in the same words
-    source = (settings.source.load() if settings.source is not None and not settings.source.bundled
-              else bundled_source(word=True))
-    templates = load_templates(lang=settings.source.language() if settings.source else None)
-    rules = settings.rules or RULES
-    closure = item_closure(source.ontology, source.triples)
-    items = reasoning_items(source.ontology, closure, templates, rules=rules)
-    cands = candidate_sets(source.ontology)
-    truth = (TrueAnswers.of(Verbalizer(source.ontology, templates), closure)
-             if settings.ranking == "filtered" else None)
-    return {task_name("reasoning", rule, "manual"): reasoning_docs(
-                sample_items(rule_items, rule, settings.limit, settings.seed), cands, templates,
-                k=settings.candidates, seed=settings.seed, truth=truth)
-            for rule, rule_items in items.items()}
+    return get_study("premise-ablation").config(
+        None, rules=tuple(settings.rules or RULES), templates=("manual",), limit=settings.limit,
+        seed=settings.seed, pairs=1,
+        candidates="all" if settings.candidates is None else str(settings.candidates),
+        ranking=settings.ranking, ontology=settings.source)
+
+
+def _reasoning(settings: ExportSettings) -> dict[str, list[ClozeDoc]]:
+    """task name → documents: each evaluated item of the premise-ablation study with both
+    premises written under its own hypothesis (`reasoning_doc`), one task per rule."""
+    from kgprobe.studies.registry import get_study
+
+    config = ablation_config(settings)
+    ranking = "raw" if config.ranking == "raw" else "filtered"
+    out: dict[str, list[ClozeDoc]] = {task_name("reasoning", rule, "manual"): []
+                                      for rule in config.rules}
+    seen: set[str] = set()
+    for w in get_study("premise-ablation").plan_of(config).requests():
+        item = w.item  # its own hypothesis: the template its conclusion is written with
+        if (w.p1 and w.p2 and item.id not in seen
+                and item.hypotheses[w.variant] == item.conclusion["text"]):
+            seen.add(item.id)
+            doc = reasoning_doc(item, w.request, config.candidates.name, ranking)
+            if doc is not None:
+                out[task_name("reasoning", w.rule, "manual")].append(doc)
+    return out
 
 
 def _yaml_task(name: str, data: Path, note: str, settings: ExportSettings) -> str:

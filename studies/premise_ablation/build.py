@@ -2,7 +2,7 @@
 
 `build_data` reads the ontology, samples the evaluated items and checks the candidate protocol
 against the pools: everything a prompt is built from, no model (the dry run needs no more).
-`build_setup` adds the model part (`AblationModel`: the model, its scorer behind the score
+`ablation_model` adds the model part (`AblationModel`: the model, its scorer behind the score
 cache, the pseudowords, the memorizing sets soft templates train on); the rest of the study
 (classifying premises, training soft prompts, scoring cells) reads this one `AblationSetup`.
 """
@@ -26,8 +26,6 @@ from kgprobe.reasoning.items import (
 )
 from kgprobe.reasoning.memorizing import candidate_sets
 from kgprobe.reasoning.rdfs import RULES, Closure
-
-from kgprobe.studies.options import use_chat
 
 from .config import NAME, AblationConfig
 
@@ -136,13 +134,13 @@ def build_data(config: AblationConfig, source: Source | None = None) -> Ablation
                         protocol, truth, closure)
 
 
-def load_ablation_model(config: AblationConfig, source: Source | None = None, *,
-                        cache: bool = True) -> AblationModel:
-    """The model, its scorer behind the score cache, its pseudowords. On the bundled ontology
-    (`source` None) soft templates train on the paper's memorizing sets (in its worded
-    labels, as `build_data` reads it); on any other, on
-    memorizing sets generated from it (seeded split)."""
-    from kgprobe.models.loading import load_model
+def ablation_model(config: AblationConfig, loaded: LanguageModel,
+                   source: Source | None = None) -> AblationModel:
+    """The model part of a run of `loaded` (the run's model, loaded by the study's lifecycle,
+    `contract.Study.load`): its scorer behind the score cache (``--no-cache``:
+    `ModelSettings.cache`), its pseudowords. On the bundled ontology (`source` None) soft
+    templates train on the paper's memorizing sets (in its worded labels, as `build_data`
+    reads it); on any other, on memorizing sets generated from it (seeded split)."""
     from kgprobe.models.score_cache import cached_scorer
     from kgprobe.pseudowords.sampler import sample_pseudoword_sets
     from kgprobe.reasoning.memorizing_sets import (
@@ -153,17 +151,19 @@ def load_ablation_model(config: AblationConfig, source: Source | None = None, *,
     # the paper's sets renamed to the worded labels `build_data` reads the bundled ontology in
     memorizing = (worded_reference_sets() if source is None else generated_memorizing_sets(
         source.ontology, seed=config.seed, lang=config.source.language()))
-    loaded = use_chat(load_model(config.model, device=config.device, dtype=config.dtype,
-                                 seed=config.seed), config.chat_template, NAME)
     # pooling: the model's default_pooling; scores persist across studies and runs (--no-cache)
     trained = loaded.trained_on(training_answers(memorizing))
-    scorer = cached_scorer(trained.scorer(masks="multi"), loaded, enabled=cache)
+    scorer = cached_scorer(trained.scorer(masks="multi"), loaded, enabled=config.settings.cache)
     pseudowords = sample_pseudoword_sets(loaded, config.pairs, seed=config.seed)
     return AblationModel(loaded, scorer, pseudowords, memorizing)
 
 
-def build_setup(config: AblationConfig, source: Source | None = None, *,
-                cache: bool = True) -> AblationSetup:
-    """`build_data`, then `load_ablation_model`: a run's whole setup."""
-    data = build_data(config, source)
-    return AblationSetup(data, load_ablation_model(config, source, cache=cache))
+def build_setup(config: AblationConfig) -> AblationSetup:
+    """A run's whole setup outside a run (a test, a notebook): `build_data` on the config's
+    ontology (`AblationConfig.load_source`) and the model loaded as a run loads it
+    (`contract.Study.load`)."""
+    from kgprobe.studies.registry import get_study
+
+    source = config.load_source()
+    loaded = get_study(NAME).load(config)
+    return AblationSetup(build_data(config, source), ablation_model(config, loaded, source))

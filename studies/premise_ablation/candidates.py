@@ -98,7 +98,7 @@ def score_cell(setup: AblationSetup, requests: list, answers: dict[str, list[str
     from .columns import UNIT_COLUMNS
 
     predictions = predict(setup.model.scorer, requests, filtered=setup.data.truth is not None,
-                          batch_size=setup.config.batch_size, desc=desc, progress=progress)
+                          batch_size=setup.config.settings.batch_size, desc=desc, progress=progress)
     preds = [{"item": p.request.item, "pair": p.request.setting["pair"],
               "prompt": p.request.prompt, "answers": answers[p.request.item],
               "gold_rank": min(p.ranks), "gold_ranks": list(p.ranks),

@@ -5,11 +5,15 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kgprobe.studies.contract import Study
 from kgprobe.studies.registry import register_study
 
 from .config import NAME, AblationConfig, add_arguments
+
+if TYPE_CHECKING:
+    from .plan import PremiseAblationPlan
 
 
 @register_study
@@ -26,11 +30,10 @@ class PremiseAblation(Study):
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         add_arguments(parser)
 
-    def execute(self, config: AblationConfig, out: Path, *, progress: bool = True) -> None:
-        from .study import run_premise_ablation
+    def plan(self, config: AblationConfig) -> "PremiseAblationPlan":
+        from .plan import PremiseAblationPlan
 
-        source = None if config.protocol == "paper" else config.load_source()
-        run_premise_ablation(config, out, source=source, cache=config.cache)
+        return PremiseAblationPlan(config)
 
     def report(self, out: Path) -> Path:
         from .generate import generated, write_generate_report
@@ -40,15 +43,6 @@ class PremiseAblation(Study):
             return write_generate_report(out)
 
         return write_report(out)
-
-    def dry_run(self, config: AblationConfig, out: Path) -> int:
-        from kgprobe.studies.settings import record_dry_run
-
-        from .dry import write_dry_run
-
-        n = write_dry_run(config, out)
-        record_dry_run(out, self.name, config.pinned())
-        return n
 
     def observations(self, out: Path) -> list[dict]:
         from .cells import observations

@@ -54,8 +54,6 @@ class AblationConfig:
     #: the paper protocol's relative split only (`check_paper` keeps it at 0.5); the default
     #: protocol decides known absolutely (`known`)
     memorized_fraction: float = 0.5
-    device: str = "auto"  # device, batch_size, dtype, cache: `ModelSettings.fields`
-    batch_size: int = 64
     soft_epochs: int = 30
     resamples: int = 2000  # bootstrap resamples (and permutations) per interval and test
     min_items: int = 10  # cells with fewer items are shown but flagged
@@ -63,15 +61,15 @@ class AblationConfig:
     #: all or K: the gold vs K − 1 seeded distractors (reasoning/distractors); a string is
     #: parsed on construction, pinned as its --candidates spelling
     candidates: Protocol = Protocol()
-    dtype: str = "float32"  # the weights' dtype (models/loading.DTYPES)
     protocol: str = "default"  # "paper": the paper's items, split and metrics (paper.py)
     memorized: str = "top-half"  # paper protocol, P1: top-half (the paper) or rank1 (its code)
     ranking: Ranking = "filtered"  # filtered: an item's other true answers never count (reasoning/filtering)
     #: where the ontology comes from (`studies.ontology_source`); a path: an RDF file or
     #: OntoProbe folder; None: the bundled ontology
     ontology: OntologySource | Path | None = None
-    cache: bool = True  # read and write the persistent score cache (models/score_cache)
-    chat_template: str = "none"  # auto, none or a Jinja file (models/chat); pinned unless none
+    #: where and how the model computes: device, dtype, batch size (pinned, in `PINNED_ORDER`'s
+    #: places), score cache (never pinned) and chat template (pinned unless none)
+    settings: ModelSettings = ModelSettings()
     #: chained items (`reasoning.chains`): derivation steps, irrelevant premises written beside
     #: the needed ones, their order; at the defaults the run is the study without them
     depth: tuple[int, ...] = (1,)
@@ -102,6 +100,13 @@ class AblationConfig:
     #: ontology is pinned through ``extra`` (as given), the cache never changes a number.
     NOT_PINNED = ("ontology", "cache")
 
+    #: config.json's keys in their order, the model settings (`settings`) among the study's
+    #: own: a folder's config.json reads the same whichever field holds a setting
+    PINNED_ORDER = ("model", "rules", "templates", "limit", "seed", "pairs",
+                    "memorized_fraction", "device", "batch_size", "soft_epochs", "resamples",
+                    "min_items", "extra", "candidates", "dtype", "protocol", "memorized",
+                    "ranking", "ontology", "cache", "chat_template")
+
     #: Settings pinned only when given: a run without them pins what it always did.
     DEPTH_FIELDS = ("depth", "distractors", "premise_order", "distractor_kind")
 
@@ -115,6 +120,9 @@ class AblationConfig:
     def check(self) -> None:
         """The settings that go together (an option's own value is checked where it is parsed)."""
         paper = self.protocol == "paper"
+        if not isinstance(self.settings, ModelSettings):
+            raise StudyError(f"settings={self.settings!r}: give a ModelSettings (device, dtype, "
+                             "batch size, score cache, chat template)")
         if not paper and self.memorized_fraction != 0.5:
             raise StudyError(f"--fraction {self.memorized_fraction}: the default protocol counts "
                              "a premise as known when the model ranks it first and the frequency "
@@ -197,7 +205,11 @@ class AblationConfig:
             skip += ("known",)
         if self.answers == "rank":  # a ranking folder's settings stay as they were
             skip += ("answers", "max_new_tokens")
-        return {k: _pinned_value(k, v) for k, v in self.__dict__.items() if k not in skip}
+        values = {k: v for k, v in self.__dict__.items() if k != "settings"}
+        values.update(self.settings.fields())
+        order = {k: i for i, k in enumerate(self.PINNED_ORDER)}
+        keys = sorted(values, key=lambda k: order.get(k, len(order)))  # stable: the rest after
+        return {k: _pinned_value(k, values[k]) for k in keys if k not in skip}
 
     #: Settings only the report reads: a rerun with other values keeps every unit (a control
     #: never changes the model's units: `studies.controls`).
@@ -207,7 +219,7 @@ class AblationConfig:
         """The settings a run folder is pinned to: every one that changes a unit's numbers."""
         pinned = {k: v for k, v in self.to_json().items()
                   if k not in self.REPORT_ONLY and k != "chat_template"}
-        return {**pinned, **chat_pinned(self.chat_template, NAME)}
+        return {**pinned, **chat_pinned(self.settings.chat_template, NAME)}
 
     def report_settings(self) -> dict:
         return {k: getattr(self, k) for k in self.REPORT_ONLY}
@@ -315,7 +327,7 @@ def config_from_args(args: argparse.Namespace) -> AblationConfig:
         controls=parse_controls(getattr(args, "controls", None), args.model,
                                 ranking=answers != "generate"),
         answers=answers, max_new_tokens=getattr(args, "max_new_tokens", 8),
-        **ModelSettings.from_args(args).fields())
+        settings=ModelSettings.from_args(args))
 
 
 def source_pin(source: OntologySource) -> dict:

@@ -12,14 +12,17 @@ their vectors trained by the run), and every request their training scores (``ex
 Every line is a request
 the run builds with the same functions (`study.item_requests`, `study.premise_probes`,
 `depth.chain_requests`, and the paper protocol's `paper.p1_requests`, `p2_requests`,
-`item_request`), so the run asks no prompt this file lacks.
+`item_request`), so the run asks no prompt this file lacks. The plan (`plan.py`) hands these
+records to the contract's dry run, which writes them.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
+from dataclasses import dataclass
 
-from kgprobe.studies.dry_run import PromptRecord, chat_view, write_prompts
+from kgprobe.reasoning.items import ReasoningItem
+from kgprobe.studies.dry_run import PromptRecord
+from kgprobe.studies.probes import ProbeRequest
 
 from .config import AblationConfig
 
@@ -28,14 +31,15 @@ STUDY = "premise-ablation"
 WRITTEN = ((True, True), (True, False), (False, True), (False, False))
 
 
-def paper_records(config: AblationConfig) -> list[PromptRecord]:
+def paper_records(config: AblationConfig, study=None) -> list[PromptRecord]:
     """The paper protocol's requests (`paper.py`'s providers, as its run builds them): every
-    P1 and P2 probe, then every evaluated item under each way of writing its premises."""
+    P1 and P2 probe, then every evaluated item under each way of writing its premises
+    (`study`: the plan's `paper.PaperStudy`; by default built from `config`)."""
     from kgprobe.reasoning.paper_items import p2_population
 
-    from .paper import build_paper_study, item_request, p1_requests, p2_requests
+    from .paper import item_request, p1_requests, p2_requests, paper_study
 
-    study = build_paper_study(config, load=False)
+    study = paper_study(config) if study is None else study
     out = []
     for rule, items in study.items.items():
         # Every premise probe: the memorized split is over all of them, whatever --limit keeps.
@@ -90,14 +94,50 @@ def soft_training_records(study) -> list[PromptRecord]:
                                                        has_slot=has_slot)]
 
 
-def default_records(config: AblationConfig) -> list[PromptRecord]:
+@dataclass(frozen=True)
+class WrittenRequest:
+    """An item's request with its premises written (`p1`, `p2`) or not, under manual template
+    `variant`: the text and candidates every cell asks of it (which cells ask it depends on
+    the model's answers to the premise probes, `study.settings_of`). Its pseudoword pair 0
+    stands for every pair: they change the vectors, not the text."""
+
+    rule: str
+    item: ReasoningItem
+    p1: bool
+    p2: bool
+    variant: int
+    request: ProbeRequest
+
+
+def written_requests(data) -> list[WrittenRequest]:
+    """Every evaluated item of `data` (a `build.AblationData`) under each manual template and
+    each way of writing its premises (both first: the paper's explicit-explicit cell), in the
+    run's order: the requests the dry run lists and ``kgprobe export lm-eval`` converts."""
+    from .cells import variants
+    from .study import item_requests
+
+    blank = data.blank_pseudowords()
+    out = []
+    for rule, rule_items in data.items.items():
+        for item in rule_items:
+            for v in variants(data.templates, rule, "manual"):
+                for p1, p2 in WRITTEN:
+                    s1, s2 = ("explicit" if p1 else "not"), ("explicit" if p2 else "not")
+                    req = item_requests(data, blank, item, s1, s2, "manual", variant=v,
+                                        pairs=[0])[0]
+                    out.append(WrittenRequest(rule, item, p1, p2, v, req))
+    return out
+
+
+def default_records(config: AblationConfig, data=None) -> list[PromptRecord]:
+    """The default protocol's requests (`data`: the plan's `build.AblationData`; by default
+    built from `config`): the premise probes, then every item under each way of writing its
+    premises, then the chained and counterfactual cells' prompts."""
     from kgprobe.studies.open_answers import generation_prompt
 
-    from .cells import variants
-    from .study import build_data, classified_probes, item_requests
+    from .study import build_data, classified_probes
 
-    data = build_data(config, config.load_source())
-    blank = data.blank_pseudowords()
+    data = build_data(config, config.load_source()) if data is None else data
     out = []
     # The premise probes the run classifies: the whole population, or a sample and the
     # evaluated items' own (--memorized-sample).
@@ -107,25 +147,21 @@ def default_records(config: AblationConfig) -> list[PromptRecord]:
                                 len(probe.candidates), task=first.relation, template="manual",
                                 extra={"kind": "premise probe", "role": first.role,
                                        "protocol": "default", "pairs": config.pairs}))
-    for rule, rule_items in data.items.items():
-        for item in rule_items:
-            for v in variants(data.templates, rule, "manual"):
-                for p1, p2 in WRITTEN:
-                    s1, s2 = ("explicit" if p1 else "not"), ("explicit" if p2 else "not")
-                    req = item_requests(data, blank, item, s1, s2, "manual", variant=v, pairs=[0])[0]
-                    hyp = item.hypotheses[v] if item.hypotheses else item.conclusion["text"]
-                    text, extra = req.prompt, {}
-                    if config.answers == "generate":  # what the model continues (generate.py)
-                        text = generation_prompt(req.prompt)
-                        extra = {"answers": "generate", "cloze": req.prompt,
-                                 "max_new_tokens": config.max_new_tokens}
-                    out.append(PromptRecord(
-                        STUDY, text, tuple(item.answers), len(req.candidates), rule=rule,
-                        template=f"manual:{v}",
-                        p1=item.premises[0].text if p1 else "",
-                        p2=item.premises[1].text if p2 else "", h=hyp,
-                        extra={"kind": "reasoning", "item": item.id, "protocol": "default",
-                               "pairs": config.pairs, **extra}))
+    for w in written_requests(data):
+        item, req, v = w.item, w.request, w.variant
+        hyp = item.hypotheses[v] if item.hypotheses else item.conclusion["text"]
+        text, extra = req.prompt, {}
+        if config.answers == "generate":  # what the model continues (generate.py)
+            text = generation_prompt(req.prompt)
+            extra = {"answers": "generate", "cloze": req.prompt,
+                     "max_new_tokens": config.max_new_tokens}
+        out.append(PromptRecord(
+            STUDY, text, tuple(item.answers), len(req.candidates), rule=w.rule,
+            template=f"manual:{v}",
+            p1=item.premises[0].text if w.p1 else "",
+            p2=item.premises[1].text if w.p2 else "", h=hyp,
+            extra={"kind": "reasoning", "item": item.id, "protocol": "default",
+                   "pairs": config.pairs, **extra}))
     if config.deep:  # the chained cells' prompts (depth.py)
         from .depth import dry_records
 
@@ -135,10 +171,3 @@ def default_records(config: AblationConfig) -> list[PromptRecord]:
 
         out += counterfactual_records(data)
     return out
-
-
-def write_dry_run(config: AblationConfig, out: Path) -> int:
-    """Write ``OUT/prompts.jsonl``; returns the number of prompts."""
-    records = paper_records(config) if config.protocol == "paper" else default_records(config)
-    Path(out).mkdir(parents=True, exist_ok=True)
-    return write_prompts(out, records, chat=chat_view(config.chat_template, config.model, STUDY))

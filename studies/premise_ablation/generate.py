@@ -75,7 +75,7 @@ def generate_cell(setup, model, graders: dict, requests: list, rule: str, p1: st
     prompts = [generation_prompt(r.prompt) for r in requests]
     answers = model.generate(prompts, max_new_tokens=config.max_new_tokens,
                              candidates=[r.candidates for r in requests],
-                             batch_size=config.batch_size,
+                             batch_size=config.settings.batch_size,
                              pseudowords=[dict(r.vectors or {}) for r in requests])
     items = {item.id: item for item in setup.data.items[rule]}
     grades = [grade(a, items[r.item].answers, graders[items[r.item].candidates_key])
@@ -119,32 +119,6 @@ def generate_units(setup, model, source, requests_for: Callable) -> list:
                            "variant": variant, "answering": "generate"}
                     units.append(Unit(key, run, len(setup.data.items[rule]) * config.pairs))
     return units
-
-
-def run_generate(setup, source, requests_for: Callable, out: Path, *,
-                 progress: bool) -> list[dict]:
-    """The model's units, then each free control's (its generative analogue, the same
-    prompts, in ``OUT/controls/NAME``, loaded as every study's controls are:
-    `controls.run_controls`, with the run's device, dtype, seed and chat wrap), then
-    results.csv and report.md."""
-    from kgprobe.studies.controls import ControlSettings, run_controls
-    from kgprobe.studies.runner import run_units
-
-    from .build import training_answers
-    from .config import NAME
-
-    config = setup.config
-
-    def units_for(loaded) -> list:  # the run's model, or a control's: the same prompts
-        trained = loaded.trained_on(training_answers(setup.model.memorizing))
-        return generate_units(setup, trained, source, requests_for)
-
-    rows = run_units(out, units_for(setup.model.loaded), COLUMNS, progress=progress,
-                     results=False)
-    run_controls(out, config.controls, config.model, units_for, COLUMNS, progress=progress,
-                 settings=ControlSettings.of(config, NAME))
-    write_generate_report(out)
-    return rows
 
 
 # ------------------------------------------------------------------ results and report

@@ -37,12 +37,11 @@ from kgprobe.studies.paper_metrics import (
     split_top_half,
 )
 from kgprobe.studies.probes import ProbeRequest, score_requests
-from kgprobe.studies.options import use_chat
 from kgprobe.studies.runner import Unit
 
 from .candidates import probe_request
 from .columns import SETTINGS
-from .config import NAME, AblationConfig
+from .config import AblationConfig
 from .paper_soft import soft_key
 
 SLOTS = ("[X0]", "[Y0]")  # the official code's pseudoword tokens (PW_NUM = 1)
@@ -63,30 +62,31 @@ class PaperStudy:
         return self.items[rule][:limit] if limit else self.items[rule]
 
 
-def build_paper_study(config: AblationConfig, *, cache: bool = True, load: bool = True) -> PaperStudy:
-    """The paper's items and (unless ``load=False``, the dry run) the model, its scorer and
-    pseudowords: without them every request is built as the run builds it, with no vectors."""
-    from kgprobe.models.loading import load_model
+def paper_study(config: AblationConfig) -> PaperStudy:
+    """The paper's items, without a model: every request is built as the run builds it, with
+    no vectors (the dry run's; the run's once `with_model` adds the model)."""
+    return PaperStudy(config, paper_items(config.rules), None, None, [{}] * config.pairs)
+
+
+def with_model(study: PaperStudy, loaded) -> PaperStudy:
+    """`study` with the run's model (loaded by the study's lifecycle, `contract.Study.load`),
+    its scorer behind the score cache (``--no-cache``: `ModelSettings.cache`) and its
+    pseudowords."""
     from kgprobe.models.score_cache import cached_scorer
     from kgprobe.pseudowords.sampler import sample_pseudoword_sets
-
-    items = paper_items(config.rules)
-    if not load:
-        return PaperStudy(config, items, None, None, [{}] * config.pairs)
     from kgprobe.reasoning.memorizing_sets import reference_sets
 
     from .build import training_answers
 
-    loaded = use_chat(load_model(config.model, device=config.device, dtype=config.dtype,
-                                 seed=config.seed), config.chat_template, NAME)
+    config = study.config
 
     def train():  # read only by a model that learns from it (the frequency baseline)
         yield from training_answers(reference_sets())
 
     trained = loaded.trained_on(train())
-    scorer = cached_scorer(trained.scorer(masks="multi"), loaded, enabled=cache)
+    scorer = cached_scorer(trained.scorer(masks="multi"), loaded, enabled=config.settings.cache)
     pseudowords = sample_pseudoword_sets(loaded, config.pairs, SLOTS, seed=config.seed)
-    return PaperStudy(config, items, loaded, scorer, pseudowords)
+    return replace(study, loaded=loaded, scorer=scorer, pseudowords=pseudowords)
 
 
 def vectors_for(text: str, pair: dict) -> dict:
@@ -161,7 +161,7 @@ def train_soft(study: PaperStudy, out: Path, *, progress: bool = False) -> None:
 
 def _reciprocal_ranks(study: PaperStudy, requests: list[ProbeRequest], desc: str,
                       progress: bool) -> list[float]:
-    rows = score_requests(study.scorer, requests, batch_size=study.config.batch_size,
+    rows = score_requests(study.scorer, requests, batch_size=study.config.settings.batch_size,
                           desc=desc, progress=progress)
     return [1.0 / float(paper_ranks(row, list(req.golds)).min()) if req.golds else 0.0
             for req, row in zip(requests, rows)]
@@ -237,7 +237,7 @@ def run_paper_cell(study: PaperStudy, rule: str, p1: str, p2: str, premises: dic
                     for _, i in chosen]
         texts = [r.prompt for r in requests]
         lists = [r.candidates for r in requests]
-        rows = score_requests(study.scorer, requests, batch_size=study.config.batch_size,
+        rows = score_requests(study.scorer, requests, batch_size=study.config.settings.batch_size,
                               desc=f"{rule} P1 {p1} P2 {p2} pair {n} ({kind})",
                               progress=progress)
         golds = [list(r.golds) for r in requests]
@@ -271,40 +271,3 @@ def paper_units(study: PaperStudy, premises: dict, *, progress: bool = False) ->
                            "study_protocol": "paper"}
                     units.append(Unit(key, run, len(study.evaluated(rule)) * study.config.pairs))
     return units
-
-
-def run_paper(config: AblationConfig, out: Path, *, progress: bool = True,
-              cache: bool = True) -> list[dict]:
-    """Build, classify and score every cell (resumable units, as the default protocol)."""
-    from kgprobe.studies.runner import run_units
-
-    from .columns import UNIT_COLUMNS
-    from .report import write_report
-
-    study = build_paper_study(config, cache=cache)
-    if "soft" in config.templates:  # first: a model with no gradients says so at once
-        train_soft(study, out, progress=progress)
-    premises = classify_paper_premises(study, out, progress=progress)
-    def units_for(scorer=None) -> list[Unit]:  # a control's scorer: the same requests
-        scored = study if scorer is None else replace(study, scorer=scorer)
-        return paper_units(scored, premises, progress=progress)
-
-    columns = [*UNIT_COLUMNS, "study_protocol"]
-    rows = run_units(out, units_for(), columns, progress=progress, results=False)
-    from kgprobe.reasoning.memorizing_sets import reference_sets
-    from kgprobe.studies.controls import ControlSettings, run_controls
-
-    from .build import training_answers
-
-    answers: list = []  # built once (the reference sets take seconds), read by every control
-
-    def train() -> list:
-        if not answers:
-            answers.extend(training_answers(reference_sets()))
-        return answers
-
-    run_controls(out, config.controls, config.model, units_for, columns, progress=progress,
-                 answers=train,
-                 settings=ControlSettings.of(config, NAME, cache=cache))
-    write_report(out)
-    return rows

@@ -156,7 +156,7 @@ def train_paper_soft(study, out: Path, *, probe_requests: Callable, item_request
     store = torch.load(path) if path.exists() else {"relations": {}, "shapes": {}}
     log = json.loads(log_path.read_text(encoding="utf-8")) if log_path.exists() else {}
     cfg = study.config
-    score = _scorer_fn(uncached(study.scorer), cfg.batch_size)
+    score = _scorer_fn(uncached(study.scorer), cfg.settings.batch_size)
 
     def fit(label: str, params: dict, train: list, dev: list) -> dict:
         log[label] = train_recipe(score, params, train, dev, epochs=cfg.soft_epochs,

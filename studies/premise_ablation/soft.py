@@ -99,7 +99,7 @@ def _loss(setup: AblationSetup, examples: list[Example], params: dict, rng: rand
         cands = golds + negs
         vectors = {**ex.fixed, **params}
         scores = uncached(setup.model.scorer).score_tensor([ex.prompt], cands, pseudowords=vectors,
-                                                 batch_size=setup.config.batch_size)[0]
+                                                 batch_size=setup.config.settings.batch_size)[0]
         neg = scores[len(golds):]
         for g in range(len(golds)):
             total = total - (scores[g] - torch.logsumexp(torch.cat([scores[g:g + 1], neg]), 0))
@@ -147,7 +147,7 @@ def _recipe_score(setup: AblationSetup):
         pool = list(setup.data.candidates[ex.candidates_key])
         golds = [pool.index(g) for g in dict.fromkeys(ex.golds) if g in pool]
         row = scorer.score_tensor([ex.prompt], pool, pseudowords={**ex.fixed, **params},
-                                  batch_size=setup.config.batch_size)[0]
+                                  batch_size=setup.config.settings.batch_size)[0]
         return row, golds
 
     return score

@@ -24,24 +24,22 @@ counterfactual premises (`--premises true,counterfactual`: `counterfactual.py`).
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 from kgprobe.atomic import write_json
 from kgprobe.models.registry import FREQUENCY
-from kgprobe.ontology.loaders import Source
 from kgprobe.ontology.verbalize import capitalize, reasoning_text
 from kgprobe.reasoning.items import ReasoningItem
 from kgprobe.studies.metrics import gold_indices, ranks_of
 from kgprobe.studies.probes import ProbeRequest
-from kgprobe.studies.runner import Unit, run_units
-from kgprobe.studies.settings import first_pin, pin_settings
+from kgprobe.studies.runner import Unit
 
 from .build import (AblationData, AblationSetup, build_data, build_setup,  # noqa: F401
                     population_rules, select_items)
 from .cells import variants
 from .columns import SETTINGS
-from .config import NAME, AblationConfig
+from .config import AblationConfig
 from .premise_keys import MemorizedPremise, PremiseKey  # noqa: F401 (imported from here)
 
 
@@ -234,7 +232,7 @@ def _premise_ranks(setup: AblationSetup, scorer, probes: list[PremiseProbe], wan
     pseudowords = setup.model.pseudowords
     asked = [Request(p.prompt, p.candidates, pseudowords[p.pair or 0]) for p in probes]
     hits = getattr(scorer, "hits", None)
-    rows = score_requests(scorer, asked, batch_size=setup.config.batch_size,
+    rows = score_requests(scorer, asked, batch_size=setup.config.settings.batch_size,
                           desc="classifying premises (memorizing probes)", progress=progress)
     filtered = setup.data.truth is not None
     ranks: dict[PremiseKey, int] = {}
@@ -352,44 +350,10 @@ def grid_units(setup: AblationSetup, premises: dict, softs: dict, progress: bool
     return units
 
 
-def run_premise_ablation(config: AblationConfig, out: str | Path, *, source: Source | None = None,
-                         progress: bool = True, cache: bool = True) -> list[dict]:
-    """Run (or resume) the study on `source` (the bundled ontology by default); `cache`: read
-    and write the persistent score cache (`models.score_cache`)."""
-    out = Path(out)
-    with first_pin(out):  # a bad --candidates found below leaves a new folder as it was
-        out.mkdir(parents=True, exist_ok=True)
-        pin_settings(out, config.pinned(), report=config.report_settings(), study=NAME)
-        setup = None if config.protocol == "paper" else build_setup(config, source, cache=cache)
-        if config.answers == "generate":  # a model that writes no answer says so, unpinned
-            setup.model.loaded.generate([], max_new_tokens=config.max_new_tokens)
-    if setup is None:
-        from .paper import run_paper
+def run_premise_ablation(config: AblationConfig, out: str | Path, *,
+                         progress: bool = True) -> list[dict]:
+    """Run (or resume) the study of `config` into `out` and return the model's unit rows,
+    through the study's lifecycle (`contract.Study.execute`; the plan: `plan.py`)."""
+    from .cli import PremiseAblation
 
-        return run_paper(config, out, progress=progress, cache=cache)
-    premises = classify_premises(setup, out, progress=progress)
-    if config.answers == "generate":  # the model completes the prompts (generate.py)
-        from .generate import run_generate
-
-        return run_generate(setup, source, lambda *cell: cell_requests(
-            setup, *cell[:3], "manual", premises, None, cell[3]), out, progress=progress)
-    softs = {}
-    if "soft" in config.templates:
-        from .soft import train_soft_prompts
-
-        softs = train_soft_prompts(setup, out, progress=progress)
-
-    def units_for(scorer=None) -> list[Unit]:  # a control's scorer: the same requests
-        return grid_units(setup if scorer is None else replace(
-            setup, model=replace(setup.model, scorer=scorer)), premises, softs, progress)
-
-    rows = run_units(out, units_for(), config.unit_columns(), progress=progress, results=False)
-    from kgprobe.studies.controls import ControlSettings, run_controls
-
-    from .build import training_answers
-    run_controls(out, config.controls, config.model, units_for, config.unit_columns(),
-                 answers=lambda: training_answers(setup.model.memorizing), progress=progress,
-                 settings=ControlSettings.of(config, NAME, cache=cache))
-    from kgprobe.studies.premise_ablation.report import write_report
-    write_report(out)  # results.csv: the cells, template and rule averages, intervals
-    return rows
+    return PremiseAblation().run_rows(config, out, progress=progress)
