@@ -51,7 +51,7 @@ class Plan:
 
     def __init__(self, config: Any) -> None:
         self.config = config
-        self.progress = getattr(config, "progress", True)
+        self.progress = getattr(config, "progress", self.progress)  # STA's config says
 
     def requests(self) -> list:
         """The planned units with their requests (what `units` scores and `prompts` lists)."""
@@ -68,10 +68,8 @@ class Plan:
     def chat(self) -> Any:
         """What a dry run shows of a prompt under ``--chat-template`` (`dry_run.chat_view`)."""
         from kgprobe.studies.dry_run import chat_view
-        from kgprobe.studies.options import model_settings
 
-        return chat_view(model_settings(self.config).chat_template, self.config.model,
-                         self.study)
+        return chat_view(self.config.settings.chat_template, self.config.model, self.study)
 
     def pinned(self, model: Any) -> dict:
         """The settings the run folder is pinned to (`settings.pin_settings`)."""

@@ -132,17 +132,14 @@ class ControlSettings:
     study: str = ""
 
     @classmethod
-    def of(cls, config: Any, study: str, **overrides: Any) -> ControlSettings:
-        """The settings of a study's `config` (any config holding the model settings; one it
-        lacks keeps its default: multiple choice has no seed), for `study`; `overrides`: a
-        value the run holds outside its config (premise ablation's ``cache`` argument)."""
-        from kgprobe.studies.options import model_settings
-
-        held = model_settings(config)
+    def of(cls, config: Any, study: str) -> ControlSettings:
+        """The settings of a study's `config` (its `ModelSettings` and its seed; a config
+        without a seed keeps the default: multiple choice has none), for `study`."""
+        held = config.settings  # the config's ModelSettings
         values = {f.name: getattr(held, f.name) for f in fields(cls) if hasattr(held, f.name)}
         if hasattr(config, "seed"):
             values["seed"] = config.seed
-        return cls(**{**values, "study": study, **overrides})
+        return cls(**values, study=study)
 
 
 def load_control(control: str, model: str, settings: ControlSettings = ControlSettings()) -> Any:

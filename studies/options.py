@@ -65,15 +65,6 @@ class ModelSettings:
         return cls(**{**defaults, **{k: settings.pop(k) for k in names if k in settings}})
 
 
-def model_settings(config: Any) -> ModelSettings:
-    """A study config's `ModelSettings` (its ``settings`` field)."""
-    held = getattr(config, "settings", None)
-    if isinstance(held, ModelSettings):
-        return held
-    return ModelSettings(**{k: getattr(config, k) for k in ModelSettings().fields()
-                            if hasattr(config, k)})
-
-
 def model_options(parser: argparse.ArgumentParser, *, batch_size: int | None = 64,
                   batch_help: str = "prompts scored at once") -> None:
     """``--device`` (default auto), ``--dtype``, ``--batch-size``, ``--threads``, ``--no-cache``:

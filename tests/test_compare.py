@@ -45,6 +45,9 @@ class PairConfig:
     def from_args(cls, args: argparse.Namespace) -> "PairConfig":
         return cls(args.model, args.n, args.offset, args.repeats, args.device)
 
+    def pinned(self) -> dict:
+        return {"model": self.model, "n": self.n, "device": self.device}
+
 
 def gold_rank(model: str, cell: str, item: int, repeat: int) -> int:
     """Seeded per (model, cell, item, repeat); model "strong" ranks golds higher in "easy"."""
@@ -55,8 +58,26 @@ def gold_rank(model: str, cell: str, item: int, repeat: int) -> int:
 
 @pytest.fixture
 def pair_study():
-    from kgprobe.studies.runner import Unit, run_units
-    from kgprobe.studies.settings import pin_settings
+    from kgprobe.studies.contract import Plan
+    from kgprobe.studies.runner import Unit
+
+    class PairPlan(Plan):
+        columns = ["cell", "pooling", "n"]
+        progress = False
+
+        def units(self, scored):
+            config = self.config
+            pooling = "-" if config.model == "weak" else "sum"
+
+            def unit(cell):
+                def run():
+                    preds = [{"cell": cell, "pooling": pooling, "item": f"i{k}",
+                              "gold_ranks": [gold_rank(config.model, cell, k, r)]}
+                             for k in range(config.offset, config.offset + config.n)
+                             for r in range(config.repeats)]
+                    return {"n": len(preds)}, preds
+                return Unit({"cell": cell, "pooling": pooling}, run, config.n)
+            return [unit(c) for c in CELLS]
 
     @register_study
     class PairToy(Study):
@@ -73,21 +94,11 @@ def pair_study():
             parser.add_argument("--device", default="cpu", help="changes nothing")
             parser.add_argument("--out", type=Path, required=True, help="the run folder")
 
-        def execute(self, config, out):
-            pin_settings(out, {"model": config.model, "n": config.n,
-                               "device": config.device}, study=self.name)
+        def plan(self, config):
+            return PairPlan(config)
 
-            pooling = "-" if config.model == "weak" else "sum"
-
-            def unit(cell):
-                def run():
-                    preds = [{"cell": cell, "pooling": pooling, "item": f"i{k}",
-                              "gold_ranks": [gold_rank(config.model, cell, k, r)]}
-                             for k in range(config.offset, config.offset + config.n)
-                             for r in range(config.repeats)]
-                    return {"n": len(preds)}, preds
-                return Unit({"cell": cell, "pooling": pooling}, run, config.n)
-            run_units(out, [unit(c) for c in CELLS], ["cell", "pooling", "n"], progress=False)
+        def load(self, config):
+            return None  # no model: the ranks are seeded by construction
 
         def report(self, out):
             return Path(out) / "results.csv"

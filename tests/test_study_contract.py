@@ -16,7 +16,6 @@ import kgprobe
 from kgprobe.cli import main
 from kgprobe.errors import KgprobeError, StudyError
 from kgprobe.studies.contract import Study
-from kgprobe.studies.options import model_settings
 from kgprobe.studies.registry import (
     RegistryError,
     get_study,
@@ -298,7 +297,7 @@ SETTINGS = {"consistency": {}, "memorization": {}, "premise-ablation": {"ontolog
 
 @pytest.mark.parametrize("study", sorted(RUNS))
 def test_every_study_takes_the_same_model_options(study):
-    from kgprobe.studies.options import ModelSettings, model_settings
+    from kgprobe.studies.options import ModelSettings
 
     parser = get_study(study).parser()
     required = ["--out", "o", *[x for k, v in SETTINGS[study].items()
@@ -313,13 +312,12 @@ def test_every_study_takes_the_same_model_options(study):
     assert settings == ModelSettings("cpu", "bfloat16", 3, 2, False)
     config = get_study(study).config_from_args(
         parser.parse_args([*required, "--model", "m", "--device", "cpu", "--no-cache"]))
-    held = model_settings(config)  # a config's ModelSettings, held whole or as fields
+    held = config.settings  # the config's ModelSettings, held whole
     assert (held.device, held.cache) == ("cpu", False)
 
 
 @pytest.mark.parametrize("study", sorted(RUNS))
 def test_the_api_and_the_cli_build_equal_configs(study):
-    from kgprobe.studies.options import model_settings
 
     definition = get_study(study)
     given = {**SETTINGS[study], "model": "m", "limit": 2, "device": "cpu", "no_cache": True}
@@ -330,7 +328,7 @@ def test_the_api_and_the_cli_build_equal_configs(study):
     from_cli = definition.config_from_args(definition.parser().parse_args(argv))
     from_api = kgprobe.config(study, **given)
     assert from_api == from_cli
-    assert from_api.model == "m" and model_settings(from_api).cache is False
+    assert from_api.model == "m" and from_api.settings.cache is False
 
 
 def test_configs_hold_typed_values(tmp_path):
