@@ -96,7 +96,12 @@ def trace(study: str, argv: list[str]) -> dict:
             "modules": modules, "climbs": returns}
 
 
+USAGE = "usage: python bench/config_trace.py STUDY [options of kgprobe study STUDY]"
+
 if __name__ == "__main__":
-    if len(sys.argv) < 2 or sys.argv[1].startswith("-"):
-        sys.exit("usage: python bench/config_trace.py STUDY [options of kgprobe study STUDY]")
-    print(json.dumps(trace(sys.argv[1], sys.argv[2:])))
+    if sys.argv[1:2] in (["-h"], ["--help"]):
+        print(USAGE + "\n\n" + __doc__)
+    elif len(sys.argv) < 2 or sys.argv[1].startswith("-"):
+        sys.exit(USAGE)
+    else:
+        print(json.dumps(trace(sys.argv[1], sys.argv[2:])))

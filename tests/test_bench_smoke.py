@@ -43,6 +43,10 @@ TINY: dict = {
     "claim_power.py": ["--q", "100", "--heuristics", "copy", "--limit", "2",
                        "--out", "{tmp}/claims"],
     "compare_coverage.py": ["--reps", "3", "--resamples", "20"],
+    "config_trace.py": [["premise-ablation", "--dry-run", "--ontology", "bundled", "--rules",
+                         "rdfs9", "--limit", "2", "--out", "{tmp}/pa"],
+                        ["memorization", "--dry-run", "--ontology", "bundled", "--task", "domain",
+                         "--limit", "2", "--out", "{tmp}/memorization"]],
     "copen_generation.py": ["--repeat", "1", "--source", "{repo}/tests/data/ontologies/wine.ttl"],
     "load.py": [["--obo", "{repo}/tests/data/formats/zoo.obo"], ["--triples", "2000"]],
     "paper_agreement.py": lambda tmp: _agreement_inputs(tmp) + ["--json"],
@@ -72,6 +76,7 @@ KEYS = {
     "bundled_wording.py": {"labels", "candidate pools (before, after)", "reasoning items"},
     "claim_power.py": {"bench", "power", "false_claims", "false_claim_rate"},
     "compare_coverage.py": {"bench", "reps", "accuracy", "mrr", "mrr_skewed"},
+    "config_trace.py": {"study", "exit", "places", "returns", "functions", "modules"},
     "copen_generation.py": {"bench", "reasoned_s", "unreasoned_s", "closure_model_s", "items", "same_items"},
     "gpu.py": {"bench", "device", "models", "matmul_tflops", "paper_scale"},
     "load.py": {"bench", "triples", "kgprobe_load_s", "kgprobe_peak_mb", "rdflib_parse_s", "speedup"},
@@ -203,6 +208,10 @@ def test_what_the_tiny_runs_measured(results):
                                     "same_golds": 2}]
     official = _json_line(results["paper_official_prompts.py"][1][-1])
     assert official["prompts"] == 9 + 6  # one per memorizing task × template (9) and per rule (6)
+    pa, memorization = (_json_line(run) for run in results["config_trace.py"][1])
+    for trace, study, places in ((pa, "premise_ablation", 20), (memorization, "memorization", 12)):
+        assert trace["exit"] == 0 and f"studies/{study}/plan.py" in trace["modules"], trace
+        assert trace["places"] <= places and trace["returns"] <= 15, trace
     check = _json_line(results["behaviour_check.py"][1][-1])
     assert check["identical"] is True and check["files"] > 0
     obo = _json_line(results["load.py"][1][0])  # --obo: the three commands and the anchor ran
