@@ -20,7 +20,6 @@ from .registry import command
 
 @command("export lm-eval")
 def cmd_export(args: argparse.Namespace) -> int:
-    from kgprobe.reasoning.distractors import parse_protocol
     from kgprobe.reasoning.filtering import parse_ranking
     from kgprobe.reasoning.memorizing import relation_name
     from kgprobe.reasoning.rdfs import RULES
@@ -36,7 +35,7 @@ def cmd_export(args: argparse.Namespace) -> int:
         relations=relations, templates=args.template,
         rules=(tuple(comma_list(args.rules, choices=RULES, option="--rules"))
                if args.rules != "all" else None),
-        candidates=parse_protocol(args.candidates).k, split=args.split, limit=args.limit, seed=args.seed,
+        candidates=args.candidates, split=args.split, limit=args.limit, seed=args.seed,
         probes=source.location if source.origin == "probes" else None, protocol=args.protocol,
         ranking=parse_ranking(args.ranking),
         source=None if source.origin in ("probes", "bundled") else source)

@@ -11,12 +11,13 @@ templates; reasoning items are the premise-ablation study's requests with both p
 written (`reasoning_doc`) and the pseudowords as the letters X and Y, as the OntoProbe paper
 does for ChatGPT (§5).
 
-`choose_candidates` keeps the whole candidate set (``k=None``, the memorization study's
-ranking) or the golds plus seeded distractors up to ``k`` (§5 uses 20 choices), drawn exactly
-as the studies draw them for the same record or item (the paper protocol's export). Under
-filtered ranking a reasoning item's other true answers (`reasoning.filtering`) are not among
-its choices: with ``k`` the study draws the distractors from the rest; with every candidate
-the study keeps them in its list but out of the gold's rank, which is the same rank.
+`choose_candidates` keeps the whole candidate set (``Protocol()``, the memorization study's
+ranking) or the golds plus seeded distractors up to ``K`` (``Protocol(K)``; §5 uses 20
+choices), drawn exactly as the studies draw them for the same record or item (the paper
+protocol's export). Under filtered ranking a reasoning item's other true answers
+(`reasoning.filtering`) are not among its choices: with ``K`` the study draws the
+distractors from the rest; with every candidate the study keeps them in its list but out of
+the gold's rank, which is the same rank.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from typing import Sequence
 from kgprobe.errors import KgprobeError
 from kgprobe.models.cloze import scores_suffix
 from kgprobe.ontology.verbalize import MASK
-from kgprobe.reasoning.distractors import parse_protocol
+from kgprobe.reasoning.distractors import Protocol
 from kgprobe.reasoning.items import SLOT_X, SLOT_Y, ReasoningItem
 
 #: The letters that stand for the pseudowords in text (OntoProbe §5).
@@ -79,13 +80,13 @@ def split_at_mask(prompt: str) -> tuple[str, str]:
     return before, after
 
 
-def choose_candidates(candidates: Sequence[str], answers: Sequence[str], k: int | None,
+def choose_candidates(candidates: Sequence[str], answers: Sequence[str], protocol: Protocol,
                       seed: int | str, exclude: Sequence[str] = ()) -> tuple[list[str], list[int]]:
     """(choices, gold indices): what the studies rank for this record or item under
-    ``--candidates k`` (`Protocol.candidates`, seeded ``f"{run seed}:{record or item id}"``),
+    `protocol` (`Protocol.candidates`, seeded ``f"{run seed}:{record or item id}"``),
     so an exported task ranks what the study ranks: every answer is a gold. `exclude`: the
     item's other true answers (filtered ranking), never a choice."""
-    choices = parse_protocol(k).candidates(candidates, answers, seed=seed, exclude=sorted(exclude))
+    choices = protocol.candidates(candidates, answers, seed=seed, exclude=sorted(exclude))
     barred = set(exclude) - set(answers)
     choices = [c for c in choices if c not in barred]
     known = set(answers)

@@ -58,14 +58,14 @@ def test_candidates_are_the_gold_and_seeded_distractors():
 
     cands = [f"c{i}" for i in range(50)]
     answers = ["c7", "c3", "c30"]
-    choices, gold = choose_candidates(cands, answers, 10, "1:a")
+    choices, gold = choose_candidates(cands, answers, Protocol(10), "1:a")
     # every answer is a gold (as the memorization study ranks a record), never a distractor
     assert len(choices) == 10 and sorted(choices[g] for g in gold) == ["c3", "c30", "c7"]
     assert choices == Protocol(10).candidates(cands, answers, seed="1:a")
     assert choices == sorted(choices, key=cands.index)
-    assert choose_candidates(cands, answers, 10, "1:a") == (choices, gold)
-    assert choose_candidates(cands, answers, 10, "2:a")[0] != choices
-    every, golds = choose_candidates(cands, answers, None, 0)
+    assert choose_candidates(cands, answers, Protocol(10), "1:a") == (choices, gold)
+    assert choose_candidates(cands, answers, Protocol(10), "2:a")[0] != choices
+    every, golds = choose_candidates(cands, answers, Protocol(), 0)
     assert every == cands and golds == [3, 7, 30]
 
 

@@ -21,6 +21,7 @@ from typing import Sequence
 from kgprobe.atomic import write_jsonl, write_text
 from kgprobe.errors import KgprobeError
 from kgprobe.prompts.lm_eval_tasks import ClozeDoc, reasoning_doc
+from kgprobe.reasoning.distractors import Protocol, parse_protocol
 from kgprobe.studies.ontology_source import OntologySource
 
 STUDIES = ("memorizing", "reasoning")
@@ -49,7 +50,9 @@ class ExportSettings:
     relations: tuple[str, ...] | None = None  # memorizing relations (None: all)
     templates: str = "all"  # manual template index, or all
     rules: tuple[str, ...] | None = None  # reasoning rules (None: all)
-    candidates: int | None = None  # None: every candidate; K: gold + K-1 distractors
+    #: every candidate, or the gold and K − 1 distractors (``all``, None or an integer K is
+    #: parsed on construction, as ``--candidates`` is)
+    candidates: Protocol = Protocol()
     split: str = "test"
     limit: int | None = None  # per task; None: the paper's limits / every reasoning item
     seed: int = 0
@@ -61,10 +64,14 @@ class ExportSettings:
     #: memorizing sets are generated from it (seeded split) and the reasoning items read from it
     source: OntologySource | None = None
 
+    def __post_init__(self) -> None:
+        self.candidates = parse_protocol(self.candidates)
+
     def record(self) -> dict:
         """The settings as kgprobe_export.json records them: a source by its `pinned` form
         (a store's fingerprint, a file's hash); none for the bundled ontology."""
-        return {k: (v.pinned() if isinstance(v, OntologySource) else v)
+        return {k: (v.pinned() if isinstance(v, OntologySource) else
+                    v.k if isinstance(v, Protocol) else v)
                 for k, v in self.__dict__.items() if k != "extra" and not (k == "source" and v is None)}
 
 
@@ -90,7 +97,7 @@ def memorization_config(settings: ExportSettings):
         None, tasks=tuple(settings.relations or RELATIONS), templates=settings.templates,
         split=settings.split, limit=settings.limit, seed=settings.seed,
         probes=Path(settings.probes) if settings.probes else None,
-        candidates="all" if settings.candidates is None else str(settings.candidates),
+        candidates=settings.candidates,
         protocol=settings.protocol, ranking=settings.ranking, ontology=settings.source)
 
 
@@ -137,7 +144,7 @@ def ablation_config(settings: ExportSettings):
     return get_study("premise-ablation").config(
         None, rules=tuple(settings.rules or RULES), templates=("manual",), limit=settings.limit,
         seed=settings.seed, pairs=1,
-        candidates="all" if settings.candidates is None else str(settings.candidates),
+        candidates=settings.candidates,
         ranking=settings.ranking, ontology=settings.source)
 
 
@@ -178,7 +185,7 @@ def _yaml_task(name: str, data: Path, note: str, settings: ExportSettings) -> st
             f"metric_list:\n{metrics}"
             "metadata:\n  version: 1.0\n"
             f"  description: {q(note)}\n"
-            f"  candidates: {q('all' if settings.candidates is None else settings.candidates)}\n"
+            f"  candidates: {q('all' if settings.candidates.k is None else settings.candidates.k)}\n"
             f"  seed: {settings.seed}\n"
             f"  ranking: {q(settings.ranking)}\n")
 

@@ -10,7 +10,7 @@ letters X and Y (a text engine takes no vectors; the paper's §5 writes X and Y 
 from __future__ import annotations
 
 from kgprobe.prompts.lm_eval_tasks import ClozeDoc, choose_candidates, split_at_mask
-from kgprobe.reasoning.distractors import parse_protocol
+from kgprobe.reasoning.distractors import Protocol
 from kgprobe.reasoning.paper_items import RULES, candidates_for, paper_items
 from kgprobe.seeds import seed_key
 
@@ -23,14 +23,15 @@ def letters(text: str) -> str:
     return text
 
 
-def _doc(doc_id: str, study: str, task: str, template: str, prompt: str, answers, pool, k,
-         seed: int) -> ClozeDoc | None:
+def _doc(doc_id: str, study: str, task: str, template: str, prompt: str, answers, pool,
+         protocol: Protocol, seed: int) -> ClozeDoc | None:
     text, suffix = split_at_mask(prompt)
-    choices, gold = choose_candidates(pool, list(dict.fromkeys(answers)), k, seed_key(seed, "paper", doc_id))
+    choices, gold = choose_candidates(pool, list(dict.fromkeys(answers)), protocol,
+                                      seed_key(seed, "paper", doc_id))
     if not gold:
         return None
     return ClozeDoc(doc_id, study, task, template, text, suffix, choices, gold,
-                    list(dict.fromkeys(answers)), "", "test", parse_protocol(k).name)
+                    list(dict.fromkeys(answers)), "", "test", protocol.name)
 
 
 def paper_reasoning(settings, name) -> dict[str, list[ClozeDoc]]:
