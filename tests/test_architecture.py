@@ -21,7 +21,9 @@ ROOT = Path(__file__).resolve().parents[1]
 LAYERS = {"": 0, "ontology": 1, "kg": 2, "reasoning": 3, "models": 4, "pseudowords": 5,
           "prompts": 5, "studies": 6, "cli": 7}
 HEAVY = ("torch", "transformers", "scipy", "matplotlib")
-MAX_LINES = 400
+#: Modules are about 400 lines as a guide, never split or joined only to meet it; one well past
+#: the guide (this many lines) is doing more than one thing and fails here.
+MAX_LINES = 450
 
 
 def _modules() -> dict[str, Path]:

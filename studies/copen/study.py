@@ -321,9 +321,9 @@ def _finetune_units(cfg: CopenConfig, out: Path, model: LazyModel, task: str, da
 def run_copen(cfg: CopenConfig, out: str | Path, *, loaded=None, progress: bool = True) -> list[dict]:
     """Run (or resume) the study through its lifecycle (`contract.Study.execute`) and return
     the result rows; `loaded`: a model already loaded, used instead of loading `cfg.model`."""
-    from .cli import Copen
+    from kgprobe.studies.registry import get_study
 
-    return Copen(loaded=loaded).run_rows(cfg, out, progress=progress)
+    return type(get_study(NAME))(loaded=loaded).run_rows(cfg, out, progress=progress)
 
 
 def write_report(out: str | Path) -> Path:

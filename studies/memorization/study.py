@@ -93,10 +93,10 @@ def run_memorization(model: str, out: str | Path, *, progress: bool = True, **se
     `MemorizationConfig`), through the study's lifecycle (`contract.Study.execute`)."""
     from kgprobe.studies.options import ModelSettings
 
-    from .cli import Memorization
+    from kgprobe.studies.registry import get_study
 
     config = MemorizationConfig(model, settings=ModelSettings.taken_from(settings), **settings)
-    return Memorization().run_rows(config, out, progress=progress)
+    return get_study(NAME).run_rows(config, out, progress=progress)
 
 
 def study_units(config: MemorizationConfig, loaded, planned: list, *,

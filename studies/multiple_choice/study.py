@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Sequence
 
 from kgprobe.reasoning.memorizing import RELATIONS
-from kgprobe.studies.multiple_choice.config import COLUMNS, MultipleChoiceConfig  # noqa: F401
+from kgprobe.studies.multiple_choice.config import COLUMNS, NAME, MultipleChoiceConfig  # noqa: F401
 from kgprobe.studies.runner import Unit
 
 # the question sets live with the request stream; named here as well, where they always were
@@ -84,11 +84,11 @@ def run_multiple_choice(model: str, out: str | Path, *, progress: bool = True,
     control answers the very same questions and joins results.csv with the report."""
     from kgprobe.studies.options import ModelSettings
 
-    from .cli import MultipleChoice
+    from kgprobe.studies.registry import get_study
 
     config = MultipleChoiceConfig(model, settings=ModelSettings.taken_from(settings, batch_size=4),
                                   **settings)
-    return MultipleChoice().run_rows(config, out, progress=progress)
+    return get_study(NAME).run_rows(config, out, progress=progress)
 
 
 def question_unit(config: MultipleChoiceConfig, loaded, planned: QuestionUnit) -> Unit:

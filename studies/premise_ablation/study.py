@@ -39,7 +39,7 @@ from .build import (AblationData, AblationSetup, build_data, build_setup,  # noq
                     population_rules, select_items)
 from .cells import variants
 from .columns import SETTINGS
-from .config import AblationConfig
+from .config import NAME, AblationConfig
 from .premise_keys import MemorizedPremise, PremiseKey  # noqa: F401 (imported from here)
 
 
@@ -354,6 +354,6 @@ def run_premise_ablation(config: AblationConfig, out: str | Path, *,
                          progress: bool = True) -> list[dict]:
     """Run (or resume) the study of `config` into `out` and return the model's unit rows,
     through the study's lifecycle (`contract.Study.execute`; the plan: `plan.py`)."""
-    from .cli import PremiseAblation
+    from kgprobe.studies.registry import get_study
 
-    return PremiseAblation().run_rows(config, out, progress=progress)
+    return get_study(NAME).run_rows(config, out, progress=progress)

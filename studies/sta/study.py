@@ -216,9 +216,9 @@ def build_elicitation_units(config: StaConfig, loaded, norms: Norms, lama, summa
 def run_sta(config: StaConfig, out: str | Path) -> list[dict]:
     """Run (or resume) the study into `out` through its lifecycle (`contract.Study.execute`);
     returns the result rows."""
-    from .cli import Sta
+    from kgprobe.studies.registry import get_study
 
-    return Sta().run_rows(config, out, progress=config.progress)
+    return get_study(NAME).run_rows(config, out, progress=config.progress)
 
 
 def observations(out: str | Path) -> list[dict]:
