@@ -2,11 +2,11 @@
 
 `plan` turns a `MemorizationConfig` into planned units, each (task, template) with the
 `ProbeRequest`s it scores (text with its ``[MASK]``, candidates, golds) and the records they
-ask about. The run scores exactly these (`study.run_config`), ``--dry-run`` writes exactly
-these (`dry.py`) and ``kgprobe export lm-eval`` converts exactly these (`lm_eval.export`), so
-the three cannot drift: a probe set's language, a template's wording, a distractor's seed are
-decided here once. The paper protocol is another provider of the same requests
-(`paper_plan`), scored with the paper's metrics.
+ask about. The run scores exactly these, ``--dry-run`` writes exactly these (both through the
+study's plan, `plan.MemorizationPlan`) and ``kgprobe export lm-eval`` converts exactly these
+(`lm_eval.export`), so the three cannot drift: a probe set's language, a template's wording,
+a distractor's seed are decided here once. The paper protocol is another provider of the same
+requests (`paper_plan`), scored with the paper's metrics.
 """
 
 from __future__ import annotations
