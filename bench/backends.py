@@ -120,7 +120,7 @@ def probes(args, folder: Path) -> list[dict]:
             doc = json.loads(line)
             exported[doc["id"]] = doc
     rows = []
-    for unit in memorization_study().requests(memorization_config(settings)):
+    for unit in memorization_study().plan_of(memorization_config(settings)).requests():
         for req, rec in zip(unit.requests, unit.records):
             doc = exported.get(f"{rec.id}-t{unit.template}")
             if doc is None:
