@@ -48,6 +48,10 @@ class Plan:
     #: one scorer for the whole run) instead of as loaded models
     scorer_controls: bool = False
     progress: bool = True
+    #: the study's registered name (`Study.plan_of` sets it)
+    study: str = ""
+    #: the seconds `Study.load` took (the lifecycle measures it; STA's summary.json says it)
+    load_seconds: float = 0.0
 
     def __init__(self, config: Any) -> None:
         self.config = config
@@ -108,12 +112,6 @@ class Plan:
         more than the folder's files (STA: results.csv rounds what its tables show); None:
         the study's `Study.report` rebuilds it from the files, as ``kgprobe report`` does."""
         return None
-
-    #: the seconds `Study.load` took (the lifecycle measures it; STA's summary.json says it)
-    load_seconds: float = 0.0
-
-    #: the study's registered name (`Study.plan_of` sets it)
-    study: str = ""
 
 
 class Study:

@@ -185,7 +185,7 @@ def _yaml_task(name: str, data: Path, note: str, settings: ExportSettings) -> st
             f"metric_list:\n{metrics}"
             "metadata:\n  version: 1.0\n"
             f"  description: {q(note)}\n"
-            f"  candidates: {q('all' if settings.candidates.k is None else settings.candidates.k)}\n"
+            f"  candidates: {q(settings.candidates.k or 'all')}\n"
             f"  seed: {settings.seed}\n"
             f"  ranking: {q(settings.ranking)}\n")
 

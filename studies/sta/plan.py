@@ -2,8 +2,8 @@
 
 The run's units need the model: its single-token words make the vocabularies, and the
 targets among them (`study.build_retrieval_units`, `study.build_elicitation_units`); the
-norms and the retrieval conditions are read before it loads, so a wrong ``--norms`` or ``--conditions`` is
-refused first. ``--dry-run`` lists the same units' prompts (`requests`) without a model: it
+norms and the retrieval conditions are read before it loads, so a wrong ``--norms`` or
+``--conditions`` is refused first. ``--dry-run`` lists the same units' prompts (`requests`) without a model: it
 takes the word list as it is (``--vocab``'s LAMA list or the norms' concepts), so it may list
 a few prompts whose target the model's vocabulary would drop, and ``n_candidates`` is the
 list's size before that filter. Without ``--template`` the retrieval prompts are the paper's
