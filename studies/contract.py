@@ -131,6 +131,9 @@ class Study:
     aliases: ClassVar[tuple[tuple[str, str], ...]] = ()
     #: The columns of ``results.csv`` that name a row's cell (the rest are its numbers).
     cell_columns: ClassVar[tuple[str, ...]] = ()
+    #: False: `load` gives the bare model (no chat wrap, `load_model`'s own seed), for a study
+    #: that wraps its prompts itself (multiple choice's letter form) or asks no cloze (STA).
+    wraps_model: ClassVar[bool] = True
     #: What a finished run has written into its folder, for the command's last line.
     written: ClassVar[str] = "results.csv, predictions.jsonl and report.md"
     #: The cell columns whose value for an item comes from the model's own answers (the
@@ -155,7 +158,13 @@ class Study:
 
     def load(self, config: Any) -> Any:
         """The run's model, loaded as its controls are (`controls.load_as_run`: the run's
-        device, dtype, seed and chat wrap)."""
+        device, dtype, seed and chat wrap); a study whose prompts take no wrap (`wraps_model`
+        False) gets the bare model on the run's device and dtype."""
+        if not self.wraps_model:
+            from kgprobe.models.loading import load_model
+
+            return load_model(config.model, device=config.settings.device,
+                              dtype=config.settings.dtype)
         from kgprobe.studies.controls import ControlSettings, load_as_run
 
         return load_as_run(config.model, ControlSettings.of(config, self.name))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from kgprobe.studies.contract import Study
 from kgprobe.studies.registry import register_study
@@ -24,6 +24,7 @@ class MultipleChoice(Study):
     config = MultipleChoiceConfig
     aliases = (("probe", "multiple-choice"),)
     cell_columns = CELL_COLUMNS
+    wraps_model = False  # the letter form wraps each question itself (--chat); text: bare
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         add_arguments(parser)
@@ -33,14 +34,6 @@ class MultipleChoice(Study):
 
         return MultipleChoicePlan(config)
 
-    def load(self, config: MultipleChoiceConfig) -> Any:
-        """The model without `Study.load`'s chat wrap: the letter form wraps each question in
-        the chat template itself (``--chat``, `config.chat`), and the text form asks the bare
-        cloze. (The controls load as `Study.load` does.)"""
-        from kgprobe.models.loading import load_model
-
-        return load_model(config.model, device=config.settings.device,
-                          dtype=config.settings.dtype)
 
     def report(self, out: Path) -> Path:
         from .report import write_report

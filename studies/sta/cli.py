@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from kgprobe.studies.contract import Study
 from kgprobe.studies.registry import register_study
@@ -26,6 +26,7 @@ class Sta(Study):
     description = DOC
     config = StaConfig
     cell_columns = CELL_COLUMNS
+    wraps_model = False  # its slot distributions take no chat wrap; --seed samples concepts
     written = "results.csv, predictions.jsonl, report.md and figures"
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
@@ -48,13 +49,6 @@ class Sta(Study):
 
         return StaPlan(config)
 
-    def load(self, config: StaConfig) -> Any:
-        """The model as STA's distributions read it: unwrapped (STA takes no chat template)
-        and loaded with `load_model`'s own seed (``--seed`` samples the concepts)."""
-        from kgprobe.models.loading import load_model
-
-        return load_model(config.model, device=config.settings.device,
-                          dtype=config.settings.dtype)
 
     def report(self, out: Path) -> Path:
         from .report import rebuild_report
